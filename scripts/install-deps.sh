@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages weft needs to build, test and benchmark.
+# Idempotent: asks dpkg what is already there and prints nothing when all is.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build make pkg-config
+  libhwloc-dev hwloc        # topology and binding
+  libmimalloc-dev           # scalable allocator
+  libgtest-dev              # unit tests
+  libbenchmark-dev          # micro-benchmarks
+  python3 python3-matplotlib # tools/ (reports, plots)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,201 @@
+// Intra-node ping-pong: one-way latency of a message between PE 0 and PE 1,
+// next to the physical floor between the same two cores — a cache line
+// bounced by a tight spin on one atomic flag (no pause instruction), measured
+// by the same two PEs inside handlers, so on the same CPUs. Floor and
+// latency are measured alternately (floor, latency, floor, latency, ...)
+// because on a virtual machine the floor itself drifts between minutes; each
+// latency is divided by the floor measured just before it.
+//
+// The message is handed back and forth: the handler sends the very message
+// it received, so this measures the runtime's delivery path (queue push, wake
+// check, pop, dispatch), not the allocator.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+#include "common/harness.hpp"
+#include "weft/base/cache.hpp"
+#include "weft/base/timer.hpp"
+#include "weft/weft.hpp"
+
+namespace {
+
+const char* about =
+    "pingpong: one-way latency between PE 0 and PE 1 of one node, 8 B .. 4 MiB, beside the\n"
+    "cache-line ping-pong latency between the same two cores (the physical floor), measured\n"
+    "alternately in the same run; prints the ratio latency/floor per pair and its median. Flags:\n"
+    "  --bytes=LIST    sizes (default 8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304)\n"
+    "  --iters=N       round trips per latency measurement (default 5000)\n"
+    "Needs --weft:threads >= 2; PE 0 and PE 1 should be on different CPUs.";
+
+// The floor's flag, alone on its line.
+alignas(weft::base::cache_line) std::atomic<std::uint64_t> g_flag{0};
+
+struct step {
+  std::uint32_t bytes;
+  int repeat;
+};
+
+struct driver_state {
+  weft::bench::cli cli;
+  std::vector<std::uint32_t> sizes;
+  std::vector<step> plan;
+  std::size_t next = 0;
+  int iters = 5000;
+  int left = 0;
+  std::uint64_t t0 = 0;
+  double floor_ns = 0;
+  std::vector<double> floors;                            // every floor measured
+  std::vector<std::vector<double>> oneway, ratio;        // per size index
+  bool warm = false;
+} g_d;
+
+weft::handler_id h_ping, h_floor;
+constexpr int floor_rounds = 20000;
+
+// PE 1's side of the floor measurement: answers PE 0 round by round.
+void on_floor(weft::message_ptr) {
+  for (std::uint64_t i = 0; i < floor_rounds; ++i) {
+    while (g_flag.load(std::memory_order_acquire) != 2 * i + 1) {
+    }
+    g_flag.store(2 * i + 2, std::memory_order_release);
+  }
+}
+
+// PE 0's side; returns the one-way time in ns.
+double measure_floor() {
+  g_flag.store(0, std::memory_order_relaxed);
+  weft::send(1, weft::make_message(h_floor, 0));
+  // Wait until PE 1 is in its handler and ready: the first round trip also
+  // absorbs its wake-up, so it is not timed.
+  g_flag.store(1, std::memory_order_release);
+  while (g_flag.load(std::memory_order_acquire) != 2) {
+  }
+  const std::uint64_t t0 = weft::base::cycles();
+  for (std::uint64_t i = 1; i < floor_rounds; ++i) {
+    g_flag.store(2 * i + 1, std::memory_order_release);
+    while (g_flag.load(std::memory_order_acquire) != 2 * i + 2) {
+    }
+  }
+  const std::uint64_t t1 = weft::base::cycles();
+  return weft::base::cycles_to_ns(t1 - t0) / (2.0 * (floor_rounds - 1));
+}
+
+void start_step();
+void finish();
+
+void on_ping(weft::message_ptr m) {
+  if (weft::my_pe() == 1) {
+    weft::send(0, std::move(m));
+    return;
+  }
+  driver_state& d = g_d;
+  if (--d.left > 0) {
+    weft::send(1, std::move(m));
+    return;
+  }
+  const double ns = weft::base::cycles_to_ns(weft::base::cycles() - d.t0) / (2.0 * d.iters);
+  if (d.warm) {
+    const step& s = d.plan[d.next];
+    std::size_t idx = std::size_t(std::find(d.sizes.begin(), d.sizes.end(), s.bytes) - d.sizes.begin());
+    d.oneway[idx].push_back(ns);
+    d.ratio[idx].push_back(ns / d.floor_ns);
+    ++d.next;
+  }
+  d.warm = true;
+  if (d.next < d.plan.size())
+    start_step();
+  else
+    finish();
+}
+
+void start_step() {
+  driver_state& d = g_d;
+  const step& s = d.plan[d.next];
+  d.floor_ns = measure_floor();
+  d.floors.push_back(d.floor_ns);
+  d.left = d.iters;
+  // Let PE 1 leave its floor handler before timing starts: the first message
+  // also carries it back into its scheduler.
+  weft::message_ptr m = weft::make_message(h_ping, s.bytes);
+  std::memset(m->data(), 0, std::min<std::size_t>(s.bytes, 64));
+  d.t0 = weft::base::cycles();
+  weft::send(1, std::move(m));
+}
+
+void finish() {
+  driver_state& d = g_d;
+  weft::bench::reporter out("pingpong", d.cli.json);
+  auto fl = weft::bench::summarize(d.floors);
+  out.row({{"metric", "cacheline_oneway_ns"}, {"value", fl.median}, {"min", fl.min}, {"max", fl.max}});
+  out.flush();
+  for (std::size_t i = 0; i < d.sizes.size(); ++i) {
+    auto s = weft::bench::summarize(d.oneway[i]);
+    auto r = weft::bench::summarize(d.ratio[i]);
+    out.row({{"metric", "oneway_ns"},
+             {"bytes", long(d.sizes[i])},
+             {"value", s.median},
+             {"min", s.min},
+             {"max", s.max},
+             {"ratio_median", r.median},
+             {"ratio_min", r.min},
+             {"ratio_max", r.max}});
+  }
+  out.flush();
+  auto it = std::find(d.sizes.begin(), d.sizes.end(), 16u);
+  if (it != d.sizes.end()) {
+    auto r = weft::bench::summarize(d.ratio[std::size_t(it - d.sizes.begin())]);
+    out.row({{"metric", "ratio_oneway16_over_cacheline"},
+             {"value", r.median},
+             {"min", r.min},
+             {"max", r.max},
+             {"requirement", "<= 3"},
+             {"met", r.median <= 3.0}});
+  }
+  out.flush();
+  weft::exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  h_ping = weft::register_handler("pingpong.ping", on_ping);
+  h_floor = weft::register_handler("pingpong.floor", on_floor);
+  driver_state& d = g_d;
+  d.cli = weft::bench::parse_cli(argc, argv, about);
+  weft::bench::reject_unknown(d.cli, {"bytes", "iters"});
+  d.iters = std::atoi(weft::bench::arg(d.cli, "iters", "5000").c_str());
+  std::string list = weft::bench::arg(
+      d.cli, "bytes", "8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304");
+  for (std::size_t pos = 0; pos <= list.size();) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    long b = std::atol(list.substr(pos, comma - pos).c_str());
+    if (b < 1 || b > (1l << 30)) {
+      std::fprintf(stderr, "error: --bytes: sizes must be 1 .. 1073741824\n");
+      return 2;
+    }
+    d.sizes.push_back(std::uint32_t(b));
+    pos = comma + 1;
+  }
+  if (d.iters < 1) {
+    std::fprintf(stderr, "error: --iters must be >= 1\n");
+    return 2;
+  }
+  d.oneway.resize(d.sizes.size());
+  d.ratio.resize(d.sizes.size());
+  for (int r = 0; r < d.cli.repeat; ++r)
+    for (std::uint32_t b : d.sizes) d.plan.push_back({b, r});
+
+  weft::runtime_config cfg = weft::parse_options(argc, argv);
+  if (cfg.threads < 2) {
+    std::fprintf(stderr, "error: pingpong needs --weft:threads >= 2 (got %d)\n", cfg.threads);
+    return 2;
+  }
+  if (cfg.pe_cpus[0] >= 0 && cfg.pe_cpus[0] == cfg.pe_cpus[1])
+    std::fprintf(stderr, "warning: PE 0 and PE 1 share CPU %d: the floor spin will crawl\n",
+                 cfg.pe_cpus[0]);
+  return weft::run(cfg, argc, argv, [](weft::args) { start_step(); });
+}

@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""Turns the benchmarks' JSON lines into Markdown for docs/benchmarks.md.
+
+usage: python3 bench/report.py OUT_DIR > docs/benchmarks.md
+
+Reads OUT_DIR/*.jsonl (one JSON object per line, as written by bench/run_all.sh)
+and prints a header describing the machine, then one section per benchmark.
+The benchmarks it knows (pingpong, kneighbor, queues, alloc_scaling,
+pe_private, wakeup) get tables shaped for their question, with the ratios the
+design asks for; rows it does not recognise, and unknown benchmarks, are
+printed generically, one table per metric. Missing files and bad lines are
+noted, never fatal. Standard library only.
+"""
+import datetime
+import glob
+import json
+import os
+import platform
+import sys
+from collections import OrderedDict
+
+# ---------------------------------------------------------------- formatting
+
+
+def num(x, ratio=False):
+    """A number with sensible precision; '–' if absent."""
+    if x is None or isinstance(x, bool):
+        return "–" if x is None else str(x).lower()
+    if not isinstance(x, (int, float)):
+        return str(x)
+    if isinstance(x, int) and not ratio:
+        return str(x)
+    if ratio:
+        return "%.2f" % x if abs(x) < 10 else ("%.1f" % x if abs(x) < 100 else "{:,.0f}".format(x))
+    a = abs(x)
+    if a >= 100:
+        return "{:,.0f}".format(x)
+    if a >= 10:
+        return "%.1f" % x
+    if a >= 1:
+        return "%.2f" % x
+    if a == 0:
+        return "0"
+    return "%.3g" % x
+
+
+def spread(row, ratio=False):
+    """'value (min–max)' from a row's value/min/max."""
+    if row is None:
+        return "–"
+    v = num(row.get("value"), ratio)
+    if "min" in row and "max" in row:
+        return "%s (%s–%s)" % (v, num(row["min"], ratio), num(row["max"], ratio))
+    return v
+
+
+def pct(frac):
+    """A fraction as a percentage: '0%', '0.4%', '3.1%', '99%'."""
+    if not isinstance(frac, (int, float)) or isinstance(frac, bool):
+        return "–"
+    p = 100.0 * frac
+    return "%.0f%%" % p if p == 0 or p >= 10 else "%.1f%%" % p
+
+
+def human_bytes(b):
+    if not isinstance(b, int):
+        return str(b)
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= size and b % size == 0:
+            return "%d %s" % (b // size, unit)
+    return "%d B" % b
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out) + "\n"
+
+
+def ratio_of(a, b):
+    try:
+        return a / b if b else None
+    except TypeError:
+        return None
+
+
+# ------------------------------------------------------------------- input
+
+
+def load(out_dir):
+    """{bench: [rows]} in file order, plus notes about what was skipped."""
+    benches, notes = OrderedDict(), []
+    files = sorted(glob.glob(os.path.join(out_dir, "*.jsonl")))
+    for path in files:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = f.readlines()
+        except OSError as e:
+            notes.append("could not read %s: %s" % (path, e))
+            continue
+        bad = 0
+        for line in lines:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if not isinstance(row, dict):
+                bad += 1
+                continue
+            benches.setdefault(row.get("bench", stem), []).append(row)
+        if bad:
+            notes.append("%s: %d line(s) that are not JSON objects were ignored" % (os.path.basename(path), bad))
+    return benches, notes, files
+
+
+# ------------------------------------------------------------------ header
+
+
+def cpu_facts():
+    model, logical, cores = None, 0, set()
+    phys = core = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                key, val = key.strip(), val.strip()
+                if key == "processor":
+                    logical += 1
+                elif key == "model name" and model is None:
+                    model = val
+                elif key == "physical id":
+                    phys = val
+                elif key == "core id":
+                    core = val
+                elif not key and phys is not None and core is not None:
+                    cores.add((phys, core))
+                    phys = core = None
+        if phys is not None and core is not None:
+            cores.add((phys, core))
+    except OSError:
+        pass
+    logical = logical or os.cpu_count() or 0
+    return model or platform.processor() or "unknown", len(cores) or logical, logical
+
+
+def header(out_dir):
+    model, cores, logical = cpu_facts()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = logical
+    now = datetime.datetime.now().astimezone()
+    lines = [
+        "# Benchmarks",
+        "",
+        "Generated %s on Linux %s, %s, %d core%s (%d logical CPU%s%s)." % (
+            now.strftime("%Y-%m-%d %H:%M %Z"), platform.release(), model, cores, "" if cores == 1 else "s",
+            logical, "" if logical == 1 else "s",
+            "" if usable == logical else ", %d usable by this process" % usable),
+        "",
+        "Regenerate with `make bench` (builds build/release, runs `bench/run_all.sh build/release "
+        "build/bench docs/benchmarks.md`, which calls `bench/report.py`). Raw JSON lines: `%s/`." % out_dir.rstrip("/"),
+        "",
+        "Every figure is the median over repeats run in the same process, with the range (min–max) beside it; "
+        "a ratio compares two things measured side by side in one run (DESIGN.md, \"Tests and benchmarks\").",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- sections
+
+
+def generic(rows, title_metric=True):
+    """One table per metric, columns = every field that occurs."""
+    by_metric = OrderedDict()
+    for r in rows:
+        by_metric.setdefault(r.get("metric", "(no metric)"), []).append(r)
+    out = []
+    for metric, rs in by_metric.items():
+        keys = []
+        for r in rs:
+            for k in r:
+                if k not in ("bench", "metric", "value", "min", "max") and k not in keys:
+                    keys.append(k)
+        has_range = any("min" in r for r in rs)
+        is_ratio = metric.startswith("ratio")
+        head = keys + ["value"] + (["min", "max"] if has_range else [])
+        body = []
+        for r in rs:
+            line = [num(r.get(k)) if not isinstance(r.get(k), str) else r.get(k) for k in keys]
+            line.append(num(r.get("value"), is_ratio))
+            if has_range:
+                line += [num(r.get("min"), is_ratio), num(r.get("max"), is_ratio)]
+            body.append(line)
+        if title_metric:
+            out.append("`%s`\n" % metric)
+        out.append(table(head, body))
+    return "\n".join(out)
+
+
+def leftovers(rows, used):
+    rest = [r for r in rows if id(r) not in used]
+    if not rest:
+        return ""
+    return "Other rows:\n\n" + generic(rest)
+
+
+def find(rows, used, **want):
+    """Last row matching all fields in `want` (later runs win); marks it used."""
+    hit = None
+    for r in rows:
+        if all(r.get(k) == v for k, v in want.items()):
+            hit = r
+    if hit is not None:
+        used.add(id(hit))
+    return hit
+
+
+def sec_pingpong(rows):
+    used, out = set(), []
+    one = [r for r in rows if r.get("metric") == "oneway_ns" and "bytes" in r]
+    sizes = sorted({r["bytes"] for r in one if isinstance(r["bytes"], int)})
+    floor = find(rows, used, metric="cacheline_oneway_ns")
+    floor_v = floor.get("value") if floor else None
+    if sizes:
+        body = []
+        for b in sizes:
+            r = find(one, used, bytes=b)
+            body.append([human_bytes(b), spread(r), num(ratio_of(r.get("value"), floor_v), True)])
+        out.append(table(["bytes", "one-way ns", "× cache-line floor"], body))
+    out.append("Cache-line floor (two threads ping-pong one atomic word): %s ns.\n" % spread(floor))
+    ratio = find(rows, used, metric="ratio_oneway16_over_cacheline")
+    r16 = None
+    if ratio is not None:
+        r16 = ratio.get("value")
+        out.append("16 B one-way / cache-line floor: %s.\n" % spread(ratio, True))
+    else:
+        m16 = next((r for r in one if r.get("bytes") == 16), None)
+        r16 = ratio_of(m16.get("value"), floor_v) if m16 else None
+        if r16 is not None:
+            out.append("16 B one-way / cache-line floor: %s (from the medians).\n" % num(r16, True))
+    verdict = "not measured" if r16 is None else ("met" if r16 <= 3 else "not met")
+    out.append("requirement: 16 B one-way within 3x the cache-line floor: **%s**\n" % verdict)
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+KN_VARIANTS = [(q, b, a) for q in ("mpsc", "spsc-pairs") for b in ("compact", "none") for a in ("mimalloc", "system")]
+KN_DEFAULT = ("mpsc", "compact", "mimalloc")
+
+
+def kn_variant(r):
+    return (r.get("queue", KN_DEFAULT[0]), r.get("bind", KN_DEFAULT[1]), r.get("alloc", KN_DEFAULT[2]))
+
+
+def sec_kneighbor(rows):
+    used, out = set(), []
+    it = [r for r in rows if r.get("metric") == "iter_us" and isinstance(r.get("bytes"), int)]
+    groups = OrderedDict()
+    for r in it:
+        groups.setdefault((r.get("k"), r.get("pes")), []).append(r)
+    for (k, pes), rs in groups.items():
+        label = ", ".join(s for s in ("k=%s" % k if k is not None else "", "%s PEs" % pes if pes is not None else "") if s)
+        if label:
+            out.append("#### %s\n" % label)
+        sizes = sorted({r["bytes"] for r in rs})
+        touches = [t for t in (False, True) if any(r.get("touch", False) == t for r in rs)]
+
+        # (i) iteration time vs size, default variant
+        dflt = [r for r in rs if kn_variant(r) == KN_DEFAULT]
+        if dflt:
+            out.append("Iteration time (µs) vs message size, default variant (queue=%s, bind=%s, alloc=%s):\n" % KN_DEFAULT)
+            body = []
+            for b in sizes:
+                line = [human_bytes(b)]
+                for t in touches:
+                    line.append(spread(find(dflt, used, bytes=b, touch=t)))
+                body.append(line)
+            out.append(table(["bytes"] + ["touch=%s" % str(t).lower() for t in touches], body))
+            small = find(dflt, used, bytes=16, touch=False)
+            big_b = 65536 if any(r["bytes"] == 65536 for r in dflt) else (max(sizes) if sizes else None)
+            big = find(dflt, used, bytes=big_b, touch=False) if big_b is not None else None
+            if small and big and big_b != 16:
+                q = ratio_of(big.get("value"), small.get("value"))
+                out.append("touch=false: iter(%s) / iter(16 B) = %s — %s.\n" % (
+                    human_bytes(big_b), num(q, True),
+                    "stays flat (ratio < 1.5)" if q is not None and q < 1.5 else "does not stay flat (ratio ≥ 1.5)"))
+            else:
+                out.append("touch=false: iter(64 KiB) / iter(16 B): not measured.\n")
+        else:
+            out.append("No rows for the default variant (queue=%s, bind=%s, alloc=%s).\n" % KN_DEFAULT)
+
+        # (ii) the 8 variants side by side
+        # All 8 columns, even a variant that did not run ("–"), then any other.
+        present = KN_VARIANTS + sorted({kn_variant(r) for r in rs} - set(KN_VARIANTS))
+        if len({kn_variant(r) for r in rs}) > 1:
+            out.append("Variants (iteration µs; ×default in brackets; queue/bind/alloc):\n")
+            head = ["touch", "bytes"] + ["/".join(v) for v in present] + ["best", "best ÷ default"]
+            body = []
+            for t in touches:
+                for b in sizes:
+                    vals = {}
+                    for v in present:
+                        r = None
+                        for x in rs:  # the last run of a variant wins
+                            if kn_variant(x) == v and x["bytes"] == b and x.get("touch", False) == t:
+                                r = x
+                        if r is not None:
+                            used.add(id(r))
+                            vals[v] = r.get("value")
+                    d = vals.get(KN_DEFAULT)
+                    cells = []
+                    for v in present:
+                        if v not in vals:
+                            cells.append("–")
+                        else:
+                            q = ratio_of(vals[v], d)
+                            cells.append(num(vals[v]) + (" (%s×)" % num(q, True) if q is not None else ""))
+                    numeric = {v: x for v, x in vals.items() if isinstance(x, (int, float))}
+                    if numeric:
+                        best = min(numeric, key=numeric.get)
+                        q = ratio_of(numeric[best], d)
+                        body.append([str(t).lower(), human_bytes(b)] + cells + ["/".join(best), num(q, True)])
+                    else:
+                        body.append([str(t).lower(), human_bytes(b)] + cells + ["–", "–"])
+            out.append(table(head, body))
+    if not groups:
+        out.append("No `iter_us` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_alloc_scaling(rows):
+    used, out = set(), []
+    ns = [r for r in rows if r.get("metric") == "ns_per_pair"]
+    sizes = sorted({r.get("bytes") for r in ns if isinstance(r.get("bytes"), int)})
+    allocs = []
+    for r in ns:
+        if r.get("alloc") not in allocs:
+            allocs.append(r.get("alloc"))
+    allocs.sort(key=lambda a: (a != "system", str(a)))
+    for b in sizes:
+        threads = sorted({r.get("threads") for r in ns if r.get("bytes") == b and isinstance(r.get("threads"), int)})
+        out.append("%s blocks — ns per malloc+free pair, per thread:\n" % human_bytes(b))
+        body, first, last = [], {}, {}
+        for t in threads:
+            line = [t]
+            for a in allocs:
+                r = find(ns, used, bytes=b, threads=t, alloc=a)
+                line.append(spread(r))
+                if r:
+                    first.setdefault(a, r.get("value"))
+                    last[a] = r.get("value")
+            q = find(rows, used, metric="ratio_system_over_mimalloc", bytes=b, threads=t)
+            line.append(spread(q, True))
+            body.append(line)
+        out.append(table(["threads"] + ["%s ns" % a for a in allocs] + ["system ÷ mimalloc"], body))
+        if threads and len(threads) > 1:
+            growth = ["%s %s×" % (a, num(ratio_of(last.get(a), first.get(a)), True)) for a in allocs]
+            out.append("Growth from %d to %d threads: %s.\n" % (threads[0], threads[-1], ", ".join(growth)))
+    if not sizes:
+        out.append("No `ns_per_pair` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_pe_private(rows):
+    used, out = set(), []
+    ns = [r for r in rows if r.get("metric") == "ns_per_update"]
+    for t in sorted({r.get("threads") for r in ns if isinstance(r.get("threads"), int)}):
+        out.append("%d threads — ns per update of a per-thread counter:\n" % t)
+        body = []
+        for scheme in ("thread_local", "array", "padded_array"):
+            r = find(ns, used, threads=t, scheme=scheme)
+            if r:
+                body.append([scheme, spread(r)])
+        for r in ns:
+            if r.get("threads") == t and id(r) not in used:
+                used.add(id(r))
+                body.append([r.get("scheme", "?"), spread(r)])
+        out.append(table(["scheme", "ns per update"], body))
+        rat = []
+        for metric, text in (("ratio_array_over_tls", "array ÷ thread_local"),
+                             ("ratio_padded_over_tls", "padded_array ÷ thread_local")):
+            r = find(rows, used, metric=metric, threads=t)
+            if r:
+                rat.append([text, spread(r, True)])
+        if rat:
+            out.append(table(["ratio", "value (min–max)"], rat))
+    if not ns:
+        out.append("No `ns_per_update` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+WAKEUP_SCALARS = [
+    ("cacheline_oneway_ns", {}, "cache-line transfer, one way (spinning ping-pong)"),
+    ("futex_oneway_ns", {}, "futex wake-up, one way (sleeping ping-pong, round trip / 2)"),
+    ("futex_wake_call_ns", {"sleeper": True}, "FUTEX_WAKE call, a sleeper present (waker's cost)"),
+    ("futex_wake_call_ns", {"sleeper": False}, "FUTEX_WAKE call, nobody waiting"),
+    ("wake_check_no_sleeper_ns", {}, "store + fence + sleeping-flag check, nobody asleep (no syscall)"),
+    ("sched_yield_ns", {}, "sched_yield(), nobody else runnable"),
+]
+
+
+def sec_wakeup(rows):
+    used, out = set(), []
+    body = []
+    for metric, extra, text in WAKEUP_SCALARS:
+        r = find(rows, used, metric=metric, **extra)
+        if r is None:
+            continue
+        notes = []
+        if "slept_frac" in r:
+            notes.append("slept %s" % pct(r["slept_frac"]))
+        if "mean" in r:
+            notes.append("mean %s" % num(r["mean"]))
+        body.append([text, spread(r), ", ".join(notes)])
+    if body:
+        out.append(table(["what", "ns", "notes"], body))
+    cl = find(rows, set(), metric="cacheline_oneway_ns")
+    fx = find(rows, set(), metric="futex_oneway_ns")
+    q = find(rows, used, metric="ratio_futex_over_cacheline")
+    if q:
+        out.append("futex one-way ÷ cache-line one-way: %s.\n" % spread(q, True))
+    elif cl and fx:
+        out.append("futex one-way ÷ cache-line one-way: %s (from the medians).\n" % num(ratio_of(fx.get("value"), cl.get("value")), True))
+    pol = [r for r in rows if r.get("metric") == "spin_policy_oneway_ns"]
+    spins = sorted({r.get("spin_us") for r in pol if isinstance(r.get("spin_us"), int)})
+    gaps = sorted({r.get("gap_us") for r in pol if isinstance(r.get("gap_us"), int)})
+    if spins and gaps:
+        out.append("Spin-then-yield-then-sleep receiver: one-way ns (share of messages that found it asleep) "
+                   "by spin budget S and the gap G before the message arrives:\n")
+        tbody = []
+        for g in gaps:
+            line, best = ["%d µs" % g], None
+            for s in spins:
+                r = find(pol, used, spin_us=s, gap_us=g)
+                if r is None:
+                    line.append("–")
+                    continue
+                sl = r.get("slept_frac")
+                line.append(num(r.get("value")) + (" (%s)" % pct(sl) if isinstance(sl, (int, float)) else ""))
+                if best is None and isinstance(sl, (int, float)) and sl < 0.5:
+                    best = s
+            line.append("%d µs" % best if best is not None else "none measured")
+            tbody.append(line)
+        out.append(table(["gap G \\ spin S"] + ["S = %d µs" % s for s in spins] + ["smallest S that stays awake"], tbody))
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_generic(rows):
+    return generic(rows)
+
+
+SECTIONS = OrderedDict([
+    ("pingpong", ("Ping-pong latency", sec_pingpong)),
+    ("kneighbor", ("kNeighbor", sec_kneighbor)),
+    ("queues", ("PE queues", sec_generic)),
+    ("alloc_scaling", ("Allocator scaling (seed paper, Table 1)", sec_alloc_scaling)),
+    ("pe_private", ("PE-private variables: thread_local vs array (seed paper, Table 2)", sec_pe_private)),
+    ("wakeup", ("Wake-up costs behind the idle back-off", sec_wakeup)),
+])
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        sys.stderr.write("usage: %s OUT_DIR > docs/benchmarks.md\n" % argv[0])
+        return 2
+    out_dir = argv[1]
+    benches, notes, files = load(out_dir)
+    print(header(out_dir))
+    if not files:
+        print("_No results: %s holds no .jsonl files._\n" % out_dir)
+    for name, (title, render) in SECTIONS.items():
+        print("## %s (`%s`)\n" % (title, name))
+        rows = benches.get(name)
+        if not rows:
+            print("_Not run: no results in %s/%s.jsonl._\n" % (out_dir.rstrip("/"), name))
+            continue
+        try:
+            print(render(rows))
+        except Exception as e:  # a malformed file must not lose the rest of the report
+            sys.stderr.write("report.py: %s: %s; printed generically\n" % (name, e))
+            print(generic(rows))
+    for name, rows in benches.items():
+        if name in SECTIONS:
+            continue
+        print("## %s\n" % name)
+        print(generic(rows))
+    if notes:
+        print("---\n")
+        for n in notes:
+            print("- %s" % n)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,47 @@
+// Errors. Two kinds, both loud and both final for the whole job:
+//  - usage errors (bad option, bad value): one line naming the option and what
+//    is accepted, exit code 2;
+//  - fatal errors (a failed system call, a program error such as an
+//    unregistered handler): "weft: fatal: ..." and exit code 3.
+// Checks stay on in release builds: a failed call is never an assert
+// compiled away.
+#pragma once
+#include <cerrno>
+#include "weft/base/export.hpp"
+
+namespace weft::base {
+
+inline constexpr int exit_usage = 2;    // bad option or value
+inline constexpr int exit_fatal = 3;    // runtime or program error
+inline constexpr int exit_timeout = 124;  // --weft:timeout expired (as GNU timeout)
+
+// Prints "weft: error: <msg>" and exits with exit_usage. Any thread.
+[[noreturn]] WEFT_API void usage_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Prints "weft: fatal: <msg>" and ends the whole job with exit_fatal. Any thread.
+[[noreturn]] WEFT_API void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Prints "weft: warning: <msg>". Any thread.
+WEFT_API void warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Prints "weft: <msg>" unless quiet. Any thread.
+WEFT_API void info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// A hook run (once) before a fatal exit, e.g. to dump PE state. Set by core.
+using fatal_hook = void (*)();
+WEFT_API void set_fatal_hook(fatal_hook hook);
+
+// fatal() with strerror(errno) appended: for a failed system call.
+[[noreturn]] WEFT_API void fatal_errno(int err, const char* what);
+
+}  // namespace weft::base
+
+// Checks a system call that returns -1 and sets errno on failure.
+#define WEFT_CHECK_SYS(call)                                              \
+  do {                                                                    \
+    if ((call) == -1) ::weft::base::fatal_errno(errno, #call);            \
+  } while (0)
+
+// Checks a pthread-style call that returns an error number.
+#define WEFT_CHECK_RC(call)                                               \
+  do {                                                                    \
+    if (int weft_rc_ = (call); weft_rc_ != 0)                             \
+      ::weft::base::fatal_errno(weft_rc_, #call);                         \
+  } while (0)

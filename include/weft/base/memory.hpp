@@ -1,0 +1,52 @@
+// Memory for the runtime and its messages.
+//
+// The raw allocator is a runtime choice (--weft:alloc): mimalloc, a scalable
+// allocator with per-thread heaps, or the system's malloc, so that the
+// difference the Charm++ SMP paper measured (seed 000, Table 1: a contended
+// allocator serialises message-heavy codes) can be measured here too.
+//
+// On top of it, message blocks come from per-thread size-class free lists
+// (block_alloc): a PE that frees a message keeps the block for its own next
+// message, with no atomic operation and no shared line. A block freed on
+// another thread than the one that allocated it simply joins that thread's
+// lists; each list is capped, and what is beyond the cap goes back to the raw
+// allocator, so producer/consumer pairs cannot hoard memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include "weft/base/export.hpp"
+
+namespace weft::base {
+
+enum class raw_allocator { mimalloc, system };
+
+// Chooses the raw allocator. Main thread, before any other weft thread runs
+// (weft::run does it from --weft:alloc).
+WEFT_API void select_allocator(raw_allocator a);
+WEFT_API raw_allocator selected_allocator();
+
+// 16-byte aligned. Any thread; never returns null (fatal error when out of
+// memory).
+WEFT_API void* raw_alloc(std::size_t bytes);
+WEFT_API void raw_free(void* p);
+
+// Size classes 64 B, 128 B, ... 128 KiB (a 64 KiB payload and its header fit
+// the last); larger blocks bypass the lists.
+inline constexpr std::uint8_t block_unpooled = 0xff;
+inline constexpr std::size_t block_min = 64;
+inline constexpr std::size_t block_max = 128 * 1024;
+
+// Turns the per-thread lists on or off (--weft:msg-pool). Main thread, before
+// other weft threads run.
+WEFT_API void set_block_pool(bool enabled);
+
+// A block of at least `bytes`; stores its class (to hand back to block_free)
+// in `size_class`. Any thread; never returns null.
+WEFT_API void* block_alloc(std::size_t bytes, std::uint8_t& size_class);
+// Any thread (the block joins the calling thread's lists).
+WEFT_API void block_free(void* p, std::uint8_t size_class);
+// Returns the calling thread's cached blocks to the raw allocator (called by
+// weft threads as they end; also runs at thread exit).
+WEFT_API void block_cache_release();
+
+}  // namespace weft::base

@@ -1,0 +1,46 @@
+// The effective runtime configuration of a node, built from the options of
+// every layer (see --weft:help). One vocabulary for every mode: the same flag
+// means the same thing in an SMP or non-SMP run.
+#pragma once
+#include <string>
+#include <vector>
+#include "weft/base/export.hpp"
+#include "weft/base/options.hpp"
+
+namespace weft {
+
+enum class queue_kind { mpsc, spsc_pairs };
+enum class alloc_kind { mimalloc, system };
+
+struct runtime_config {
+  int threads = 1;                 // PEs in this node
+  std::string bind = "compact";    // none | compact | scatter | CPU list
+  std::vector<int> pe_cpus;        // OS CPU per PE (-1: unbound)
+  bool oversubscribed = false;     // more PEs than CPUs in the inherited set
+  queue_kind queue = queue_kind::mpsc;
+  alloc_kind alloc = alloc_kind::mimalloc;
+  bool msg_pool = true;            // per-PE size-class free lists for messages
+  std::string transport = "local";
+  bool stats = false;
+  bool quiet = false;
+  bool print_config = false;
+  double timeout_s = 0;            // 0: no watchdog
+  long idle_spin_us = 0;           // idle back-off: spin this long,
+  long idle_yield_us = 0;          //   then yield this long, then sleep
+  std::string config_text;         // --weft:print-config text: values and their origins
+};
+
+// Defines every runtime option in `set` (core's and the layers below it).
+WEFT_API void define_runtime_options(base::option_set& set);
+
+// Parses --weft:* from argv (removing them) and WEFT_* from the environment
+// into a validated configuration; bad input exits with code 2 and one line
+// naming the problem. Handles --weft:help (exit 0). Does not start anything,
+// so tools and benchmarks that do not start a node use it too.
+// Main thread, before weft::run.
+WEFT_API runtime_config parse_options(int& argc, char** argv, base::option_set* out_set = nullptr);
+
+WEFT_API const char* to_string(queue_kind k);
+WEFT_API const char* to_string(alloc_kind k);
+
+}  // namespace weft

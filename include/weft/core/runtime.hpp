@@ -1,0 +1,89 @@
+// Starting a node, sending messages, and the PE-local API.
+//
+// Contexts. "PE" means a worker thread of the node running its scheduler;
+// handlers, main_fn, timers and conditions all run on PEs. Nothing here
+// switches a user-level thread. Functions marked "any thread" may also be
+// called from threads the program made itself.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+#include "weft/base/export.hpp"
+#include "weft/core/config.hpp"
+#include "weft/core/handler.hpp"
+#include "weft/core/message.hpp"
+
+namespace weft {
+
+// What main_fn receives: the program's arguments, weft's removed.
+struct args {
+  int argc;
+  char** argv;
+};
+
+// Starts a node: parses the --weft: options (removing them from argv), starts
+// one PE per configured thread (the calling thread becomes PE 0), runs
+// main_fn on PE 0, and returns the exit code once some PE calls
+// weft::exit(code). main_fn may return before that; the node keeps running
+// its messages. Blocks the calling thread. May be called again after it
+// returns (one node at a time per process).
+WEFT_API int run(int& argc, char**& argv, std::function<void(args)> main_fn);
+// As above, with a configuration already parsed (parse_options).
+WEFT_API int run(const runtime_config& config, int argc, char** argv,
+                 std::function<void(args)> main_fn);
+
+// Ends the node: every PE stops after its current handler and weft::run
+// returns `code`. Any thread; does not block; the first call's code wins.
+WEFT_API void exit(int code = 0);
+
+// When no message is in flight or being handled anywhere and every PE is
+// idle, calls `fn` once on PE 0 (quiescence detection). Timers pending count
+// as work; conditions (poll_while) do not. PE.
+WEFT_API void on_quiescence(std::function<void()> fn);
+// Shorthand: weft::exit(code) at quiescence. PE.
+WEFT_API void exit_at_quiescence(int code = 0);
+
+// --- where am I --------------------------------------------------------------
+// O(1), touch only thread-local state.
+namespace detail {
+struct pe_local {
+  int pe = -1;
+  int num_pes = 0;
+  int node = 0;
+  int num_nodes = 1;
+};
+WEFT_API pe_local& this_pe_local() noexcept;
+}  // namespace detail
+
+inline int my_pe() noexcept { return detail::this_pe_local().pe; }        // -1 off a PE
+inline int num_pes() noexcept { return detail::this_pe_local().num_pes; }  // in this node
+inline int my_node() noexcept { return detail::this_pe_local().node; }
+inline int num_nodes() noexcept { return detail::this_pe_local().num_nodes; }
+inline int my_rank() noexcept { return my_pe(); }  // PE rank within the job (one node: = my_pe)
+
+// --- sending -----------------------------------------------------------------
+// Delivers `m` to PE `pe` of this node: pushes the pointer on that PE's queue
+// and wakes it if it sleeps; never copies, never calls the transport. Any
+// thread. A bad PE or an unregistered handler is a fatal error.
+WEFT_API void send(int pe, message_ptr m);
+// Delivers `m` to whichever PE of this node takes it first. Any thread.
+WEFT_API void send_node(message_ptr m);
+// Delivers a copy of `m` to every PE of the node (the caller's too), through
+// a spanning tree rooted at the calling PE: each PE forwards to at most
+// `broadcast_fanout` children before handling its own copy. Any thread.
+WEFT_API void broadcast(message_ptr m);
+inline constexpr int broadcast_fanout = 4;
+
+// --- timers and conditions (PE) -----------------------------------------------
+// Runs `fn` on this PE once `delay` has passed (no earlier; later by at most
+// a scheduler turn or a wake-up).
+WEFT_API void after(std::chrono::nanoseconds delay, std::function<void()> fn);
+// Runs `fn` each scheduler turn on this PE while it returns true (for polling
+// external conditions; a PE with conditions does not sleep longer than 1 ms).
+WEFT_API void poll_while(std::function<bool()> fn);
+
+// The node's effective configuration. PE or the thread inside weft::run.
+WEFT_API const runtime_config& config();
+
+}  // namespace weft

@@ -1,0 +1,82 @@
+#include "weft/base/error.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace weft::base {
+
+namespace {
+std::atomic<fatal_hook> g_fatal_hook{nullptr};
+std::atomic<bool> g_dying{false};
+
+void vprint(const char* prefix, const char* fmt, va_list ap) {
+  // One write per message so lines from several PEs do not interleave.
+  char buf[2048];
+  int n = std::snprintf(buf, sizeof buf, "weft: %s", prefix);
+  if (n < 0) n = 0;
+  int m = std::vsnprintf(buf + n, sizeof buf - size_t(n) - 1, fmt, ap);
+  size_t len = size_t(n) + (m < 0 ? 0 : std::min<size_t>(size_t(m), sizeof buf - size_t(n) - 2));
+  buf[len++] = '\n';
+  std::fflush(stdout);
+  ssize_t w = ::write(STDERR_FILENO, buf, len);
+  (void)w;
+}
+
+[[noreturn]] void die(int code) {
+  // Only the first fatal error runs the hook and exits; a second thread that
+  // fails meanwhile waits for the process to go.
+  if (g_dying.exchange(true)) {
+    for (;;) pause();
+  }
+  if (fatal_hook h = g_fatal_hook.load()) h();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+}  // namespace
+
+void usage_error(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("error: ", fmt, ap);
+  va_end(ap);
+  std::fflush(stdout);
+  std::_Exit(exit_usage);
+}
+
+void fatal(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("fatal: ", fmt, ap);
+  va_end(ap);
+  die(exit_fatal);
+}
+
+void warn(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("warning: ", fmt, ap);
+  va_end(ap);
+}
+
+void info(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("", fmt, ap);
+  va_end(ap);
+}
+
+void set_fatal_hook(fatal_hook hook) { g_fatal_hook.store(hook); }
+
+void fatal_errno(int err, const char* what) {
+  char buf[256];
+  const char* text = strerror_r(err, buf, sizeof buf);  // GNU variant
+  fatal("%s failed: %s (errno %d)", what, text, err);
+}
+
+}  // namespace weft::base

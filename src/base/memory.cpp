@@ -1,0 +1,137 @@
+#include "weft/base/memory.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mimalloc.h>
+#include "weft/base/error.hpp"
+#include "weft/config.hpp"
+
+namespace weft::base {
+
+namespace {
+// Written once before weft threads start, read-only afterwards.
+raw_allocator g_alloc = raw_allocator::mimalloc;
+bool g_pool = true;
+
+constexpr int num_classes = 12;  // 64 B << 0 .. 64 B << 11 = 128 KiB
+// Cap per class: enough blocks for a burst of kNeighbor-style traffic, small
+// enough (<= 1 MiB per class) that idle PEs do not hold much memory.
+constexpr std::size_t cap_bytes = 1u << 20;
+constexpr std::size_t cap_min_blocks = 64;
+
+inline std::uint8_t class_of(std::size_t bytes) {
+  if (bytes <= block_min) return 0;
+  int c = 64 - __builtin_clzll(bytes - 1) - 6;  // ceil(log2(bytes)) - 6
+  return std::uint8_t(c);
+}
+inline std::size_t class_bytes(std::uint8_t c) { return block_min << c; }
+
+// Free blocks are linked through their first word.
+struct free_block {
+  free_block* next;
+};
+
+struct block_cache {
+  free_block* head[num_classes] = {};
+  std::size_t count[num_classes] = {};
+  ~block_cache() { release(); }
+  void release() {
+    for (int c = 0; c < num_classes; ++c) {
+      while (free_block* b = head[c]) {
+        head[c] = b->next;
+        raw_free(b);
+      }
+      count[c] = 0;
+    }
+  }
+};
+
+// PE-private: thread_local, never an array indexed by PE (lesson 4).
+thread_local block_cache t_cache;
+}  // namespace
+
+// Debian's libmimalloc exports malloc and free itself, so in a program linked
+// with it a plain malloc() is mimalloc. "system" must mean glibc's allocator,
+// so its functions are looked up in libc.so.6 itself. Sanitizer builds keep
+// plain malloc: it is the sanitizer's, which must see every allocation.
+using malloc_fn = void* (*)(std::size_t);
+using free_fn = void (*)(void*);
+malloc_fn g_sys_malloc = std::malloc;
+free_fn g_sys_free = std::free;
+
+void resolve_system_allocator() {
+  if (build_info::sanitizer[0] != '\0') return;
+  void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  if (libc == nullptr) return;  // not glibc: plain malloc is the system's
+  auto m = reinterpret_cast<malloc_fn>(dlsym(libc, "malloc"));
+  auto f = reinterpret_cast<free_fn>(dlsym(libc, "free"));
+  if (m != nullptr && f != nullptr) {
+    g_sys_malloc = m;
+    g_sys_free = f;
+  }
+}
+
+void select_allocator(raw_allocator a) {
+  static bool resolved = false;
+  if (!resolved) {
+    resolve_system_allocator();
+    resolved = true;
+  }
+  g_alloc = a;
+}
+raw_allocator selected_allocator() { return g_alloc; }
+void set_block_pool(bool enabled) { g_pool = enabled; }
+
+void* raw_alloc(std::size_t bytes) {
+  // Both return 16-byte aligned blocks on x86-64 and aarch64 (glibc's
+  // MALLOC_ALIGNMENT, mimalloc's MI_MAX_ALIGN_SIZE).
+  void* p = g_alloc == raw_allocator::mimalloc ? mi_malloc(bytes) : g_sys_malloc(bytes);
+  if (p == nullptr) fatal("out of memory allocating %zu bytes", bytes);
+  return p;
+}
+
+void raw_free(void* p) {
+  if (p == nullptr) return;
+  if (g_alloc == raw_allocator::mimalloc)
+    mi_free(p);
+  else
+    g_sys_free(p);
+}
+
+void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
+  if (!g_pool || bytes > block_max) {
+    size_class = block_unpooled;
+    return raw_alloc(bytes);
+  }
+  std::uint8_t c = class_of(bytes);
+  size_class = c;
+  block_cache& cache = t_cache;
+  if (free_block* b = cache.head[c]) {
+    cache.head[c] = b->next;
+    --cache.count[c];
+    return b;
+  }
+  return raw_alloc(class_bytes(c));
+}
+
+void block_free(void* p, std::uint8_t size_class) {
+  if (size_class == block_unpooled || !g_pool) {
+    raw_free(p);
+    return;
+  }
+  block_cache& cache = t_cache;
+  std::size_t cap = std::max(cap_min_blocks, cap_bytes / class_bytes(size_class));
+  if (cache.count[size_class] >= cap) {
+    raw_free(p);
+    return;
+  }
+  auto* b = static_cast<free_block*>(p);
+  b->next = cache.head[size_class];
+  cache.head[size_class] = b;
+  ++cache.count[size_class];
+}
+
+void block_cache_release() { t_cache.release(); }
+
+}  // namespace weft::base

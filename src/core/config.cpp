@@ -1,0 +1,131 @@
+// Runtime options of the node (see --weft:help) and their validation.
+// Mode rules live here too: an option that does not apply to this run is an
+// error, never silently ignored.
+#include "weft/core/config.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+#include "weft/base/error.hpp"
+#include "weft/base/topology.hpp"
+#include "weft/config.hpp"
+#include "weft/net/transport.hpp"
+
+extern char** environ;
+
+namespace weft {
+
+const char* to_string(queue_kind k) { return k == queue_kind::mpsc ? "mpsc" : "spsc-pairs"; }
+const char* to_string(alloc_kind k) { return k == alloc_kind::mimalloc ? "mimalloc" : "system"; }
+
+// Idle back-off defaults, from bench/micro/wakeup on the reference machine
+// (docs/benchmarks.md): a futex wake-up costs ~25 us one way against ~0.1 us
+// for a cache-line transfer, so a PE spins for about twice the wake-up cost
+// before it sleeps (spinning longer than a wake-up costs can at most double
+// the latency of a late message — the ski-rental bound), then yields for a
+// while so that on an oversubscribed node the runnable PEs get the core.
+constexpr long default_spin_us = 50;
+constexpr long default_yield_us = 200;
+
+void define_runtime_options(base::option_set& set) {
+  using base::option_spec;
+  set.define({"threads", "", "integer 1..4096", "PEs (worker threads) in this node",
+              base::integer_in(1, 4096), false, "cores in the process's CPU set"});
+  set.define({"bind", "compact", "none|compact|scatter|CPU list (0-3,6 or L0-3)",
+              "where PEs run: one per core, filling a cache domain first (compact), spread "
+              "(scatter), unbound (none), or an explicit list",
+              [](const std::string& v) -> std::optional<std::string> {
+                std::string err = base::topology::get().check_bind(v);
+                if (err.empty()) return std::nullopt;
+                return err;
+              }});
+  set.define({"queue", "mpsc", "mpsc|spsc-pairs",
+              "PE message queue: one lock-free multi-producer queue, or one SPSC ring per "
+              "producing PE",
+              base::one_of({"mpsc", "spsc-pairs"})});
+  set.define({"alloc", build_info::default_alloc, "mimalloc|system",
+              "raw allocator for runtime memory and messages", base::one_of({"mimalloc", "system"})});
+  set.define({"msg-pool", "on", "on|off", "per-PE size-class free lists for message blocks",
+              base::boolean()});
+  set.define({"transport", "local", "local|shm|mpi|ucx", "network between nodes",
+              base::one_of({"local", "shm", "mpi", "ucx"})});
+  set.define({"comm", "", "thread|workers|hybrid",
+              "who drives the network: a comm thread, the PEs, or both",
+              base::one_of({"thread", "workers", "hybrid"}), false,
+              "none in a one-node run; workers otherwise"});
+  set.define({"commap", "", "CPU list", "CPU of the comm thread (with comm=thread|hybrid)",
+              nullptr});
+  set.define({"stats", "0", "bool", "print per-PE busy/idle/overhead, messages, CPU changes at exit",
+              base::boolean(), true});
+  set.define({"quiet", "0", "bool", "no startup line", base::boolean(), true});
+  set.define({"print-config", "0", "bool", "print the effective configuration at startup",
+              base::boolean(), true});
+  set.define({"timeout", "0", "seconds (0 = off)",
+              "abort with a per-PE dump if the node still runs after this long",
+              base::number_in(0, 1e7)});
+  set.define({"idle-spin-us", "", "integer 0..1000000",
+              "idle back-off: microseconds of spinning before yielding", base::integer_in(0, 1000000),
+              false, std::to_string(default_spin_us) + ", or 0 when oversubscribed"});
+  set.define({"idle-yield-us", "", "integer 0..1000000",
+              "idle back-off: microseconds of sched_yield before sleeping",
+              base::integer_in(0, 1000000), false, std::to_string(default_yield_us)});
+}
+
+runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) {
+  base::option_set local;
+  base::option_set& set = out_set ? *out_set : local;
+  define_runtime_options(set);
+  set.parse(argc, argv, environ);
+
+  runtime_config c;
+  const base::topology& topo = base::topology::get();
+  const int cpus = int(topo.allowed().size());
+
+  c.threads = set.given("threads") ? int(set.get_int("threads")) : std::max(1, topo.allowed_cores());
+  set.set_computed("threads", std::to_string(c.threads));
+  c.bind = set.get("bind");
+  c.pe_cpus = topo.place(c.threads, c.bind);
+  c.oversubscribed = c.threads > cpus;
+  c.queue = set.get("queue") == "mpsc" ? queue_kind::mpsc : queue_kind::spsc_pairs;
+  c.alloc = set.get("alloc") == "mimalloc" ? alloc_kind::mimalloc : alloc_kind::system;
+  c.msg_pool = set.get_bool("msg-pool");
+  c.transport = set.get("transport");
+  c.stats = set.get_bool("stats");
+  c.quiet = set.get_bool("quiet");
+  c.print_config = set.get_bool("print-config");
+  c.timeout_s = set.get_double("timeout");
+
+  // Mode rules: options that cannot apply to this run are errors.
+  if (c.transport == "local") {
+    if (set.given("comm"))
+      base::usage_error("%s: a comm mode applies only to runs with a network transport; this "
+                        "run is one node (--weft:transport=local)",
+                        set.origin("comm").c_str());
+    if (set.given("commap"))
+      base::usage_error("%s: a comm thread CPU applies only with comm=thread|hybrid on a network "
+                        "transport; this run is one node (--weft:transport=local)",
+                        set.origin("commap").c_str());
+  } else {
+    // Checked here so the error names the option; the factory says the same.
+    base::usage_error("not implemented: --weft:transport=%s (this build has: %s)",
+                      c.transport.c_str(), net::available_transports().c_str());
+  }
+
+  c.idle_spin_us = set.given("idle-spin-us") ? set.get_int("idle-spin-us")
+                                             : (c.oversubscribed ? 0 : default_spin_us);
+  c.idle_yield_us = set.given("idle-yield-us") ? set.get_int("idle-yield-us") : default_yield_us;
+  set.set_computed("idle-spin-us", std::to_string(c.idle_spin_us));
+  set.set_computed("idle-yield-us", std::to_string(c.idle_yield_us));
+
+  char* text = nullptr;
+  std::size_t len = 0;
+  if (std::FILE* f = open_memstream(&text, &len)) {
+    set.print_config(f);
+    std::fclose(f);
+    c.config_text.assign(text, len);
+    std::free(text);
+  }
+  return c;
+}
+
+}  // namespace weft

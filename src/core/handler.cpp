@@ -1,0 +1,35 @@
+#include "weft/core/handler.hpp"
+
+#include <mutex>
+#include <vector>
+#include "core/handler_table.hpp"
+#include "weft/base/error.hpp"
+
+namespace weft {
+
+namespace core {
+handler_table& handlers() {
+  static handler_table table;
+  return table;
+}
+}  // namespace core
+
+handler_id register_handler(const char* name, handler_fn fn) {
+  core::handler_table& t = core::handlers();
+  if (t.frozen.load(std::memory_order_acquire))
+    base::fatal("register_handler(\"%s\") while a node runs: register handlers before weft::run",
+                name);
+  if (fn == nullptr) base::fatal("register_handler(\"%s\"): null function", name);
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.entries.push_back({name, fn});
+  return handler_id(t.entries.size() - 1);
+}
+
+std::size_t num_handlers() { return core::handlers().entries.size(); }
+
+const char* handler_name(handler_id id) {
+  auto& e = core::handlers().entries;
+  return id < e.size() ? e[id].name : "?";
+}
+
+}  // namespace weft

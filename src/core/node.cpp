@@ -1,0 +1,282 @@
+// Node startup and shutdown, and the sending API.
+//
+// weft::run turns the calling thread into PE 0 and starts PEs 1..N-1 as
+// threads bound by the configured policy; it returns when weft::exit is
+// called. Intra-node sends push the message pointer on the destination PE's
+// queue and wake that PE only if it sleeps (scheduler.cpp explains the
+// protocol); the transport is never called for them.
+#include <pthread.h>
+#include <sched.h>
+#include <cstdio>
+#include <cstring>
+#include "core/handler_table.hpp"
+#include "core/node.hpp"
+#include "weft/base/error.hpp"
+#include "weft/base/memory.hpp"
+#include "weft/base/timer.hpp"
+#include "weft/base/topology.hpp"
+
+namespace weft {
+
+namespace detail {
+namespace {
+thread_local pe_local t_local;
+}
+pe_local& this_pe_local() noexcept { return t_local; }
+}  // namespace detail
+
+namespace core {
+
+node_state* g_node = nullptr;
+thread_local pe_state* t_pe = nullptr;
+
+pe_state::pe_state(int r, int num_pes, queue_kind kind) : rank(r) {
+  // Rings of 1024 pointers: 8 KiB per producer that actually sends here.
+  if (kind == queue_kind::spsc_pairs)
+    pairs = std::make_unique<base::spsc_pairs<message*>>(num_pes, 1024);
+}
+
+const char* to_string(pe_phase p) {
+  switch (p) {
+    case pe_phase::starting: return "starting";
+    case pe_phase::running: return "running";
+    case pe_phase::spinning: return "idle (spinning)";
+    case pe_phase::yielding: return "idle (yielding)";
+    case pe_phase::sleeping: return "idle (sleeping)";
+    case pe_phase::stopped: return "stopped";
+  }
+  return "?";
+}
+
+namespace {
+
+node_state& running_node(const char* what) {
+  node_state* n = g_node;
+  if (n == nullptr) base::fatal("%s called while no node runs (call it inside weft::run)", what);
+  return *n;
+}
+
+void check_message(const node_state& node, const message& m, const char* what) {
+  std::size_t n = handlers().entries.size();
+  if (m.handler >= n)
+    base::fatal("%s: message for handler id %u, which was never registered (%zu handlers "
+                "registered: ids 0..%zu)",
+                what, m.handler, n, n == 0 ? 0 : n - 1);
+  (void)node;
+}
+
+// Counts a message sent from this thread (for quiescence detection).
+inline void count_send(node_state& node) {
+  if (pe_state* self = t_pe) {
+    self->sent.store(self->sent.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  } else {
+    node.external_sent.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void pe_thread_main(node_state& node, pe_state& pe) {
+  t_pe = &pe;
+  detail::pe_local& local = detail::this_pe_local();
+  local = {pe.rank, int(node.pes.size()), 0, 1};
+  pe.thread = pthread_self();
+  pe.has_thread.store(true, std::memory_order_release);
+  base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
+  scheduler_loop(node, pe);
+  base::block_cache_release();
+  local = {};
+  t_pe = nullptr;
+}
+
+void print_startup(const node_state& node) {
+  const runtime_config& c = node.cfg;
+  std::string map;
+  for (std::size_t i = 0; i < c.pe_cpus.size(); ++i) {
+    if (i == 16 && c.pe_cpus.size() > 20) {
+      map += " ... (" + std::to_string(c.pe_cpus.size() - 16) + " more)";
+      break;
+    }
+    map += " " + std::to_string(i) + "->" +
+           (c.pe_cpus[i] < 0 ? std::string("*") : std::to_string(c.pe_cpus[i]));
+  }
+  base::info("node 0: %d PE%s, bind=%s, queue=%s, alloc=%s; PE->CPU:%s", c.threads,
+             c.threads == 1 ? "" : "s", c.bind.c_str(), to_string(c.queue), to_string(c.alloc),
+             map.c_str());
+}
+
+}  // namespace
+
+void deliver_local(node_state& node, int pe, message* m) {
+  pe_state& dst = *node.pes[std::size_t(pe)];
+  pe_state* self = t_pe;
+  if (dst.pairs && self != nullptr) {
+    dst.pairs->push(self->rank, m);
+    if (!dst.pairs->flush(self->rank)) self->pairs_backlog = true;
+    // The ring's release store is not enough to order it before the read of
+    // the sleep flag (wake-up protocol, scheduler.cpp).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  } else {
+    dst.queue.push(&m->link);  // seq_cst exchange
+  }
+  // A producer pays for a wake-up only when the consumer really sleeps.
+  if (dst.sleeping.load(std::memory_order_seq_cst) != 0 &&
+      dst.sleeping.exchange(0, std::memory_order_seq_cst) != 0)
+    futex_wake(&dst.sleeping);
+}
+
+}  // namespace core
+
+// ---- public API ---------------------------------------------------------------
+
+void send(int pe, message_ptr m) {
+  core::node_state& node = core::running_node("weft::send");
+  const int n = int(node.pes.size());
+  if (pe < 0 || pe >= n)
+    base::fatal("weft::send to PE %d, but this node has PEs 0..%d", pe, n - 1);
+  core::check_message(node, *m, "weft::send");
+  m->src_pe = my_pe();
+  core::count_send(node);
+  core::deliver_local(node, pe, m.release());
+}
+
+void send_node(message_ptr m) {
+  core::node_state& node = core::running_node("weft::send_node");
+  core::check_message(node, *m, "weft::send_node");
+  m->src_pe = my_pe();
+  m->flags |= message_flags::node;
+  core::count_send(node);
+  {
+    std::lock_guard<std::mutex> lock(node.node_mutex);
+    node.node_queue.push_back(m.release());
+    node.node_queue_size.fetch_add(1, std::memory_order_seq_cst);
+  }
+  if (node.sleepers.load(std::memory_order_seq_cst) > 0) core::wake_one_sleeper(node);
+}
+
+void broadcast(message_ptr m) {
+  core::node_state& node = core::running_node("weft::broadcast");
+  core::check_message(node, *m, "weft::broadcast");
+  const int root = my_pe() >= 0 ? my_pe() : 0;
+  m->src_pe = my_pe();
+  m->flags |= message_flags::broadcast;
+  m->bcast_root = root;
+  core::count_send(node);
+  core::deliver_local(node, root, m.release());
+}
+
+void exit(int code) {
+  core::node_state& node = core::running_node("weft::exit");
+  if (!node.exit_called.exchange(true, std::memory_order_acq_rel))
+    node.exit_code.store(code, std::memory_order_relaxed);
+  node.stop.store(true, std::memory_order_seq_cst);
+  core::wake_all(node);
+}
+
+void on_quiescence(std::function<void()> fn) {
+  core::node_state& node = core::running_node("weft::on_quiescence");
+  {
+    std::lock_guard<std::mutex> lock(node.qd_mutex);
+    node.qd_callbacks.push_back(std::move(fn));
+  }
+  node.qd_requested.store(true, std::memory_order_seq_cst);
+  // PE 0 runs the detection; make sure it is not asleep with no timeout.
+  core::pe_state& pe0 = *node.pes[0];
+  if (pe0.sleeping.load(std::memory_order_seq_cst) != 0 &&
+      pe0.sleeping.exchange(0, std::memory_order_seq_cst) != 0)
+    core::futex_wake(&pe0.sleeping);
+}
+
+void exit_at_quiescence(int code) {
+  on_quiescence([code] { weft::exit(code); });
+}
+
+void after(std::chrono::nanoseconds delay, std::function<void()> fn) {
+  core::pe_state* pe = core::t_pe;
+  if (pe == nullptr) base::fatal("weft::after called on a thread that is not a PE");
+  std::uint64_t now = base::wall_ns();
+  std::uint64_t d = delay.count() > 0 ? std::uint64_t(delay.count()) : 0;
+  pe->timers.push({now + d, pe->timer_seq++, std::move(fn)});
+  // A pending timer is work in flight for quiescence detection.
+  pe->sent.store(pe->sent.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void poll_while(std::function<bool()> fn) {
+  core::pe_state* pe = core::t_pe;
+  if (pe == nullptr) base::fatal("weft::poll_while called on a thread that is not a PE");
+  pe->conditions.push_back(std::move(fn));
+}
+
+const runtime_config& config() { return core::running_node("weft::config").cfg; }
+
+int run(int& argc, char**& argv, std::function<void(args)> main_fn) {
+  runtime_config cfg = parse_options(argc, argv);
+  return run(cfg, argc, argv, std::move(main_fn));
+}
+
+int run(const runtime_config& cfg, int argc, char** argv, std::function<void(args)> main_fn) {
+  if (core::g_node != nullptr) base::fatal("weft::run called while a node already runs");
+  if (cfg.threads < 1 || int(cfg.pe_cpus.size()) != cfg.threads)
+    base::usage_error("threads=%d: a node needs at least one PE and a CPU placement for each "
+                      "(build the configuration with weft::parse_options)",
+                      cfg.threads);
+  base::ns_per_cycle();  // calibrate once, off the hot paths
+  base::select_allocator(cfg.alloc == alloc_kind::mimalloc ? base::raw_allocator::mimalloc
+                                                           : base::raw_allocator::system);
+  base::set_block_pool(cfg.msg_pool);
+
+  auto node = std::make_unique<core::node_state>();
+  node->cfg = cfg;
+  node->transport = net::create_transport(cfg.transport);
+  node->transport->init([](void*, std::size_t) {});
+  node->main_fn = std::move(main_fn);
+  node->main_args = {argc, argv};
+  node->start_ns = base::wall_ns();
+  for (int i = 0; i < cfg.threads; ++i)
+    node->pes.push_back(std::make_unique<core::pe_state>(i, cfg.threads, cfg.queue));
+  node->qd_last.assign(std::size_t(cfg.threads) * 2 + 1, 0);
+
+  if (cfg.print_config) std::fputs(cfg.config_text.c_str(), stdout);
+  if (!cfg.quiet) core::print_startup(*node);
+  const int cpus = int(base::topology::get().allowed().size());
+  if (cfg.oversubscribed)
+    base::warn("%d PEs on %d CPU%s of this process's CPU set: the run is oversubscribed "
+               "(PEs share CPUs; idle PEs yield instead of spinning)",
+               cfg.threads, cpus, cpus == 1 ? "" : "s");
+  std::fflush(stdout);
+
+  core::handlers().frozen.store(true, std::memory_order_release);
+  core::g_node = node.get();
+  core::install_backtrace_handler();
+
+  // Remember the caller's CPU set: PE 0 is bound while the node runs, and the
+  // program gets its thread back as it was.
+  cpu_set_t saved;
+  CPU_ZERO(&saved);
+  bool have_saved = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
+
+  std::thread watchdog;
+  core::start_watchdog(*node, watchdog);
+  std::vector<std::thread> threads;
+  threads.reserve(std::size_t(cfg.threads - 1));
+  for (int i = 1; i < cfg.threads; ++i)
+    threads.emplace_back(core::pe_thread_main, std::ref(*node), std::ref(*node->pes[std::size_t(i)]));
+  core::pe_thread_main(*node, *node->pes[0]);
+  for (auto& t : threads) t.join();
+  core::stop_watchdog(*node, watchdog);
+
+  if (have_saved) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+  if (cfg.stats) core::print_stats(*node);
+
+  // Messages still queued at exit are freed (exit ends the run by design).
+  for (auto& pe : node->pes) {
+    while (base::queue_link* l = pe->queue.pop()) core::release_message(reinterpret_cast<message*>(l));
+    if (pe->pairs) pe->pairs->drain_quiescent([](message* m) { core::release_message(m); });
+  }
+  for (message* m : node->node_queue) core::release_message(m);
+  node->transport->finalize();
+  core::g_node = nullptr;
+  core::handlers().frozen.store(false, std::memory_order_release);
+  base::block_cache_release();
+  return node->exit_code.load();
+}
+
+}  // namespace weft

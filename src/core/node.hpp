@@ -1,0 +1,139 @@
+// Library-private state of a running node: one node_state per weft::run, one
+// pe_state per PE. Shared fields carry their ownership and concurrency notes.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <vector>
+#include "weft/base/cache.hpp"
+#include "weft/base/mpsc_queue.hpp"
+#include "weft/base/spsc_pairs.hpp"
+#include "weft/core/runtime.hpp"
+#include "weft/net/transport.hpp"
+
+namespace weft::core {
+
+// What a PE is doing, for the watchdog's dump.
+enum class pe_phase : int { starting, running, spinning, yielding, sleeping, stopped };
+const char* to_string(pe_phase p);
+
+struct timer_entry {
+  std::uint64_t deadline_ns;
+  std::uint64_t seq;  // FIFO among equal deadlines
+  std::function<void()> fn;
+  bool operator>(const timer_entry& o) const {
+    return deadline_ns != o.deadline_ns ? deadline_ns > o.deadline_ns : seq > o.seq;
+  }
+};
+
+struct pe_state {
+  explicit pe_state(int rank, int num_pes, queue_kind kind);
+
+  const int rank;
+
+  // --- incoming messages: written by producers, consumed by this PE only.
+  base::mpsc_queue queue;  // queue=mpsc: every producer; queue=spsc-pairs: non-PE threads
+  std::unique_ptr<base::spsc_pairs<message*>> pairs;  // queue=spsc-pairs: one ring per PE
+
+  // Futex word: 1 while this PE sleeps or is about to. Written by this PE
+  // (set) and by the producer that wakes it (cleared); both sides order it
+  // against the queue with seq_cst (see scheduler.cpp, "wake-up protocol").
+  alignas(base::cache_line) std::atomic<int> sleeping{0};
+
+  // --- counters written only by this PE (relaxed stores of its own value),
+  // read by PE 0 for quiescence and by the watchdog and stats at the end.
+  alignas(base::cache_line) std::atomic<std::uint64_t> sent{0};
+  std::atomic<std::uint64_t> processed{0};
+  std::atomic<std::int64_t> current_handler{-1};
+  std::atomic<int> phase{int(pe_phase::starting)};
+
+  // --- owned by this PE only.
+  std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers;
+  std::uint64_t timer_seq = 0;
+  std::vector<std::function<bool()>> conditions;
+  bool pairs_backlog = false;  // this PE has spsc-pairs overflow to flush
+  std::uint64_t idle_since_ns = 0;  // start of the current idle period (0: busy)
+  // Statistics (stats=on), in cycles.
+  std::uint64_t busy_cycles = 0, idle_cycles = 0, start_cycles = 0, end_cycles = 0;
+  std::uint64_t cpu_changes = 0;
+  int last_cpu = -1;
+
+  // --- set by the PE at start, read by the watchdog.
+  std::atomic<bool> has_thread{false};
+  pthread_t thread{};
+  // Backtrace captured by the watchdog's signal (written in the handler,
+  // read after `bt_ready`).
+  void* bt_frames[48] = {};
+  std::atomic<int> bt_depth{0};
+  std::atomic<bool> bt_ready{false};
+};
+
+struct node_state {
+  runtime_config cfg;
+  std::unique_ptr<net::transport> transport;
+  std::vector<std::unique_ptr<pe_state>> pes;  // fixed once PEs start
+
+  // Node queue: any PE may take. A short lock around a deque (lesson 2:
+  // locks only around what is not thread-safe); the size is read without the
+  // lock so a PE that finds it empty pays nothing.
+  std::mutex node_mutex;
+  std::deque<message*> node_queue;  // guarded by node_mutex
+  alignas(base::cache_line) std::atomic<std::size_t> node_queue_size{0};
+  // PEs sleeping or about to (for waking one on send_node).
+  alignas(base::cache_line) std::atomic<int> sleepers{0};
+
+  alignas(base::cache_line) std::atomic<bool> stop{false};
+  std::atomic<int> exit_code{0};
+  std::atomic<bool> exit_called{false};
+
+  // Messages sent by threads that are not PEs (quiescence counts them).
+  alignas(base::cache_line) std::atomic<std::uint64_t> external_sent{0};
+
+  // Quiescence detection, owned by PE 0 (requests may come from any PE).
+  std::mutex qd_mutex;
+  std::vector<std::function<void()>> qd_callbacks;  // guarded by qd_mutex
+  std::atomic<bool> qd_requested{false};
+  std::vector<std::uint64_t> qd_last;  // PE 0 only
+  bool qd_last_valid = false;          // PE 0 only
+  std::uint64_t qd_last_check = 0;     // PE 0 only
+
+  std::function<void(args)> main_fn;
+  args main_args{};
+
+  // Watchdog.
+  std::mutex wd_mutex;
+  std::condition_variable wd_cv;
+  bool wd_done = false;  // guarded by wd_mutex
+
+  std::uint64_t start_ns = 0;
+};
+
+// The running node (null when none). Set by run before PEs start.
+extern node_state* g_node;
+// This thread's PE (null on threads that are not PEs).
+extern thread_local pe_state* t_pe;
+
+// Futex on a PE's sleep word. wait: sleeps while *word == expected, at most
+// timeout_ns (0: no limit). wake: wakes one sleeper.
+void futex_wait(std::atomic<int>* word, int expected, std::uint64_t timeout_ns);
+void futex_wake(std::atomic<int>* word);
+
+void scheduler_loop(node_state& node, pe_state& pe);
+void deliver_local(node_state& node, int pe, message* m);
+void wake_one_sleeper(node_state& node);
+void wake_all(node_state& node);
+void release_message(message* m);
+void print_stats(node_state& node);
+void start_watchdog(node_state& node, std::thread& thread);
+void stop_watchdog(node_state& node, std::thread& thread);
+void install_backtrace_handler();
+bool quiescence_check(node_state& node);
+
+}  // namespace weft::core

@@ -1,0 +1,348 @@
+// The PE scheduler loop (DESIGN.md, "The PE scheduler loop").
+//
+// Each turn: a bounded batch from the PE's own queue, then one message from
+// the node queue, then due timers and the conditions; if nothing was found,
+// the idle back-off: spin (a message arriving now costs one cache-line
+// transfer), then sched_yield (let other runnable threads of an
+// oversubscribed node have the core), then sleep on a futex until a producer
+// wakes the PE. Spin and yield budgets come from --weft:idle-spin-us and
+// --weft:idle-yield-us; their defaults were chosen from bench/micro/wakeup
+// (see config.cpp and docs/benchmarks.md).
+//
+// Wake-up protocol (Dekker-style; every access below is seq_cst):
+//   consumer: sleepers++; sleeping = 1; [fence]; if any queue has work or
+//             stop is set: sleeping = 0, go on; else futex_wait(sleeping, 1)
+//   producer: push message (seq_cst exchange, or ring store + fence);
+//             if sleeping == 1 and exchange(sleeping, 0) == 1: futex_wake
+// Either the producer sees sleeping == 1 and wakes the consumer, or the
+// consumer's check after setting it sees the message; a wake-up is never lost
+// and a producer makes the system call only when the consumer really sleeps.
+#include <execinfo.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cerrno>
+#include <climits>
+#include <exception>
+#include "core/handler_table.hpp"
+#include "core/node.hpp"
+#include "weft/base/error.hpp"
+#include "weft/base/timer.hpp"
+
+namespace weft::core {
+
+void futex_wait(std::atomic<int>* word, int expected, std::uint64_t timeout_ns) {
+  timespec ts{};
+  timespec* tsp = nullptr;
+  if (timeout_ns != 0) {
+    ts.tv_sec = time_t(timeout_ns / 1000000000ull);
+    ts.tv_nsec = long(timeout_ns % 1000000000ull);
+    tsp = &ts;
+  }
+  long rc = syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAIT_PRIVATE, expected, tsp,
+                    nullptr, 0);
+  if (rc == -1 && errno != EAGAIN && errno != EINTR && errno != ETIMEDOUT)
+    base::fatal_errno(errno, "futex(FUTEX_WAIT)");
+}
+
+void futex_wake(std::atomic<int>* word) {
+  long rc = syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr,
+                    nullptr, 0);
+  if (rc == -1) base::fatal_errno(errno, "futex(FUTEX_WAKE)");
+}
+
+void wake_one_sleeper(node_state& node) {
+  for (auto& pe : node.pes) {
+    if (pe->sleeping.load(std::memory_order_seq_cst) != 0 &&
+        pe->sleeping.exchange(0, std::memory_order_seq_cst) != 0) {
+      futex_wake(&pe->sleeping);
+      return;
+    }
+  }
+}
+
+void wake_all(node_state& node) {
+  for (auto& pe : node.pes)
+    if (pe->sleeping.exchange(0, std::memory_order_seq_cst) != 0) futex_wake(&pe->sleeping);
+}
+
+void release_message(message* m) { message_deleter{}(m); }
+
+namespace {
+
+constexpr int batch = 64;  // messages from the own queue per turn
+
+inline void count_one(std::atomic<std::uint64_t>& c) {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+inline message* pop_own(pe_state& pe) {
+  if (pe.pairs) {
+    message* m = nullptr;
+    if (pe.pairs->try_pop(m)) return m;
+  }
+  return reinterpret_cast<message*>(pe.queue.pop());
+}
+
+inline bool own_queue_has_work(const pe_state& pe) {
+  return !pe.queue.empty() || (pe.pairs && !pe.pairs->empty());
+}
+
+message* pop_node_queue(node_state& node) {
+  if (node.node_queue_size.load(std::memory_order_relaxed) == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(node.node_mutex);
+  if (node.node_queue.empty()) return nullptr;
+  message* m = node.node_queue.front();
+  node.node_queue.pop_front();
+  node.node_queue_size.fetch_sub(1, std::memory_order_relaxed);
+  return m;
+}
+
+// Forwards a broadcast to this PE's children in the tree rooted at
+// m->bcast_root, before the local handler may consume the message.
+void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
+  const int n = int(node.pes.size());
+  const int rel = (pe.rank - m.bcast_root + n) % n;
+  for (int c = 1; c <= broadcast_fanout; ++c) {
+    const long child_rel = long(rel) * broadcast_fanout + c;
+    if (child_rel >= n) break;
+    const int child = int((child_rel + m.bcast_root) % n);
+    message_ptr copy = copy_message(m);
+    copy->src_pe = pe.rank;
+    count_one(pe.sent);
+    deliver_local(node, child, copy.release());
+  }
+}
+
+void handle(node_state& node, pe_state& pe, message* m) {
+  const auto& table = handlers().entries;
+  if (m->handler >= table.size())
+    base::fatal("PE %d received a message for handler id %u, which was never registered (%zu "
+                "handlers registered)",
+                pe.rank, m->handler, table.size());
+  if (m->flags & message_flags::broadcast) forward_broadcast(node, pe, *m);
+  const handler_entry& h = table[m->handler];
+  pe.current_handler.store(m->handler, std::memory_order_relaxed);
+  const bool timed = node.cfg.stats;
+  const std::uint64_t t0 = timed ? base::cycles() : 0;
+  try {
+    h.fn(message_ptr(m));
+  } catch (const std::exception& e) {
+    base::fatal("handler '%s' on PE %d threw %s", h.name, pe.rank, e.what());
+  } catch (...) {
+    base::fatal("handler '%s' on PE %d threw an exception not derived from std::exception",
+                h.name, pe.rank);
+  }
+  if (timed) pe.busy_cycles += base::cycles() - t0;
+  pe.current_handler.store(-1, std::memory_order_relaxed);
+  count_one(pe.processed);
+}
+
+// Runs due timers; returns how many ran.
+int run_timers(pe_state& pe) {
+  if (pe.timers.empty()) return 0;
+  int ran = 0;
+  const std::uint64_t now = base::wall_ns();
+  while (!pe.timers.empty() && pe.timers.top().deadline_ns <= now) {
+    // Move the callback out before popping: it may add timers.
+    std::function<void()> fn = std::move(const_cast<timer_entry&>(pe.timers.top()).fn);
+    pe.timers.pop();
+    pe.current_handler.store(-3, std::memory_order_relaxed);
+    fn();
+    pe.current_handler.store(-1, std::memory_order_relaxed);
+    count_one(pe.processed);
+    ++ran;
+  }
+  return ran;
+}
+
+int run_conditions(pe_state& pe) {
+  if (pe.conditions.empty()) return 0;
+  // Callbacks may add conditions: iterate by index over a stable snapshot size.
+  std::size_t n = pe.conditions.size(), kept = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::function<bool()> fn = std::move(pe.conditions[i]);
+    if (fn()) pe.conditions[kept++] = std::move(fn);
+  }
+  pe.conditions.erase(pe.conditions.begin() + long(kept), pe.conditions.begin() + long(n));
+  return 0;  // conditions do not count as work: they would keep a PE from idling
+}
+
+void flush_backlog(node_state& node, pe_state& pe) {
+  if (!pe.pairs_backlog) return;
+  bool clear = true;
+  for (auto& dst : node.pes)
+    if (dst->pairs && !dst->pairs->flush(pe.rank)) clear = false;
+  pe.pairs_backlog = !clear;
+  // Wake the destinations: their rings just got what overflowed.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (auto& dst : node.pes)
+    if (dst->sleeping.load(std::memory_order_seq_cst) != 0 &&
+        dst->sleeping.exchange(0, std::memory_order_seq_cst) != 0)
+      futex_wake(&dst->sleeping);
+}
+
+inline bool has_work(node_state& node, pe_state& pe) {
+  return own_queue_has_work(pe) || node.node_queue_size.load(std::memory_order_relaxed) != 0 ||
+         (!pe.timers.empty() && pe.timers.top().deadline_ns <= base::wall_ns()) ||
+         node.stop.load(std::memory_order_relaxed);
+}
+
+// Quiescence detection on PE 0 (see quiescence_check). Runs the callbacks
+// when quiescence is found.
+void maybe_detect_quiescence(node_state& node, pe_state& pe) {
+  if (pe.rank != 0 || !node.qd_requested.load(std::memory_order_acquire)) return;
+  const std::uint64_t now = base::wall_ns();
+  if (now - node.qd_last_check < 20'000) return;  // at most one wave per 20 us
+  node.qd_last_check = now;
+  if (!quiescence_check(node)) return;
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(node.qd_mutex);
+    callbacks.swap(node.qd_callbacks);
+    node.qd_requested.store(false, std::memory_order_release);
+  }
+  for (auto& fn : callbacks) fn();
+}
+
+// How long a PE may sleep: until its next timer, 1 ms with conditions to
+// poll or quiescence to detect, else until woken (0).
+std::uint64_t sleep_limit_ns(node_state& node, pe_state& pe) {
+  std::uint64_t limit = 0;
+  if (!pe.conditions.empty() || pe.pairs_backlog ||
+      (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed)))
+    limit = 1'000'000;
+  if (!pe.timers.empty()) {
+    std::uint64_t now = base::wall_ns(), due = pe.timers.top().deadline_ns;
+    std::uint64_t d = due > now ? due - now : 1;
+    if (limit == 0 || d < limit) limit = d;
+  }
+  return limit;
+}
+
+// The idle back-off. Returns when there may be work, when stop is set, or —
+// for a PE with conditions, overflow to flush or quiescence to detect — after
+// one step, so the loop can poll them. pe.idle_since_ns marks where the
+// current idle period began (reset by the loop when it finds work), so the
+// spin and yield budgets span the whole idle period, not one step.
+void idle(node_state& node, pe_state& pe) {
+  const std::uint64_t c0 = node.cfg.stats ? base::cycles() : 0;
+  if (pe.idle_since_ns == 0) pe.idle_since_ns = base::wall_ns();
+  const std::uint64_t spin_end = pe.idle_since_ns + std::uint64_t(node.cfg.idle_spin_us) * 1000;
+  const std::uint64_t yield_end = spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
+  const bool polling = !pe.conditions.empty() || pe.pairs_backlog ||
+                       (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed));
+  for (;;) {
+    if (has_work(node, pe)) break;
+    const std::uint64_t now = base::wall_ns();
+    if (now < spin_end) {
+      pe.phase.store(int(pe_phase::spinning), std::memory_order_relaxed);
+      for (int i = 0; i < 64; ++i) base::cpu_relax();
+      if (polling) break;
+      continue;
+    }
+    if (now < yield_end) {
+      pe.phase.store(int(pe_phase::yielding), std::memory_order_relaxed);
+      sched_yield();
+      if (polling) break;
+      continue;
+    }
+    // Sleep (protocol at the top of this file).
+    node.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    pe.sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!has_work(node, pe)) {
+      pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
+      futex_wait(&pe.sleeping, 1, sleep_limit_ns(node, pe));
+    }
+    pe.sleeping.store(0, std::memory_order_seq_cst);
+    node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    break;
+  }
+  pe.phase.store(int(pe_phase::running), std::memory_order_relaxed);
+  if (node.cfg.stats) pe.idle_cycles += base::cycles() - c0;
+}
+
+}  // namespace
+
+// Two-wave counting over per-PE counters. A wave reads every PE's (sent,
+// processed) pair plus the count of messages from non-PE threads. Quiescence
+// holds when two consecutive waves read the very same values and sends equal
+// completions: no counter moved in between, so at the moment between the
+// waves every message ever sent had been handled and no handler was running
+// (a handler's message counts as processed only after it returns).
+bool quiescence_check(node_state& node) {
+  std::vector<std::uint64_t> now;
+  now.reserve(node.qd_last.size());
+  std::uint64_t sent = node.external_sent.load(std::memory_order_acquire), done = 0;
+  now.push_back(sent);
+  for (auto& pe : node.pes) {
+    std::uint64_t s = pe->sent.load(std::memory_order_acquire);
+    std::uint64_t p = pe->processed.load(std::memory_order_acquire);
+    now.push_back(s);
+    now.push_back(p);
+    sent += s;
+    done += p;
+  }
+  const bool balanced = sent == done;
+  const bool same = node.qd_last_valid && now == node.qd_last;
+  node.qd_last = std::move(now);
+  node.qd_last_valid = balanced;
+  if (balanced && same) {
+    node.qd_last_valid = false;
+    return true;
+  }
+  return false;
+}
+
+void scheduler_loop(node_state& node, pe_state& pe) {
+  const bool sample_cpu = node.cfg.stats && node.cfg.pe_cpus[std::size_t(pe.rank)] < 0;
+  if (node.cfg.stats) pe.start_cycles = base::cycles();
+  pe.phase.store(int(pe_phase::running), std::memory_order_relaxed);
+
+  if (pe.rank == 0 && node.main_fn) {
+    // main_fn counts as a message in flight until it returns.
+    count_one(pe.sent);
+    pe.current_handler.store(-2, std::memory_order_relaxed);
+    try {
+      node.main_fn(node.main_args);
+    } catch (const std::exception& e) {
+      base::fatal("main function threw %s", e.what());
+    }
+    pe.current_handler.store(-1, std::memory_order_relaxed);
+    count_one(pe.processed);
+  }
+
+  while (!node.stop.load(std::memory_order_relaxed)) {
+    if (sample_cpu) {
+      int cpu = sched_getcpu();
+      if (pe.last_cpu >= 0 && cpu != pe.last_cpu) ++pe.cpu_changes;
+      pe.last_cpu = cpu;
+    }
+    int did = 0;
+    for (; did < batch; ++did) {
+      message* m = pop_own(pe);
+      if (m == nullptr) break;
+      handle(node, pe, m);
+    }
+    if (message* m = pop_node_queue(node)) {
+      handle(node, pe, m);
+      ++did;
+    }
+    did += run_timers(pe);
+    run_conditions(pe);
+    flush_backlog(node, pe);
+    if (did != 0) {
+      pe.idle_since_ns = 0;
+      continue;
+    }
+    maybe_detect_quiescence(node, pe);
+    if (node.stop.load(std::memory_order_relaxed)) break;
+    idle(node, pe);
+  }
+  pe.phase.store(int(pe_phase::stopped), std::memory_order_relaxed);
+  if (node.cfg.stats) pe.end_cycles = base::cycles();
+}
+
+}  // namespace weft::core

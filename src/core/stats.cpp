@@ -1,0 +1,45 @@
+// --weft:stats: a per-PE table at exit. Busy is time inside handlers, idle is
+// time in the back-off (spinning, yielding or asleep), overhead is the rest
+// of the PE's wall time (scheduler, queues, timers). CPU changes are counted
+// only for unbound PEs, by sampling sched_getcpu once per scheduler turn.
+#include <cstdio>
+#include "core/node.hpp"
+#include "weft/base/timer.hpp"
+
+namespace weft::core {
+
+void print_stats(node_state& node) {
+  std::FILE* out = stdout;
+  const bool unbound = node.cfg.bind == "none";
+  std::fprintf(out, "weft stats: node 0, %zu PEs, %.3f s\n", node.pes.size(),
+               double(base::wall_ns() - node.start_ns) * 1e-9);
+  std::fprintf(out, "%4s %5s %10s %10s %10s %6s %12s %12s %s\n", "PE", "cpu", "busy_ms", "idle_ms",
+               "ovh_ms", "busy%", "sent", "handled", unbound ? "cpu_changes" : "");
+  std::uint64_t tot_sent = 0, tot_done = 0;
+  for (auto& pe : node.pes) {
+    double wall = base::cycles_to_ns(pe->end_cycles - pe->start_cycles) * 1e-6;
+    double busy = base::cycles_to_ns(pe->busy_cycles) * 1e-6;
+    double idle = base::cycles_to_ns(pe->idle_cycles) * 1e-6;
+    double ovh = wall - busy - idle;
+    if (ovh < 0) ovh = 0;
+    std::uint64_t sent = pe->sent.load(), done = pe->processed.load();
+    tot_sent += sent;
+    tot_done += done;
+    int cpu = node.cfg.pe_cpus[std::size_t(pe->rank)];
+    char cpu_text[16];
+    if (cpu < 0)
+      std::snprintf(cpu_text, sizeof cpu_text, "*");
+    else
+      std::snprintf(cpu_text, sizeof cpu_text, "%d", cpu);
+    char changes[32] = "";
+    if (unbound) std::snprintf(changes, sizeof changes, "%llu", (unsigned long long)pe->cpu_changes);
+    std::fprintf(out, "%4d %5s %10.2f %10.2f %10.2f %6.1f %12llu %12llu %s\n", pe->rank, cpu_text,
+                 busy, idle, ovh, wall > 0 ? 100.0 * busy / wall : 0.0,
+                 (unsigned long long)sent, (unsigned long long)done, changes);
+  }
+  std::fprintf(out, "total sent %llu, handled %llu (sends, timers and main count alike)\n",
+               (unsigned long long)tot_sent, (unsigned long long)tot_done);
+  std::fflush(out);
+}
+
+}  // namespace weft::core

@@ -1,0 +1,114 @@
+// --weft:timeout=SEC. A hang becomes an abort with a per-PE dump: what each PE
+// is doing (running a handler, spinning, yielding, asleep), which handler,
+// how many messages wait in its queue, its counters, and a stack backtrace
+// captured on that PE's own thread by a signal. Exit code 124.
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include "core/node.hpp"
+#include "weft/base/error.hpp"
+#include "weft/base/timer.hpp"
+
+namespace weft::core {
+
+namespace {
+
+int backtrace_signal() { return SIGRTMIN + 4; }
+
+void on_backtrace_signal(int) {
+  pe_state* pe = t_pe;
+  if (pe == nullptr) return;
+  int depth = backtrace(pe->bt_frames, int(sizeof pe->bt_frames / sizeof pe->bt_frames[0]));
+  pe->bt_depth.store(depth, std::memory_order_relaxed);
+  pe->bt_ready.store(true, std::memory_order_release);
+}
+
+const char* current_text(std::int64_t h, char* buf, std::size_t n) {
+  if (h == -1) return "none";
+  if (h == -2) return "main function";
+  if (h == -3) return "timer callback";
+  std::snprintf(buf, n, "'%s' (id %lld)", handler_name(handler_id(h)), (long long)h);
+  return buf;
+}
+
+void dump(node_state& node) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "weft: timeout: the node still runs after --weft:timeout=%g s; aborting. PE "
+                "state:\n",
+                node.cfg.timeout_s);
+  ssize_t w = write(STDERR_FILENO, line, std::strlen(line));
+  std::size_t nq = node.node_queue_size.load();
+  std::snprintf(line, sizeof line, "  node queue: %zu message(s); quiescence requested: %s\n", nq,
+                node.qd_requested.load() ? "yes" : "no");
+  w = write(STDERR_FILENO, line, std::strlen(line));
+  for (auto& pe : node.pes) {
+    std::size_t queued = pe->queue.approx_size() + (pe->pairs ? pe->pairs->approx_size() : 0);
+    char hb[160];
+    std::snprintf(line, sizeof line,
+                  "  PE %d: %s; current handler: %s; queue: %zu message(s); sent %llu, handled "
+                  "%llu\n",
+                  pe->rank, to_string(pe_phase(pe->phase.load())),
+                  current_text(pe->current_handler.load(), hb, sizeof hb), queued,
+                  (unsigned long long)pe->sent.load(), (unsigned long long)pe->processed.load());
+    w = write(STDERR_FILENO, line, std::strlen(line));
+    if (!pe->has_thread.load(std::memory_order_acquire)) continue;
+    pe->bt_ready.store(false);
+    if (pthread_kill(pe->thread, backtrace_signal()) != 0) continue;
+    for (int i = 0; i < 200 && !pe->bt_ready.load(std::memory_order_acquire); ++i) usleep(1000);
+    if (pe->bt_ready.load(std::memory_order_acquire)) {
+      w = write(STDERR_FILENO, "    backtrace:\n", 15);
+      backtrace_symbols_fd(pe->bt_frames, pe->bt_depth.load(), STDERR_FILENO);
+    } else {
+      w = write(STDERR_FILENO, "    (no backtrace: the thread did not answer)\n", 47);
+    }
+  }
+  (void)w;
+}
+
+void watchdog_main(node_state* node) {
+  std::unique_lock<std::mutex> lock(node->wd_mutex);
+  auto limit = std::chrono::duration<double>(node->cfg.timeout_s);
+  if (node->wd_cv.wait_for(lock, limit, [node] { return node->wd_done; })) return;
+  lock.unlock();
+  dump(*node);
+  std::fflush(stdout);
+  node->transport->abort(base::exit_timeout);
+}
+
+}  // namespace
+
+void install_backtrace_handler() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  void* warm[2];
+  backtrace(warm, 2);  // loads the unwinder now, not inside a signal handler
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_backtrace_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  WEFT_CHECK_SYS(sigaction(backtrace_signal(), &sa, nullptr));
+}
+
+void start_watchdog(node_state& node, std::thread& thread) {
+  if (node.cfg.timeout_s <= 0) return;
+  thread = std::thread(watchdog_main, &node);
+}
+
+void stop_watchdog(node_state& node, std::thread& thread) {
+  if (!thread.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(node.wd_mutex);
+    node.wd_done = true;
+  }
+  node.wd_cv.notify_all();
+  thread.join();
+}
+
+}  // namespace weft::core

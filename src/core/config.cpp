@@ -85,7 +85,12 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   set.set_computed("threads", std::to_string(c.threads));
   c.bind = set.get("bind");
   c.pe_cpus = topo.place(c.threads, c.bind);
+  // Oversubscribed: more PEs than CPUs, or an explicit list that puts two PEs
+  // on one CPU (then spinning would steal that CPU from a PE with work).
   c.oversubscribed = c.threads > cpus;
+  for (std::size_t i = 0; i < c.pe_cpus.size() && !c.oversubscribed; ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (c.pe_cpus[i] >= 0 && c.pe_cpus[i] == c.pe_cpus[j]) c.oversubscribed = true;
   c.queue = set.get("queue") == "mpsc" ? queue_kind::mpsc : queue_kind::spsc_pairs;
   c.alloc = set.get("alloc") == "mimalloc" ? alloc_kind::mimalloc : alloc_kind::system;
   c.msg_pool = set.get_bool("msg-pool");

@@ -238,9 +238,9 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   if (!cfg.quiet) core::print_startup(*node);
   const int cpus = int(base::topology::get().allowed().size());
   if (cfg.oversubscribed)
-    base::warn("%d PEs on %d CPU%s of this process's CPU set: the run is oversubscribed "
-               "(PEs share CPUs; idle PEs yield instead of spinning)",
-               cfg.threads, cpus, cpus == 1 ? "" : "s");
+    base::warn("%d PEs on %d CPU%s of this process's CPU set (bind=%s): the run is "
+               "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
+               cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
   std::fflush(stdout);
 
   core::handlers().frozen.store(true, std::memory_order_release);

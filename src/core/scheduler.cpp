@@ -316,6 +316,8 @@ void scheduler_loop(node_state& node, pe_state& pe) {
       node.main_fn(node.main_args);
     } catch (const std::exception& e) {
       base::fatal("main function threw %s", e.what());
+    } catch (...) {
+      base::fatal("main function threw an exception not derived from std::exception");
     }
     pe.current_handler.store(-1, std::memory_order_relaxed);
     count_one(pe.processed);

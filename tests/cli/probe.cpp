@@ -1,0 +1,90 @@
+// A tiny weft program for the program-level tests (tests/cli/CMakeLists.txt):
+// its first non-weft argument selects what main_fn does, so each test checks
+// one exit code and one message of a real process.
+//   (none)      a message around all PEs, then exit(0)
+//   exit7       weft::exit(7)
+//   quiescence  a few messages, then exit_at_quiescence(5)
+//   stats       a few messages on every PE, then exit(0)
+//   badpe       send to PE 10000 (fatal, exit 3)
+//   badhandler  a message for handler id 9999 (fatal, exit 3)
+//   throw       a handler throws std::runtime_error("boom") (fatal, exit 3)
+//   throwmain   main_fn throws std::runtime_error("main boom") (fatal, exit 3)
+//   hang        never exits (for --weft:timeout, exit 124)
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <weft/weft.hpp>
+
+namespace {
+
+weft::handler_id h_ring, h_bounce, h_throw, h_noop;
+
+struct hop {
+  int remaining;
+  int exit_code;  // < 0: do not exit at the end of the ring
+};
+
+// Passes the message to the next PE until `remaining` reaches 0.
+void ring(weft::message_ptr m) {
+  hop& h = m->as<hop>();
+  if (h.remaining-- == 0) {
+    if (h.exit_code >= 0) weft::exit(h.exit_code);
+    return;
+  }
+  weft::send((weft::my_pe() + 1) % weft::num_pes(), std::move(m));
+}
+
+// Sends `remaining` more messages to the next PE, one at a time.
+void bounce(weft::message_ptr m) {
+  hop& h = m->as<hop>();
+  if (h.remaining-- <= 0) return;
+  weft::send((weft::my_pe() + 1) % weft::num_pes(), std::move(m));
+}
+
+void thrower(weft::message_ptr) { throw std::runtime_error("boom"); }
+
+void noop(weft::message_ptr) {}
+
+void program(weft::args a) {
+  const std::string what = a.argc > 1 ? a.argv[1] : "";
+  const int n = weft::num_pes();
+  if (what.empty()) {
+    weft::send(0, weft::make_message_with(h_ring, hop{n, 0}));
+  } else if (what == "exit7") {
+    weft::exit(7);
+  } else if (what == "quiescence") {
+    for (int pe = 0; pe < n; ++pe) weft::send(pe, weft::make_message_with(h_bounce, hop{3 * n, -1}));
+    weft::exit_at_quiescence(5);
+  } else if (what == "stats") {
+    // Every PE handles messages, then the ring ends the run.
+    for (int pe = 0; pe < n; ++pe)
+      for (int i = 0; i < 4; ++i) weft::send(pe, weft::make_message(h_noop, 8));
+    weft::send(0, weft::make_message_with(h_ring, hop{2 * n, 0}));
+  } else if (what == "badpe") {
+    weft::send(10000, weft::make_message(h_noop, 8));
+  } else if (what == "badhandler") {
+    weft::send(0, weft::make_message(9999, 8));
+  } else if (what == "throw") {
+    weft::send(n - 1, weft::make_message(h_throw, 8));
+  } else if (what == "throwmain") {
+    throw std::runtime_error("main boom");
+  } else if (what == "hang") {
+    // Nothing to do and no exit: only --weft:timeout ends this run.
+  } else {
+    std::fprintf(stderr, "probe: unknown action '%s'\n", what.c_str());
+    weft::exit(99);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  h_ring = weft::register_handler("probe.ring", ring);
+  h_bounce = weft::register_handler("probe.bounce", bounce);
+  h_throw = weft::register_handler("probe.throw", thrower);
+  h_noop = weft::register_handler("probe.noop", noop);
+  const int code = weft::run(argc, argv, program);
+  std::printf("probe: weft::run returned %d\n", code);
+  return code;
+}

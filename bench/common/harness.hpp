@@ -11,6 +11,7 @@
 #include <string>
 #include <variant>
 #include <vector>
+#include "weft/core/config.hpp"
 
 namespace weft::bench {
 
@@ -52,6 +53,13 @@ inline cli parse_cli(int& argc, char** argv, const char* about) {
     std::exit(2);
   }
   return c;
+}
+
+// For benchmarks that do not start a node: checks the --weft: options and
+// WEFT_* variables like any weft program does (a bad or unknown one exits 2),
+// so a typo is never silently ignored; returns the configuration.
+inline runtime_config check_weft_options(int& argc, char** argv) {
+  return parse_options(argc, argv);
 }
 
 // Value of "--name=value" among the program arguments, or `fallback`.

@@ -196,6 +196,7 @@ void check_distinct_heaps() {
 
 int main(int argc, char** argv) {
   auto cli = wb::parse_cli(argc, argv, kAbout);
+  weft::bench::check_weft_options(argc, argv);
   wb::reject_unknown(cli, {"max-threads", "bytes", "pairs"});
 
   long max_threads = std::max(4L, long(std::thread::hardware_concurrency()));

@@ -184,6 +184,7 @@ bool parse_long(const std::string& s, long& out) {
 
 int main(int argc, char** argv) {
   auto cli = wb::parse_cli(argc, argv, kAbout);
+  weft::bench::check_weft_options(argc, argv);
   wb::reject_unknown(cli, {"threads", "iters"});
 
   long threads = std::max(2L, long(std::thread::hardware_concurrency()));

@@ -19,7 +19,7 @@
 // and batch throughput and swing between runs. Read the min/max, and compare
 // queue kinds only within one run.
 //
-// Does not start the runtime; --weft: options are accepted and ignored.
+// Does not start the runtime; --weft: options are checked (a bad one is an error) but do not apply.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -250,6 +250,7 @@ long positive_arg(const weft::bench::cli& c, const char* name, long fallback, lo
 
 int main(int argc, char** argv) {
   weft::bench::cli c = weft::bench::parse_cli(argc, argv, about);
+  weft::bench::check_weft_options(argc, argv);
   weft::bench::reject_unknown(c, {"max-producers", "duration-ms"});
   const int hw = int(std::thread::hardware_concurrency());
   const long max_producers = positive_arg(c, "max-producers", std::max(2, hw), 1024);

@@ -394,6 +394,7 @@ futex_result spin_policy(const placement& pl, int spin_us, int gap_us) {
 
 int main(int argc, char** argv) {
   auto cli = wb::parse_cli(argc, argv, kAbout);
+  weft::bench::check_weft_options(argc, argv);
   wb::reject_unknown(cli, {});
   weft::base::ns_per_cycle();  // calibrate once, off the timed paths
 

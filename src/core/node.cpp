@@ -113,7 +113,7 @@ void deliver_local(node_state& node, int pe, message* m) {
     if (!dst.pairs->flush(self->rank)) self->pairs_backlog = true;
     // The ring's release store is not enough to order it before the read of
     // the sleep flag (wake-up protocol, scheduler.cpp).
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    base::full_fence();
   } else {
     dst.queue.push(&m->link);  // seq_cst exchange
   }

@@ -176,7 +176,7 @@ void flush_backlog(node_state& node, pe_state& pe) {
     if (dst->pairs && !dst->pairs->flush(pe.rank)) clear = false;
   pe.pairs_backlog = !clear;
   // Wake the destinations: their rings just got what overflowed.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  base::full_fence();
   for (auto& dst : node.pes)
     if (dst->sleeping.load(std::memory_order_seq_cst) != 0 &&
         dst->sleeping.exchange(0, std::memory_order_seq_cst) != 0)
@@ -258,7 +258,7 @@ void idle(node_state& node, pe_state& pe) {
     // Sleep (protocol at the top of this file).
     node.sleepers.fetch_add(1, std::memory_order_seq_cst);
     pe.sleeping.store(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    base::full_fence();
     if (!has_work(node, pe)) {
       pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
       futex_wait(&pe.sleeping, 1, sleep_limit_ns(node, pe));

@@ -64,8 +64,20 @@ void dump(node_state& node) {
       w = write(STDERR_FILENO, "    backtrace:\n", 15);
       backtrace_symbols_fd(pe->bt_frames, pe->bt_depth.load(), STDERR_FILENO);
     } else {
-      w = write(STDERR_FILENO, "    (no backtrace: the thread did not answer)\n", 47);
+      static const char no_bt[] = "    (no backtrace: the thread did not answer)\n";
+      w = write(STDERR_FILENO, no_bt, sizeof no_bt - 1);  // not the terminating NUL
     }
+  }
+  // weft's own functions are hidden symbols, so their frames print as
+  // binary(+offset); say how to turn those into names.
+  char exe[400];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    std::snprintf(line, sizeof line,
+                  "  (frames shown as binary(+offset): addr2line -C -f -e %s <offset> names them)\n",
+                  exe);
+    w = write(STDERR_FILENO, line, std::strlen(line));
   }
   (void)w;
 }

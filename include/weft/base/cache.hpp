@@ -2,6 +2,7 @@
 // thread_local or in structures padded to a line, never in arrays indexed by
 // PE that neighbours write to (lesson 4 of DESIGN.md).
 #pragma once
+#include <atomic>
 #include <cstddef>
 
 namespace weft::base {
@@ -28,6 +29,21 @@ inline void cpu_relax() {
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
 #endif
+}
+
+// A sequentially consistent fence, for Dekker-style store-then-load protocols
+// (the PE wake-up in core). ThreadSanitizer does not model fences and GCC
+// warns about them under -fsanitize=thread; that is harmless here because no
+// data is published through a fence — messages are published by the queues'
+// release/acquire pairs, which TSan sees — the fence only makes a wake-up
+// impossible to miss.
+inline void full_fence() {
+#pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#pragma GCC diagnostic pop
 }
 
 }  // namespace weft::base

@@ -27,7 +27,18 @@ pe_local& this_pe_local() noexcept { return t_local; }
 
 namespace core {
 
-node_state* g_node = nullptr;
+std::atomic<node_state*> g_node{nullptr};
+
+namespace {
+// Calls into the node from threads that are not PEs, still in progress. run()
+// joins its PEs, but it cannot join the program's own threads: a thread may
+// be inside weft::exit or weft::send (touching the node) when the run ends.
+// run() clears g_node and then waits for this count to drop to zero before
+// freeing the node.
+std::atomic<int> g_external_calls{0};
+// A node has run in this process (a late weft::exit after its end is benign).
+std::atomic<bool> g_ever_ran{false};
+}  // namespace
 thread_local pe_state* t_pe = nullptr;
 
 pe_state::pe_state(int r, int num_pes, queue_kind kind) : rank(r) {
@@ -50,11 +61,38 @@ const char* to_string(pe_phase p) {
 
 namespace {
 
-node_state& running_node(const char* what) {
-  node_state* n = g_node;
-  if (n == nullptr) base::fatal("%s called while no node runs (call it inside weft::run)", what);
-  return *n;
-}
+// The running node for the duration of one API call. On a PE the node
+// outlives the call by construction; on any other thread the call is
+// counted, so that run() does not free the node under it.
+class node_ref {
+ public:
+  explicit node_ref(const char* what, bool tolerate_ended = false) {
+    if (t_pe != nullptr) {
+      node_ = g_node.load(std::memory_order_relaxed);
+    } else {
+      external_ = true;
+      g_external_calls.fetch_add(1, std::memory_order_seq_cst);
+      node_ = g_node.load(std::memory_order_seq_cst);
+    }
+    if (node_ == nullptr && !(tolerate_ended && g_ever_ran.load())) {
+      release();
+      base::fatal("%s called while no node runs (call it inside weft::run)", what);
+    }
+  }
+  ~node_ref() { release(); }
+  node_ref(const node_ref&) = delete;
+  node_ref& operator=(const node_ref&) = delete;
+  explicit operator bool() const { return node_ != nullptr; }
+  node_state& operator*() const { return *node_; }
+
+ private:
+  void release() {
+    if (external_) g_external_calls.fetch_sub(1, std::memory_order_release);
+    external_ = false;
+  }
+  node_state* node_ = nullptr;
+  bool external_ = false;
+};
 
 void check_message(const node_state& node, const message& m, const char* what) {
   std::size_t n = handlers().entries.size();
@@ -128,7 +166,8 @@ void deliver_local(node_state& node, int pe, message* m) {
 // ---- public API ---------------------------------------------------------------
 
 void send(int pe, message_ptr m) {
-  core::node_state& node = core::running_node("weft::send");
+  core::node_ref ref("weft::send");
+  core::node_state& node = *ref;
   const int n = int(node.pes.size());
   if (pe < 0 || pe >= n)
     base::fatal("weft::send to PE %d, but this node has PEs 0..%d", pe, n - 1);
@@ -139,7 +178,8 @@ void send(int pe, message_ptr m) {
 }
 
 void send_node(message_ptr m) {
-  core::node_state& node = core::running_node("weft::send_node");
+  core::node_ref ref("weft::send_node");
+  core::node_state& node = *ref;
   core::check_message(node, *m, "weft::send_node");
   m->src_pe = my_pe();
   m->flags |= message_flags::node;
@@ -153,7 +193,8 @@ void send_node(message_ptr m) {
 }
 
 void broadcast(message_ptr m) {
-  core::node_state& node = core::running_node("weft::broadcast");
+  core::node_ref ref("weft::broadcast");
+  core::node_state& node = *ref;
   core::check_message(node, *m, "weft::broadcast");
   const int root = my_pe() >= 0 ? my_pe() : 0;
   m->src_pe = my_pe();
@@ -164,7 +205,11 @@ void broadcast(message_ptr m) {
 }
 
 void exit(int code) {
-  core::node_state& node = core::running_node("weft::exit");
+  // After the run has ended (another thread's exit won), a late exit has
+  // nothing left to do.
+  core::node_ref ref("weft::exit", /*tolerate_ended=*/true);
+  if (!ref) return;
+  core::node_state& node = *ref;
   if (!node.exit_called.exchange(true, std::memory_order_acq_rel))
     node.exit_code.store(code, std::memory_order_relaxed);
   node.stop.store(true, std::memory_order_seq_cst);
@@ -172,7 +217,8 @@ void exit(int code) {
 }
 
 void on_quiescence(std::function<void()> fn) {
-  core::node_state& node = core::running_node("weft::on_quiescence");
+  core::node_ref ref("weft::on_quiescence");
+  core::node_state& node = *ref;
   {
     std::lock_guard<std::mutex> lock(node.qd_mutex);
     node.qd_callbacks.push_back(std::move(fn));
@@ -205,7 +251,11 @@ void poll_while(std::function<bool()> fn) {
   pe->conditions.push_back(std::move(fn));
 }
 
-const runtime_config& config() { return core::running_node("weft::config").cfg; }
+const runtime_config& config() {
+  core::node_state* node = core::g_node.load(std::memory_order_acquire);
+  if (node == nullptr) base::fatal("weft::config called while no node runs");
+  return node->cfg;  // valid on PEs and inside run, where the node outlives the caller
+}
 
 int run(int& argc, char**& argv, std::function<void(args)> main_fn) {
   runtime_config cfg = parse_options(argc, argv);
@@ -213,7 +263,7 @@ int run(int& argc, char**& argv, std::function<void(args)> main_fn) {
 }
 
 int run(const runtime_config& cfg, int argc, char** argv, std::function<void(args)> main_fn) {
-  if (core::g_node != nullptr) base::fatal("weft::run called while a node already runs");
+  if (core::g_node.load() != nullptr) base::fatal("weft::run called while a node already runs");
   if (cfg.threads < 1 || int(cfg.pe_cpus.size()) != cfg.threads)
     base::usage_error("threads=%d: a node needs at least one PE and a CPU placement for each "
                       "(build the configuration with weft::parse_options)",
@@ -244,7 +294,8 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   std::fflush(stdout);
 
   core::handlers().frozen.store(true, std::memory_order_release);
-  core::g_node = node.get();
+  core::g_node.store(node.get(), std::memory_order_seq_cst);
+  core::g_ever_ran.store(true);
   core::install_backtrace_handler();
 
   // Remember the caller's CPU set: PE 0 is bound while the node runs, and the
@@ -263,6 +314,10 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   for (auto& t : threads) t.join();
   core::stop_watchdog(*node, watchdog);
 
+  // No PE runs any more; wait out calls from the program's own threads.
+  core::g_node.store(nullptr, std::memory_order_seq_cst);
+  while (core::g_external_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
+
   if (have_saved) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
   if (cfg.stats) core::print_stats(*node);
 
@@ -273,7 +328,6 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   }
   for (message* m : node->node_queue) core::release_message(m);
   node->transport->finalize();
-  core::g_node = nullptr;
   core::handlers().frozen.store(false, std::memory_order_release);
   base::block_cache_release();
   return node->exit_code.load();

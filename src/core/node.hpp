@@ -115,8 +115,9 @@ struct node_state {
   std::uint64_t start_ns = 0;
 };
 
-// The running node (null when none). Set by run before PEs start.
-extern node_state* g_node;
+// The running node (null when none). Set by run before PEs start, cleared
+// after they stop.
+extern std::atomic<node_state*> g_node;
 // This thread's PE (null on threads that are not PEs).
 extern thread_local pe_state* t_pe;
 

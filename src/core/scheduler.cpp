@@ -73,6 +73,20 @@ namespace {
 
 constexpr int batch = 64;  // messages from the own queue per turn
 
+// Runs a callback of the program (timer, condition, quiescence callback):
+// an exception escaping it is a fatal error naming where it came from, as
+// for handlers, never std::terminate.
+template <class F>
+decltype(auto) guarded(const char* what, int pe, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    base::fatal("%s on PE %d threw %s", what, pe, e.what());
+  } catch (...) {
+    base::fatal("%s on PE %d threw an exception not derived from std::exception", what, pe);
+  }
+}
+
 inline void count_one(std::atomic<std::uint64_t>& c) {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
@@ -149,7 +163,7 @@ int run_timers(pe_state& pe) {
     std::function<void()> fn = std::move(const_cast<timer_entry&>(pe.timers.top()).fn);
     pe.timers.pop();
     pe.current_handler.store(-3, std::memory_order_relaxed);
-    fn();
+    guarded("a timer callback", pe.rank, fn);
     pe.current_handler.store(-1, std::memory_order_relaxed);
     count_one(pe.processed);
     ++ran;
@@ -163,7 +177,7 @@ int run_conditions(pe_state& pe) {
   std::size_t n = pe.conditions.size(), kept = 0;
   for (std::size_t i = 0; i < n; ++i) {
     std::function<bool()> fn = std::move(pe.conditions[i]);
-    if (fn()) pe.conditions[kept++] = std::move(fn);
+    if (guarded("a poll_while condition", pe.rank, fn)) pe.conditions[kept++] = std::move(fn);
   }
   pe.conditions.erase(pe.conditions.begin() + long(kept), pe.conditions.begin() + long(n));
   return 0;  // conditions do not count as work: they would keep a PE from idling
@@ -203,7 +217,7 @@ void maybe_detect_quiescence(node_state& node, pe_state& pe) {
     callbacks.swap(node.qd_callbacks);
     node.qd_requested.store(false, std::memory_order_release);
   }
-  for (auto& fn : callbacks) fn();
+  for (auto& fn : callbacks) guarded("a quiescence callback", pe.rank, fn);
 }
 
 // How long a PE may sleep: until its next timer, 1 ms with conditions to

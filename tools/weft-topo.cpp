@@ -29,7 +29,9 @@ constexpr const char* about =
     "lists them); --weft:print-config also prints the effective configuration.\n"
     "Exit code 0, or 2 for a bad option.\n";
 
-std::string field(int v) { return v >= 0 ? std::to_string(v) : std::string("?"); }
+std::string field(int v) {
+  return v >= 0 ? std::to_string(v) : std::string("?");
+}
 
 }  // namespace
 
@@ -83,8 +85,9 @@ int main(int argc, char** argv) {
   for (auto& [cpu, n] : pes_on_cpu) most = std::max(most, n);
   if (pes_on_cpu.empty()) most = (cfg.threads + set_cpus - 1) / set_cpus;  // unbound
   if (cfg.oversubscribed || most > 1)
-    std::printf("warning: %d PEs on %d CPU%s: the run is oversubscribed (up to %d PEs share a "
-                "CPU)\n",
-                cfg.threads, used_cpus, used_cpus == 1 ? "" : "s", most);
+    std::printf(
+        "warning: %d PEs on %d CPU%s: the run is oversubscribed (up to %d PEs share a "
+        "CPU)\n",
+        cfg.threads, used_cpus, used_cpus == 1 ? "" : "s", most);
   return 0;
 }

@@ -30,9 +30,11 @@ inline cli parse_cli(int& argc, char** argv, const char* about) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::printf("%s\n\ncommon flags:\n  --json        one JSON object per measurement\n"
-                  "  --repeat N    repeats of each measurement (default 3)\n"
-                  "  --weft:...    runtime options (see --weft:help)\n", about);
+      std::printf(
+          "%s\n\ncommon flags:\n  --json        one JSON object per measurement\n"
+          "  --repeat N    repeats of each measurement (default 3)\n"
+          "  --weft:...    runtime options (see --weft:help)\n",
+          about);
       std::exit(0);
     } else if (a == "--json") {
       c.json = true;

@@ -139,8 +139,8 @@ void start_next() {
   const measurement& ms = d.plan[d.next];
   d.done = 0;
   d.t0 = weft::base::wall_ns();
-  weft::broadcast(
-      weft::make_message_with(h_start, round_params{int(d.next), d.k, d.iters, ms.bytes, ms.touch}));
+  weft::broadcast(weft::make_message_with(
+      h_start, round_params{int(d.next), d.k, d.iters, ms.bytes, ms.touch}));
 }
 
 void report_and_exit();
@@ -149,8 +149,10 @@ void on_done(weft::message_ptr) {
   driver_state& d = g_driver;
   if (++d.done < weft::num_pes()) return;
   const double us = double(weft::base::wall_ns() - d.t0) * 1e-3 / d.iters;
-  if (!d.plan[d.next].warmup) d.samples.push_back(us);
-  else d.samples.push_back(-1);
+  if (!d.plan[d.next].warmup)
+    d.samples.push_back(us);
+  else
+    d.samples.push_back(-1);
   if (++d.next < d.plan.size()) {
     start_next();
     return;

@@ -179,15 +179,17 @@ void bind_glibc() {
 void check_distinct_heaps() {
   Dl_info where{};
   bool from_libc = dladdr(reinterpret_cast<void*>(glibc_malloc), &where) && where.dli_fname &&
-                   std::strstr(where.dli_fname, "libc.so") && !std::strstr(where.dli_fname, "mimalloc");
+                   std::strstr(where.dli_fname, "libc.so") &&
+                   !std::strstr(where.dli_fname, "mimalloc");
   void* s = system_alloc::allocate(64);
   void* m = mimalloc_alloc::allocate(64);
   bool same_heap = mi_is_in_heap_region(m) && mi_is_in_heap_region(s);
   system_alloc::release(s);
   mimalloc_alloc::release(m);
   if (!from_libc || same_heap) {
-    std::fprintf(stderr, "error: the system allocator resolved to %s (%s); the comparison would be void\n",
-                 where.dli_fname ? where.dli_fname : "?", same_heap ? "mimalloc memory" : "not libc");
+    std::fprintf(
+        stderr, "error: the system allocator resolved to %s (%s); the comparison would be void\n",
+        where.dli_fname ? where.dli_fname : "?", same_heap ? "mimalloc memory" : "not libc");
     std::exit(1);
   }
 }
@@ -220,7 +222,8 @@ int main(int argc, char** argv) {
 
   // results[size][threads-1][alloc] = one value per repeat
   std::size_t nt = std::size_t(max_threads);
-  std::vector<std::vector<std::vector<double>>> sys(sizes.size(), std::vector<std::vector<double>>(nt));
+  std::vector<std::vector<std::vector<double>>> sys(sizes.size(),
+                                                    std::vector<std::vector<double>>(nt));
   auto mim = sys, ratio = sys;
   for (int r = 0; r < cli.repeat; ++r)
     for (std::size_t s = 0; s < sizes.size(); ++s)
@@ -242,23 +245,43 @@ int main(int argc, char** argv) {
   wb::reporter rep("alloc_scaling", cli.json);
   for (std::size_t s = 0; s < sizes.size(); ++s)
     for (std::size_t t = 0; t < nt; ++t) {
-      auto a = wb::summarize(sys[s][t]), b = wb::summarize(mim[s][t]), q = wb::summarize(ratio[s][t]);
+      auto a = wb::summarize(sys[s][t]), b = wb::summarize(mim[s][t]),
+           q = wb::summarize(ratio[s][t]);
       long threads = long(t + 1), bytes = long(sizes[s]);
       if (cli.json) {
         for (auto [name, x] : {std::pair{"system", a}, std::pair{"mimalloc", b}})
-          rep.row({{"alloc", name}, {"threads", threads}, {"bytes", bytes}, {"metric", "ns_per_pair"},
-                   {"value", x.median}, {"min", x.min}, {"max", x.max}});
-        rep.row({{"threads", threads}, {"bytes", bytes}, {"metric", "ratio_system_over_mimalloc"},
-                 {"value", q.median}, {"min", q.min}, {"max", q.max}});
+          rep.row({{"alloc", name},
+                   {"threads", threads},
+                   {"bytes", bytes},
+                   {"metric", "ns_per_pair"},
+                   {"value", x.median},
+                   {"min", x.min},
+                   {"max", x.max}});
+        rep.row({{"threads", threads},
+                 {"bytes", bytes},
+                 {"metric", "ratio_system_over_mimalloc"},
+                 {"value", q.median},
+                 {"min", q.min},
+                 {"max", q.max}});
       } else {
-        rep.row({{"bytes", bytes}, {"threads", threads}, {"system_ns", a.median}, {"sys_min", a.min},
-                 {"sys_max", a.max}, {"mimalloc_ns", b.median}, {"mi_min", b.min}, {"mi_max", b.max},
-                 {"system/mimalloc", q.median}, {"ratio_min", q.min}, {"ratio_max", q.max}});
+        rep.row({{"bytes", bytes},
+                 {"threads", threads},
+                 {"system_ns", a.median},
+                 {"sys_min", a.min},
+                 {"sys_max", a.max},
+                 {"mimalloc_ns", b.median},
+                 {"mi_min", b.min},
+                 {"mi_max", b.max},
+                 {"system/mimalloc", q.median},
+                 {"ratio_min", q.min},
+                 {"ratio_max", q.max}});
       }
     }
   rep.flush();
   if (!cli.json)
-    std::printf("ns per alloc+free pair per thread; median of %d interleaved repeats, %ld pairs per thread\n",
-                cli.repeat, pairs);
+    std::printf(
+        "ns per alloc+free pair per thread; median of %d interleaved repeats, %ld pairs per "
+        "thread\n",
+        cli.repeat, pairs);
   return 0;
 }

@@ -75,9 +75,12 @@ enum class scheme { thread_local_var, array, padded_array };
 constexpr scheme kSchemes[] = {scheme::thread_local_var, scheme::array, scheme::padded_array};
 const char* name_of(scheme s) {
   switch (s) {
-    case scheme::thread_local_var: return "thread_local";
-    case scheme::array: return "array";
-    case scheme::padded_array: return "padded_array";
+    case scheme::thread_local_var:
+      return "thread_local";
+    case scheme::array:
+      return "array";
+    case scheme::padded_array:
+      return "padded_array";
   }
   return "?";
 }
@@ -191,7 +194,8 @@ int main(int argc, char** argv) {
   long iters = 10'000'000;
   std::string v = wb::arg(cli, "threads", "");
   if (!v.empty() && (!parse_long(v, threads) || threads > kMaxThreads)) {
-    std::fprintf(stderr, "error: --threads=%s: expected an integer in 1..%d\n", v.c_str(), kMaxThreads);
+    std::fprintf(stderr, "error: --threads=%s: expected an integer in 1..%d\n", v.c_str(),
+                 kMaxThreads);
     return 2;
   }
   v = wb::arg(cli, "iters", "");
@@ -216,18 +220,28 @@ int main(int argc, char** argv) {
   wb::reporter rep("pe_private", cli.json);
   for (int i = 0; i < 3; ++i) {
     auto s = wb::summarize(per[i]);
-    rep.row({{"scheme", name_of(kSchemes[i])}, {"threads", threads}, {"metric", "ns_per_update"},
-             {"value", s.median}, {"min", s.min}, {"max", s.max}});
+    rep.row({{"scheme", name_of(kSchemes[i])},
+             {"threads", threads},
+             {"metric", "ns_per_update"},
+             {"value", s.median},
+             {"min", s.min},
+             {"max", s.max}});
   }
   rep.flush();
   for (auto [metric, xs] : {std::pair{"ratio_array_over_tls", &array_ratio},
                             std::pair{"ratio_padded_over_tls", &padded_ratio}}) {
     auto s = wb::summarize(*xs);
-    rep.row({{"threads", threads}, {"metric", metric}, {"value", s.median}, {"min", s.min}, {"max", s.max}});
+    rep.row({{"threads", threads},
+             {"metric", metric},
+             {"value", s.median},
+             {"min", s.min},
+             {"max", s.max}});
   }
   rep.flush();
   if (!cli.json)
-    std::printf("median of %d interleaved repeats, %ld updates per thread, threads %s\n", cli.repeat, iters,
-                std::size_t(threads) <= cpus.size() ? "pinned to distinct CPUs" : "unpinned (more than CPUs)");
+    std::printf("median of %d interleaved repeats, %ld updates per thread, threads %s\n",
+                cli.repeat, iters,
+                std::size_t(threads) <= cpus.size() ? "pinned to distinct CPUs"
+                                                    : "unpinned (more than CPUs)");
   return 0;
 }

@@ -112,7 +112,8 @@ double run_pe_queue(int producers, double duration) {
   // Owned here so they outlive the queue's last use; each allocated (first
   // touched) by its producer. Left queued at the end: nothing to drain.
   std::vector<std::unique_ptr<message[]>> pools(static_cast<std::size_t>(producers));
-  std::vector<base::padded<std::atomic<std::uint64_t>>> credited(static_cast<std::size_t>(producers));
+  std::vector<base::padded<std::atomic<std::uint64_t>>> credited(
+      static_cast<std::size_t>(producers));
   std::atomic<int> ready{0};
   std::atomic<bool> go{false}, stop{false};
   std::vector<std::thread> threads;

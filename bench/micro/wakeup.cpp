@@ -98,7 +98,9 @@ struct alignas(weft::base::cache_line) stamp {
 };
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 
-std::uint32_t* raw(std::atomic<std::uint32_t>& a) { return reinterpret_cast<std::uint32_t*>(&a); }
+std::uint32_t* raw(std::atomic<std::uint32_t>& a) {
+  return reinterpret_cast<std::uint32_t*>(&a);
+}
 
 // FUTEX_WAIT: sleeps while *w == expected. 0 = woken, -1 with errno EAGAIN =
 // the value had already changed, EINTR = signal.
@@ -161,8 +163,14 @@ void run_pair(const placement& pl, FA fa, FB fb) {
     ready.fetch_add(1);
     while (ready.load() < 2) std::this_thread::yield();
   };
-  std::thread ta([&] { start(pl.a); fa(); });
-  std::thread tb([&] { start(pl.b); fb(); });
+  std::thread ta([&] {
+    start(pl.a);
+    fa();
+  });
+  std::thread tb([&] {
+    start(pl.b);
+    fb();
+  });
   ta.join();
   tb.join();
 }
@@ -170,11 +178,16 @@ void run_pair(const placement& pl, FA fa, FB fb) {
 // Runs f on CPU a in a fresh thread.
 template <class F>
 void run_one(const placement& pl, F f) {
-  std::thread t([&] { pin_self(pl.a); f(); });
+  std::thread t([&] {
+    pin_self(pl.a);
+    f();
+  });
   t.join();
 }
 
-double median_of(std::vector<double> xs) { return wb::summarize(std::move(xs)).median; }
+double median_of(std::vector<double> xs) {
+  return wb::summarize(std::move(xs)).median;
+}
 
 // Median over `batches` timed batches of `per_batch` calls of op(), in ns per
 // call. Batches rather than one long loop: the median ignores the batches in
@@ -341,7 +354,8 @@ double yield_cost(const placement& pl) {
 futex_result spin_policy(const placement& pl, int spin_us, int gap_us) {
   // ~40 ms per configuration, at least 60 samples.
   const std::uint32_t rounds = std::uint32_t(std::clamp(40'000 / (gap_us + 30), 60, 1500));
-  const std::uint64_t spin_ns = std::uint64_t(spin_us) * 1000, gap_ns = std::uint64_t(gap_us) * 1000;
+  const std::uint64_t spin_ns = std::uint64_t(spin_us) * 1000,
+                      gap_ns = std::uint64_t(gap_us) * 1000;
   word msg, sleeping, ack;
   stamp sent_at;
   std::vector<double> lat;
@@ -400,8 +414,9 @@ int main(int argc, char** argv) {
 
   placement pl = choose_cpus();
   if (!pl.two_cpus)
-    std::fprintf(stderr, "note: only one CPU available: cache-line ping-pong (a) and spin "
-                         "policies (e) skipped; futex pairs time-share one CPU\n");
+    std::fprintf(stderr,
+                 "note: only one CPU available: cache-line ping-pong (a) and spin "
+                 "policies (e) skipped; futex pairs time-share one CPU\n");
 
   std::vector<double> cl, fx, fx_mean, fx_slept, ratio, wake_s, wake_n, check, yield;
   std::vector<double> pol[kNs][kNg], pol_slept[kNs][kNg];
@@ -428,7 +443,8 @@ int main(int argc, char** argv) {
   wb::reporter rep("wakeup", cli.json);
   auto stat = [](const char* metric, const std::vector<double>& xs) {
     auto s = wb::summarize(xs);
-    return std::vector<wb::field>{{"metric", metric}, {"value", s.median}, {"min", s.min}, {"max", s.max}};
+    return std::vector<wb::field>{
+        {"metric", metric}, {"value", s.median}, {"min", s.min}, {"max", s.max}};
   };
   auto with = [](std::vector<wb::field> f, std::vector<wb::field> extra) {
     f.insert(f.end(), extra.begin(), extra.end());
@@ -436,13 +452,14 @@ int main(int argc, char** argv) {
   };
   if (!cli.json) {
     if (pl.two_cpus)
-      std::printf("threads pinned to CPUs %d and %d; median of %d interleaved repeats\n\n", pl.a, pl.b,
-                  cli.repeat);
+      std::printf("threads pinned to CPUs %d and %d; median of %d interleaved repeats\n\n", pl.a,
+                  pl.b, cli.repeat);
     else
       std::printf("one CPU (%d): (a) and (e) skipped; median of %d repeats\n\n", pl.a, cli.repeat);
   }
   if (pl.two_cpus) rep.row(stat("cacheline_oneway_ns", cl));
-  rep.row(with(stat("futex_oneway_ns", fx), {{"mean", median_of(fx_mean)}, {"slept_frac", median_of(fx_slept)}}));
+  rep.row(with(stat("futex_oneway_ns", fx),
+               {{"mean", median_of(fx_mean)}, {"slept_frac", median_of(fx_slept)}}));
   if (!ratio.empty()) rep.row(stat("ratio_futex_over_cacheline", ratio));
   rep.row(with(stat("futex_wake_call_ns", wake_s), {{"sleeper", true}}));
   rep.row(with(stat("futex_wake_call_ns", wake_n), {{"sleeper", false}}));
@@ -452,12 +469,16 @@ int main(int argc, char** argv) {
   for (int s = 0; s < kNs && pl.two_cpus; ++s)
     for (int g = 0; g < kNg; ++g)
       rep.row(with(stat("spin_policy_oneway_ns", pol[s][g]),
-                   {{"spin_us", kSpins[s]}, {"gap_us", kGaps[g]}, {"slept_frac", median_of(pol_slept[s][g])}}));
+                   {{"spin_us", kSpins[s]},
+                    {"gap_us", kGaps[g]},
+                    {"slept_frac", median_of(pol_slept[s][g])}}));
   rep.flush();
 
   if (!cli.json && pl.two_cpus) {
     // The same as a matrix, and the smallest budget that keeps each gap awake.
-    std::printf("one-way ns (slept %%) by receiver spin budget (columns) and message gap (rows)\n%8s", "gap\\spin");
+    std::printf(
+        "one-way ns (slept %%) by receiver spin budget (columns) and message gap (rows)\n%8s",
+        "gap\\spin");
     for (int s : kSpins) std::printf("  %16d", s);
     std::printf("   smallest budget that avoids sleeping\n");
     for (int g = 0; g < kNg; ++g) {

@@ -47,8 +47,8 @@ struct driver_state {
   int left = 0;
   std::uint64_t t0 = 0;
   double floor_ns = 0;
-  std::vector<double> floors;                            // every floor measured
-  std::vector<std::vector<double>> oneway, ratio;        // per size index
+  std::vector<double> floors;                      // every floor measured
+  std::vector<std::vector<double>> oneway, ratio;  // per size index
   bool warm = false;
 } g_d;
 
@@ -99,7 +99,8 @@ void on_ping(weft::message_ptr m) {
   const double ns = weft::base::cycles_to_ns(weft::base::cycles() - d.t0) / (2.0 * d.iters);
   if (d.warm) {
     const step& s = d.plan[d.next];
-    std::size_t idx = std::size_t(std::find(d.sizes.begin(), d.sizes.end(), s.bytes) - d.sizes.begin());
+    std::size_t idx =
+        std::size_t(std::find(d.sizes.begin(), d.sizes.end(), s.bytes) - d.sizes.begin());
     d.oneway[idx].push_back(ns);
     d.ratio[idx].push_back(ns / d.floor_ns);
     ++d.next;
@@ -129,7 +130,8 @@ void finish() {
   driver_state& d = g_d;
   weft::bench::reporter out("pingpong", d.cli.json);
   auto fl = weft::bench::summarize(d.floors);
-  out.row({{"metric", "cacheline_oneway_ns"}, {"value", fl.median}, {"min", fl.min}, {"max", fl.max}});
+  out.row(
+      {{"metric", "cacheline_oneway_ns"}, {"value", fl.median}, {"min", fl.min}, {"max", fl.max}});
   out.flush();
   for (std::size_t i = 0; i < d.sizes.size(); ++i) {
     auto s = weft::bench::summarize(d.oneway[i]);
@@ -167,8 +169,8 @@ int main(int argc, char** argv) {
   d.cli = weft::bench::parse_cli(argc, argv, about);
   weft::bench::reject_unknown(d.cli, {"bytes", "iters"});
   d.iters = std::atoi(weft::bench::arg(d.cli, "iters", "5000").c_str());
-  std::string list = weft::bench::arg(
-      d.cli, "bytes", "8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304");
+  std::string list =
+      weft::bench::arg(d.cli, "bytes", "8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304");
   for (std::size_t pos = 0; pos <= list.size();) {
     std::size_t comma = list.find(',', pos);
     if (comma == std::string::npos) comma = list.size();

@@ -1,12 +1,12 @@
 #include "weft/base/error.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 namespace weft::base {
 
@@ -71,7 +71,9 @@ void info(const char* fmt, ...) {
   va_end(ap);
 }
 
-void set_fatal_hook(fatal_hook hook) { g_fatal_hook.store(hook); }
+void set_fatal_hook(fatal_hook hook) {
+  g_fatal_hook.store(hook);
+}
 
 void fatal_errno(int err, const char* what) {
   char buf[256];

@@ -1,9 +1,9 @@
 #include "weft/base/memory.hpp"
 
-#include <algorithm>
-#include <cstdlib>
 #include <dlfcn.h>
 #include <mimalloc.h>
+#include <algorithm>
+#include <cstdlib>
 #include "weft/base/error.hpp"
 #include "weft/config.hpp"
 
@@ -25,7 +25,9 @@ inline std::uint8_t class_of(std::size_t bytes) {
   int c = 64 - __builtin_clzll(bytes - 1) - 6;  // ceil(log2(bytes)) - 6
   return std::uint8_t(c);
 }
-inline std::size_t class_bytes(std::uint8_t c) { return block_min << c; }
+inline std::size_t class_bytes(std::uint8_t c) {
+  return block_min << c;
+}
 
 // Free blocks are linked through their first word.
 struct free_block {
@@ -80,8 +82,12 @@ void select_allocator(raw_allocator a) {
   }
   g_alloc = a;
 }
-raw_allocator selected_allocator() { return g_alloc; }
-void set_block_pool(bool enabled) { g_pool = enabled; }
+raw_allocator selected_allocator() {
+  return g_alloc;
+}
+void set_block_pool(bool enabled) {
+  g_pool = enabled;
+}
 
 void* raw_alloc(std::size_t bytes) {
   // Both return 16-byte aligned blocks on x86-64 and aarch64 (glibc's
@@ -132,6 +138,8 @@ void block_free(void* p, std::uint8_t size_class) {
   ++cache.count[size_class];
 }
 
-void block_cache_release() { t_cache.release(); }
+void block_cache_release() {
+  t_cache.release();
+}
 
 }  // namespace weft::base

@@ -10,9 +10,12 @@ namespace weft::base {
 
 const char* to_string(option_source s) {
   switch (s) {
-    case option_source::default_value: return "default";
-    case option_source::environment: return "environment";
-    case option_source::command_line: return "command line";
+    case option_source::default_value:
+      return "default";
+    case option_source::environment:
+      return "environment";
+    case option_source::command_line:
+      return "command line";
   }
   return "?";
 }
@@ -161,11 +164,21 @@ void option_set::parse(int& argc, char** argv, char** envp) {
   }
 }
 
-const std::string& option_set::get(const std::string& name) const { return at(name).value; }
-long option_set::get_int(const std::string& name) const { return std::strtol(get(name).c_str(), nullptr, 10); }
-double option_set::get_double(const std::string& name) const { return std::strtod(get(name).c_str(), nullptr); }
-bool option_set::get_bool(const std::string& name) const { return parse_bool(get(name)); }
-option_source option_set::source(const std::string& name) const { return at(name).source; }
+const std::string& option_set::get(const std::string& name) const {
+  return at(name).value;
+}
+long option_set::get_int(const std::string& name) const {
+  return std::strtol(get(name).c_str(), nullptr, 10);
+}
+double option_set::get_double(const std::string& name) const {
+  return std::strtod(get(name).c_str(), nullptr);
+}
+bool option_set::get_bool(const std::string& name) const {
+  return parse_bool(get(name));
+}
+option_source option_set::source(const std::string& name) const {
+  return at(name).source;
+}
 
 void option_set::set_computed(const std::string& name, std::string value) {
   entry* e = find(name);
@@ -176,9 +189,12 @@ void option_set::set_computed(const std::string& name, std::string value) {
 std::string option_set::origin(const std::string& name) const {
   const entry& e = at(name);
   switch (e.source) {
-    case option_source::command_line: return "--weft:" + name + "=" + e.value;
-    case option_source::environment: return env_name(name) + "=" + e.value;
-    default: return e.spec.default_note.empty() ? "default" : "default: " + e.spec.default_note;
+    case option_source::command_line:
+      return "--weft:" + name + "=" + e.value;
+    case option_source::environment:
+      return env_name(name) + "=" + e.value;
+    default:
+      return e.spec.default_note.empty() ? "default" : "default: " + e.spec.default_note;
   }
 }
 
@@ -189,10 +205,12 @@ void option_set::print_help(std::FILE* out, const char* program) const {
                program);
   std::fprintf(out, "  %-22s %s\n", "--weft:help", "print this list and exit");
   for (const auto& e : entries_) {
-    std::string lhs = "--weft:" + e.spec.name + (e.spec.is_flag ? "[=bool]" : "=" + e.spec.accepted);
+    std::string lhs =
+        "--weft:" + e.spec.name + (e.spec.is_flag ? "[=bool]" : "=" + e.spec.accepted);
     std::string def = e.spec.default_note.empty() ? e.spec.default_value : e.spec.default_note;
-    std::fprintf(out, "  %-22s %s\n  %-22s   default: %s; env: %s\n", lhs.c_str(), e.spec.help.c_str(),
-                 "", def.empty() ? "(none)" : def.c_str(), env_name(e.spec.name).c_str());
+    std::fprintf(out, "  %-22s %s\n  %-22s   default: %s; env: %s\n", lhs.c_str(),
+                 e.spec.help.c_str(), "", def.empty() ? "(none)" : def.c_str(),
+                 env_name(e.spec.name).c_str());
   }
 }
 

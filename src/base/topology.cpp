@@ -39,7 +39,9 @@ constexpr long max_cpu_number = 1 << 20;
 // text stops being readable and lstopo is the better tool.
 constexpr int max_listed_pus = 64;
 
-hwloc_topology_t as_hwloc(void* p) { return static_cast<hwloc_topology_t>(p); }
+hwloc_topology_t as_hwloc(void* p) {
+  return static_cast<hwloc_topology_t>(p);
+}
 
 struct bitmap_deleter {
   void operator()(hwloc_bitmap_s* b) const { hwloc_bitmap_free(b); }
@@ -73,13 +75,18 @@ std::optional<hwloc_obj_type_t> last_level_cache(hwloc_topology_t t) {
 const char* cache_name(std::optional<hwloc_obj_type_t> type) {
   if (!type) return "L3 cache";
   switch (*type) {
-    case HWLOC_OBJ_L2CACHE: return "L2 cache";
-    case HWLOC_OBJ_L1CACHE: return "L1 cache";
-    default: return "L3 cache";
+    case HWLOC_OBJ_L2CACHE:
+      return "L2 cache";
+    case HWLOC_OBJ_L1CACHE:
+      return "L1 cache";
+    default:
+      return "L3 cache";
   }
 }
 
-int logical_index_of(hwloc_obj_t obj) { return obj ? int(obj->logical_index) : -1; }
+int logical_index_of(hwloc_obj_t obj) {
+  return obj ? int(obj->logical_index) : -1;
+}
 
 // The NUMA node local to a PU. In hwloc 2, NUMA nodes hang as memory children
 // off the nearest object that owns memory (package, die, group or machine),
@@ -123,7 +130,9 @@ struct cpu_list {
   std::vector<std::pair<int, int>> ranges;
 };
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Reads digits at text[pos..]; nullopt if there are none or the number is
 // absurdly large (then *too_large is set).
@@ -168,15 +177,13 @@ std::string parse_cpu_list(const std::string& text, cpu_list& out) {
       ++pos;
       last = number();
     }
-    if (too_large)
-      return "'" + item + "' names a CPU beyond " + std::to_string(max_cpu_number);
+    if (too_large) return "'" + item + "' names a CPU beyond " + std::to_string(max_cpu_number);
     if (!out.logical && item[0] == 'L')
-      return "'" + item + "' is a logical index in a list of OS indices (a logical list "
+      return "'" + item +
+             "' is a logical index in a list of OS indices (a logical list "
              "starts with L, e.g. L0-3)";
-    if (!first || !last || pos != item.size())
-      return "'" + item + "' is not a CPU number or range";
-    if (*first > *last)
-      return "'" + item + "' is not a CPU range (it runs backwards)";
+    if (!first || !last || pos != item.size()) return "'" + item + "' is not a CPU number or range";
+    if (*first > *last) return "'" + item + "' is not a CPU range (it runs backwards)";
     out.ranges.emplace_back(*first, *last);
 
     if (end == text.size()) break;
@@ -214,8 +221,8 @@ std::vector<int> resolve_cpu_list(const cpu_list& list, const std::vector<cpu_in
       }
       auto it = in_set.find(i);
       if (it == in_set.end()) {
-        *error = "CPU " + prefix + std::to_string(i) + " is not in this process's CPU set " +
-                 set_text;
+        *error =
+            "CPU " + prefix + std::to_string(i) + " is not in this process's CPU set " + set_text;
         return {};
       }
       cpus.push_back(it->second);
@@ -361,9 +368,13 @@ topology::topology() {
   }
 }
 
-topology::~topology() { hwloc_topology_destroy(as_hwloc(hw_)); }
+topology::~topology() {
+  hwloc_topology_destroy(as_hwloc(hw_));
+}
 
-int topology::allowed_cores() const { return int(cores_of(allowed_).size()); }
+int topology::allowed_cores() const {
+  return int(cores_of(allowed_).size());
+}
 
 std::string topology::check_bind(const std::string& bind) const {
   if (bind == "none" || bind == "compact" || bind == "scatter") return "";
@@ -389,8 +400,7 @@ std::vector<int> topology::place(int n, const std::string& bind) const {
     std::string error = parse_cpu_list(bind, list);
     if (error.empty()) order = resolve_cpu_list(list, allowed_, pus_, &error);
     if (!error.empty())
-      fatal("topology::place: bind value '%s' was not validated: %s", bind.c_str(),
-            error.c_str());
+      fatal("topology::place: bind value '%s' was not validated: %s", bind.c_str(), error.c_str());
   }
 
   // More PEs than CPUs: wrap around (the caller has warned).

@@ -3,9 +3,9 @@
 // error, never silently ignored.
 #include "weft/core/config.hpp"
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include "weft/base/error.hpp"
 #include "weft/base/topology.hpp"
 #include "weft/config.hpp"
@@ -15,8 +15,12 @@ extern char** environ;
 
 namespace weft {
 
-const char* to_string(queue_kind k) { return k == queue_kind::mpsc ? "mpsc" : "spsc-pairs"; }
-const char* to_string(alloc_kind k) { return k == alloc_kind::mimalloc ? "mimalloc" : "system"; }
+const char* to_string(queue_kind k) {
+  return k == queue_kind::mpsc ? "mpsc" : "spsc-pairs";
+}
+const char* to_string(alloc_kind k) {
+  return k == alloc_kind::mimalloc ? "mimalloc" : "system";
+}
 
 // Idle back-off defaults, from bench/micro/wakeup on the reference machine
 // (docs/benchmarks.md): a futex wake-up costs ~25 us one way against ~0.1 us
@@ -44,7 +48,8 @@ void define_runtime_options(base::option_set& set) {
               "producing PE",
               base::one_of({"mpsc", "spsc-pairs"})});
   set.define({"alloc", build_info::default_alloc, "mimalloc|system",
-              "raw allocator for runtime memory and messages", base::one_of({"mimalloc", "system"})});
+              "raw allocator for runtime memory and messages",
+              base::one_of({"mimalloc", "system"})});
   set.define({"msg-pool", "on", "on|off", "per-PE size-class free lists for message blocks",
               base::boolean()});
   set.define({"transport", "local", "local|shm|mpi|ucx", "network between nodes",
@@ -53,10 +58,11 @@ void define_runtime_options(base::option_set& set) {
               "who drives the network: a comm thread, the PEs, or both",
               base::one_of({"thread", "workers", "hybrid"}), false,
               "none in a one-node run; workers otherwise"});
-  set.define({"commap", "", "CPU list", "CPU of the comm thread (with comm=thread|hybrid)",
-              nullptr});
-  set.define({"stats", "0", "bool", "print per-PE busy/idle/overhead, messages, CPU changes at exit",
-              base::boolean(), true});
+  set.define(
+      {"commap", "", "CPU list", "CPU of the comm thread (with comm=thread|hybrid)", nullptr});
+  set.define({"stats", "0", "bool",
+              "print per-PE busy/idle/overhead, messages, CPU changes at exit", base::boolean(),
+              true});
   set.define({"quiet", "0", "bool", "no startup line", base::boolean(), true});
   set.define({"print-config", "0", "bool", "print the effective configuration at startup",
               base::boolean(), true});
@@ -64,8 +70,9 @@ void define_runtime_options(base::option_set& set) {
               "abort with a per-PE dump if the node still runs after this long",
               base::number_in(0, 1e7)});
   set.define({"idle-spin-us", "", "integer 0..1000000",
-              "idle back-off: microseconds of spinning before yielding", base::integer_in(0, 1000000),
-              false, std::to_string(default_spin_us) + ", or 0 when oversubscribed"});
+              "idle back-off: microseconds of spinning before yielding",
+              base::integer_in(0, 1000000), false,
+              std::to_string(default_spin_us) + ", or 0 when oversubscribed"});
   set.define({"idle-yield-us", "", "integer 0..1000000",
               "idle back-off: microseconds of sched_yield before sleeping",
               base::integer_in(0, 1000000), false, std::to_string(default_yield_us)});
@@ -81,7 +88,8 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   const base::topology& topo = base::topology::get();
   const int cpus = int(topo.allowed().size());
 
-  c.threads = set.given("threads") ? int(set.get_int("threads")) : std::max(1, topo.allowed_cores());
+  c.threads =
+      set.given("threads") ? int(set.get_int("threads")) : std::max(1, topo.allowed_cores());
   set.set_computed("threads", std::to_string(c.threads));
   c.bind = set.get("bind");
   c.pe_cpus = topo.place(c.threads, c.bind);
@@ -103,13 +111,15 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   // Mode rules: options that cannot apply to this run are errors.
   if (c.transport == "local") {
     if (set.given("comm"))
-      base::usage_error("%s: a comm mode applies only to runs with a network transport; this "
-                        "run is one node (--weft:transport=local)",
-                        set.origin("comm").c_str());
+      base::usage_error(
+          "%s: a comm mode applies only to runs with a network transport; this "
+          "run is one node (--weft:transport=local)",
+          set.origin("comm").c_str());
     if (set.given("commap"))
-      base::usage_error("%s: a comm thread CPU applies only with comm=thread|hybrid on a network "
-                        "transport; this run is one node (--weft:transport=local)",
-                        set.origin("commap").c_str());
+      base::usage_error(
+          "%s: a comm thread CPU applies only with comm=thread|hybrid on a network "
+          "transport; this run is one node (--weft:transport=local)",
+          set.origin("commap").c_str());
   } else {
     // Checked here so the error names the option; the factory says the same.
     base::usage_error("not implemented: --weft:transport=%s (this build has: %s)",

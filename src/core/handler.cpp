@@ -25,7 +25,9 @@ handler_id register_handler(const char* name, handler_fn fn) {
   return handler_id(t.entries.size() - 1);
 }
 
-std::size_t num_handlers() { return core::handlers().entries.size(); }
+std::size_t num_handlers() {
+  return core::handlers().entries.size();
+}
 
 const char* handler_name(handler_id id) {
   auto& e = core::handlers().entries;

@@ -5,12 +5,12 @@
 // called. Intra-node sends push the message pointer on the destination PE's
 // queue and wake that PE only if it sleeps (scheduler.cpp explains the
 // protocol); the transport is never called for them.
+#include "core/node.hpp"
 #include <pthread.h>
 #include <sched.h>
 #include <cstdio>
 #include <cstring>
 #include "core/handler_table.hpp"
-#include "core/node.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/memory.hpp"
 #include "weft/base/timer.hpp"
@@ -22,7 +22,9 @@ namespace detail {
 namespace {
 thread_local pe_local t_local;
 }
-pe_local& this_pe_local() noexcept { return t_local; }
+pe_local& this_pe_local() noexcept {
+  return t_local;
+}
 }  // namespace detail
 
 namespace core {
@@ -49,12 +51,18 @@ pe_state::pe_state(int r, int num_pes, queue_kind kind) : rank(r) {
 
 const char* to_string(pe_phase p) {
   switch (p) {
-    case pe_phase::starting: return "starting";
-    case pe_phase::running: return "running";
-    case pe_phase::spinning: return "idle (spinning)";
-    case pe_phase::yielding: return "idle (yielding)";
-    case pe_phase::sleeping: return "idle (sleeping)";
-    case pe_phase::stopped: return "stopped";
+    case pe_phase::starting:
+      return "starting";
+    case pe_phase::running:
+      return "running";
+    case pe_phase::spinning:
+      return "idle (spinning)";
+    case pe_phase::yielding:
+      return "idle (yielding)";
+    case pe_phase::sleeping:
+      return "idle (sleeping)";
+    case pe_phase::stopped:
+      return "stopped";
   }
   return "?";
 }
@@ -97,9 +105,10 @@ class node_ref {
 void check_message(const node_state& node, const message& m, const char* what) {
   std::size_t n = handlers().entries.size();
   if (m.handler >= n)
-    base::fatal("%s: message for handler id %u, which was never registered (%zu handlers "
-                "registered: ids 0..%zu)",
-                what, m.handler, n, n == 0 ? 0 : n - 1);
+    base::fatal(
+        "%s: message for handler id %u, which was never registered (%zu handlers "
+        "registered: ids 0..%zu)",
+        what, m.handler, n, n == 0 ? 0 : n - 1);
   (void)node;
 }
 
@@ -169,8 +178,7 @@ void send(int pe, message_ptr m) {
   core::node_ref ref("weft::send");
   core::node_state& node = *ref;
   const int n = int(node.pes.size());
-  if (pe < 0 || pe >= n)
-    base::fatal("weft::send to PE %d, but this node has PEs 0..%d", pe, n - 1);
+  if (pe < 0 || pe >= n) base::fatal("weft::send to PE %d, but this node has PEs 0..%d", pe, n - 1);
   core::check_message(node, *m, "weft::send");
   m->src_pe = my_pe();
   core::count_send(node);
@@ -265,9 +273,10 @@ int run(int& argc, char**& argv, std::function<void(args)> main_fn) {
 int run(const runtime_config& cfg, int argc, char** argv, std::function<void(args)> main_fn) {
   if (core::g_node.load() != nullptr) base::fatal("weft::run called while a node already runs");
   if (cfg.threads < 1 || int(cfg.pe_cpus.size()) != cfg.threads)
-    base::usage_error("threads=%d: a node needs at least one PE and a CPU placement for each "
-                      "(build the configuration with weft::parse_options)",
-                      cfg.threads);
+    base::usage_error(
+        "threads=%d: a node needs at least one PE and a CPU placement for each "
+        "(build the configuration with weft::parse_options)",
+        cfg.threads);
   base::ns_per_cycle();  // calibrate once, off the hot paths
   base::select_allocator(cfg.alloc == alloc_kind::mimalloc ? base::raw_allocator::mimalloc
                                                            : base::raw_allocator::system);
@@ -288,9 +297,10 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   if (!cfg.quiet) core::print_startup(*node);
   const int cpus = int(base::topology::get().allowed().size());
   if (cfg.oversubscribed)
-    base::warn("%d PEs on %d CPU%s of this process's CPU set (bind=%s): the run is "
-               "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
-               cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
+    base::warn(
+        "%d PEs on %d CPU%s of this process's CPU set (bind=%s): the run is "
+        "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
+        cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
   std::fflush(stdout);
 
   core::handlers().frozen.store(true, std::memory_order_release);
@@ -309,7 +319,8 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(cfg.threads - 1));
   for (int i = 1; i < cfg.threads; ++i)
-    threads.emplace_back(core::pe_thread_main, std::ref(*node), std::ref(*node->pes[std::size_t(i)]));
+    threads.emplace_back(core::pe_thread_main, std::ref(*node),
+                         std::ref(*node->pes[std::size_t(i)]));
   core::pe_thread_main(*node, *node->pes[0]);
   for (auto& t : threads) t.join();
   core::stop_watchdog(*node, watchdog);
@@ -323,7 +334,8 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
 
   // Messages still queued at exit are freed (exit ends the run by design).
   for (auto& pe : node->pes) {
-    while (base::queue_link* l = pe->queue.pop()) core::release_message(reinterpret_cast<message*>(l));
+    while (base::queue_link* l = pe->queue.pop())
+      core::release_message(reinterpret_cast<message*>(l));
     if (pe->pairs) pe->pairs->drain_quiescent([](message* m) { core::release_message(m); });
   }
   for (message* m : node->node_queue) core::release_message(m);

@@ -58,7 +58,7 @@ struct pe_state {
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers;
   std::uint64_t timer_seq = 0;
   std::vector<std::function<bool()>> conditions;
-  bool pairs_backlog = false;  // this PE has spsc-pairs overflow to flush
+  bool pairs_backlog = false;       // this PE has spsc-pairs overflow to flush
   std::uint64_t idle_since_ns = 0;  // start of the current idle period (0: busy)
   // Statistics (stats=on), in cycles.
   std::uint64_t busy_cycles = 0, idle_cycles = 0, start_cycles = 0, end_cycles = 0;

@@ -47,8 +47,8 @@ void futex_wait(std::atomic<int>* word, int expected, std::uint64_t timeout_ns) 
 }
 
 void futex_wake(std::atomic<int>* word) {
-  long rc = syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr,
-                    nullptr, 0);
+  long rc =
+      syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   if (rc == -1) base::fatal_errno(errno, "futex(FUTEX_WAKE)");
 }
 
@@ -67,7 +67,9 @@ void wake_all(node_state& node) {
     if (pe->sleeping.exchange(0, std::memory_order_seq_cst) != 0) futex_wake(&pe->sleeping);
 }
 
-void release_message(message* m) { message_deleter{}(m); }
+void release_message(message* m) {
+  message_deleter{}(m);
+}
 
 namespace {
 
@@ -132,9 +134,10 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
 void handle(node_state& node, pe_state& pe, message* m) {
   const auto& table = handlers().entries;
   if (m->handler >= table.size())
-    base::fatal("PE %d received a message for handler id %u, which was never registered (%zu "
-                "handlers registered)",
-                pe.rank, m->handler, table.size());
+    base::fatal(
+        "PE %d received a message for handler id %u, which was never registered (%zu "
+        "handlers registered)",
+        pe.rank, m->handler, table.size());
   if (m->flags & message_flags::broadcast) forward_broadcast(node, pe, *m);
   const handler_entry& h = table[m->handler];
   pe.current_handler.store(m->handler, std::memory_order_relaxed);
@@ -145,8 +148,8 @@ void handle(node_state& node, pe_state& pe, message* m) {
   } catch (const std::exception& e) {
     base::fatal("handler '%s' on PE %d threw %s", h.name, pe.rank, e.what());
   } catch (...) {
-    base::fatal("handler '%s' on PE %d threw an exception not derived from std::exception",
-                h.name, pe.rank);
+    base::fatal("handler '%s' on PE %d threw an exception not derived from std::exception", h.name,
+                pe.rank);
   }
   if (timed) pe.busy_cycles += base::cycles() - t0;
   pe.current_handler.store(-1, std::memory_order_relaxed);

@@ -32,10 +32,11 @@ void print_stats(node_state& node) {
     else
       std::snprintf(cpu_text, sizeof cpu_text, "%d", cpu);
     char changes[32] = "";
-    if (unbound) std::snprintf(changes, sizeof changes, "%llu", (unsigned long long)pe->cpu_changes);
+    if (unbound)
+      std::snprintf(changes, sizeof changes, "%llu", (unsigned long long)pe->cpu_changes);
     std::fprintf(out, "%4d %5s %10.2f %10.2f %10.2f %6.1f %12llu %12llu %s\n", pe->rank, cpu_text,
-                 busy, idle, ovh, wall > 0 ? 100.0 * busy / wall : 0.0,
-                 (unsigned long long)sent, (unsigned long long)done, changes);
+                 busy, idle, ovh, wall > 0 ? 100.0 * busy / wall : 0.0, (unsigned long long)sent,
+                 (unsigned long long)done, changes);
   }
   std::fprintf(out, "total sent %llu, handled %llu (sends, timers and main count alike)\n",
                (unsigned long long)tot_sent, (unsigned long long)tot_done);

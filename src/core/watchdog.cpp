@@ -17,7 +17,9 @@ namespace weft::core {
 
 namespace {
 
-int backtrace_signal() { return SIGRTMIN + 4; }
+int backtrace_signal() {
+  return SIGRTMIN + 4;
+}
 
 void on_backtrace_signal(int) {
   pe_state* pe = t_pe;
@@ -74,9 +76,9 @@ void dump(node_state& node) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
     exe[n] = '\0';
-    std::snprintf(line, sizeof line,
-                  "  (frames shown as binary(+offset): addr2line -C -f -e %s <offset> names them)\n",
-                  exe);
+    std::snprintf(
+        line, sizeof line,
+        "  (frames shown as binary(+offset): addr2line -C -f -e %s <offset> names them)\n", exe);
     w = write(STDERR_FILENO, line, std::strlen(line));
   }
   (void)w;

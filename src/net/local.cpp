@@ -23,6 +23,8 @@ class local_transport final : public transport {
 };
 }  // namespace
 
-std::unique_ptr<transport> make_local_transport() { return std::make_unique<local_transport>(); }
+std::unique_ptr<transport> make_local_transport() {
+  return std::make_unique<local_transport>();
+}
 
 }  // namespace weft::net

@@ -8,7 +8,9 @@ std::unique_ptr<transport> make_local_transport();  // local.cpp
 
 transport::~transport() = default;
 
-std::string available_transports() { return "local"; }
+std::string available_transports() {
+  return "local";
+}
 
 std::unique_ptr<transport> create_transport(const std::string& name) {
   if (name == "local") return make_local_transport();

@@ -5,8 +5,8 @@
 // round-by-round race of pop against steal for a single element; and stolen
 // pointers whose pointees the owner wrote with plain stores (TSan checks the
 // publication). Threads spin with yield(); no timing asserts.
-#include "weft/base/chase_lev.hpp"
 #include "weft/base/cache.hpp"
+#include "weft/base/chase_lev.hpp"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ TEST(ChaseLev, EmptyDequeGivesNothing) {
   EXPECT_EQ(d.steal(), std::nullopt);
   std::uint64_t v = 5;
   EXPECT_EQ(d.steal(v), steal_status::empty);
-  EXPECT_EQ(v, 5u);  // untouched
+  EXPECT_EQ(v, 5u);                  // untouched
   EXPECT_EQ(d.pop(), std::nullopt);  // repeated empty pops leave it consistent
   d.push(1);
   EXPECT_EQ(d.pop(), 1u);
@@ -215,7 +215,7 @@ void spin_until(Pred pred) {
 TEST(ChaseLev, StressPopAndStealRaceForLastElement) {
   const int rounds = sanitized ? 2'000 : 10'000;
   chase_lev<int> d(4);
-  std::atomic<int> round{-1};      // owner: item `round` is in the deque
+  std::atomic<int> round{-1};       // owner: item `round` is in the deque
   std::atomic<int> thief_done{-1};  // thief: finished with round `thief_done`
   std::atomic<int> thief_got{0};    // 0 nothing, 1 the round's item, 2 a wrong item
   int owner_won = 0, thief_won = 0, both = 0, neither = 0;

@@ -40,7 +40,9 @@ struct item {
 };
 static_assert(std::is_standard_layout_v<item>);
 
-item* as_item(queue_link* l) { return reinterpret_cast<item*>(l); }
+item* as_item(queue_link* l) {
+  return reinterpret_cast<item*>(l);
+}
 
 TEST(MpscQueue, EmptyQueuePopsNothing) {
   mpsc_queue q;
@@ -154,8 +156,12 @@ void run_stress(int producers, std::size_t total) {
   for (int p = 0; p < producers; ++p) EXPECT_EQ(next[std::size_t(p)], per) << "producer " << p;
 }
 
-TEST(MpscQueue, StressOneProducer) { run_stress(1, stress_items / 4); }
-TEST(MpscQueue, StressFourProducers) { run_stress(4, stress_items); }
+TEST(MpscQueue, StressOneProducer) {
+  run_stress(1, stress_items / 4);
+}
+TEST(MpscQueue, StressFourProducers) {
+  run_stress(4, stress_items);
+}
 
 // The consumer sleeps (here: yields) only when empty() says so, as core's
 // idle protocol does; it must never see empty() while items remain queued.

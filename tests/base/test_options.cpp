@@ -66,5 +66,6 @@ TEST(OptionsDeathTest, BadInputExitsWithCode2) {
   EXPECT_EXIT(run("--weft:threads", "X=1"), testing::ExitedWithCode(2), "needs a value");
   EXPECT_EXIT(run("x", "WEFT_NOSUCH=1"), testing::ExitedWithCode(2),
               "unknown environment variable WEFT_NOSUCH");
-  EXPECT_EXIT(run("x", "WEFT_THREADS=0"), testing::ExitedWithCode(2), "WEFT_THREADS=0: out of range");
+  EXPECT_EXIT(run("x", "WEFT_THREADS=0"), testing::ExitedWithCode(2),
+              "WEFT_THREADS=0: out of range");
 }

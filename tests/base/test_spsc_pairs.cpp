@@ -32,9 +32,15 @@ constexpr std::size_t stress_items = sanitized ? 200'000 : 2'000'000;
 
 using weft::base::spsc_pairs;
 
-std::uint64_t encode(int producer, std::uint64_t seq) { return std::uint64_t(producer) << 40 | seq; }
-int producer_of(std::uint64_t v) { return int(v >> 40); }
-std::uint64_t seq_of(std::uint64_t v) { return v & ((std::uint64_t(1) << 40) - 1); }
+std::uint64_t encode(int producer, std::uint64_t seq) {
+  return std::uint64_t(producer) << 40 | seq;
+}
+int producer_of(std::uint64_t v) {
+  return int(v >> 40);
+}
+std::uint64_t seq_of(std::uint64_t v) {
+  return v & ((std::uint64_t(1) << 40) - 1);
+}
 
 TEST(SpscPairs, EmptyPopsNothing) {
   spsc_pairs<std::uint64_t> q(4, 8);
@@ -170,7 +176,11 @@ void run_stress(int producers, std::size_t total, std::size_t capacity) {
   for (int p = 0; p < producers; ++p) EXPECT_EQ(next[std::size_t(p)], per) << "producer " << p;
 }
 
-TEST(SpscPairs, StressFourProducersTinyRing) { run_stress(4, stress_items / 8, 4); }
-TEST(SpscPairs, StressFourProducers) { run_stress(4, stress_items, 1024); }
+TEST(SpscPairs, StressFourProducersTinyRing) {
+  run_stress(4, stress_items / 8, 4);
+}
+TEST(SpscPairs, StressFourProducers) {
+  run_stress(4, stress_items, 1024);
+}
 
 }  // namespace

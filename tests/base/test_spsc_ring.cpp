@@ -134,7 +134,11 @@ void run_pairs(int pairs, std::size_t total, std::size_t capacity) {
   }
 }
 
-TEST(SpscRing, StressOnePairSmallRing) { run_pairs(1, stress_items / 4, 64); }
-TEST(SpscRing, StressFourPairs) { run_pairs(4, stress_items, 256); }
+TEST(SpscRing, StressOnePairSmallRing) {
+  run_pairs(1, stress_items / 4, 64);
+}
+TEST(SpscRing, StressFourPairs) {
+  run_pairs(4, stress_items, 256);
+}
 
 }  // namespace

@@ -133,9 +133,9 @@ void child_inherited_set(const char* args) {
   child_check_eq(topo.place(3, "scatter"), {cpu, cpu, cpu}, "scatter");
   child_check(topo.check_bind(std::to_string(cpu)).empty(), "own CPU accepted");
   if (other >= 0)
-    child_check(topo.check_bind(std::to_string(other)) ==
-                    "CPU " + std::to_string(other) + " is not in this process's CPU set " +
-                        std::to_string(cpu),
+    child_check(topo.check_bind(std::to_string(other)) == "CPU " + std::to_string(other) +
+                                                              " is not in this process's CPU set " +
+                                                              std::to_string(cpu),
                 "a CPU of the parent's set is refused: " + topo.check_bind(std::to_string(other)));
   child_check_has(topo.describe(), "inherited CPU set: " + std::to_string(cpu) + " (1 CPU, 1 core)",
                   "describe()");
@@ -221,7 +221,8 @@ void child_l2_only_machine() {
   // Everything the child needs is built before fork(): between fork and exec
   // only async-signal-safe calls are allowed, and the parent may have threads.
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "HWLOC_", 6) != 0 && std::strncmp(*e, child_env, std::strlen(child_env)) != 0)
+    if (std::strncmp(*e, "HWLOC_", 6) != 0 &&
+        std::strncmp(*e, child_env, std::strlen(child_env)) != 0)
       env.emplace_back(*e);
   env.push_back(std::string(child_env) + "=" + which);
   std::vector<char*> envp;
@@ -302,8 +303,8 @@ TEST(TopologyChild, InheritedSetIsRespected) {
   // The last CPU, so that the child's set is not simply "0".
   const int cpu = affinity.back();
   const int other = affinity.size() > 1 ? affinity.front() : -1;
-  const std::string args = "inherited " + std::to_string(cpu) + " " + std::to_string(other) +
-                           " " + std::to_string(topology::get().hardware_threads());
+  const std::string args = "inherited " + std::to_string(cpu) + " " + std::to_string(other) + " " +
+                           std::to_string(topology::get().hardware_threads());
   EXPECT_TRUE(run_child(args, {}, cpu));
 }
 
@@ -333,7 +334,8 @@ TEST(TopologyCheckBind, AcceptsListsInsideTheSet) {
   EXPECT_EQ(topo.check_bind(std::to_string(first.os_index)), "");
   EXPECT_EQ(topo.check_bind("L" + std::to_string(first.logical_index)), "");
   if (allowed.size() > 1) {
-    const std::string os_pair = std::to_string(last.os_index) + "," + std::to_string(first.os_index);
+    const std::string os_pair =
+        std::to_string(last.os_index) + "," + std::to_string(first.os_index);
     EXPECT_EQ(topo.check_bind(os_pair), "");
     EXPECT_EQ(topo.check_bind("L" + std::to_string(last.logical_index) + ",L" +
                               std::to_string(first.logical_index)),
@@ -542,8 +544,8 @@ TEST(TopologyFormat, DescribeNamesMachineAndSet) {
   EXPECT_TRUE(contains(d, "machine: ")) << d;
   EXPECT_TRUE(contains(d, std::to_string(topo.cores()) + " core")) << d;
   EXPECT_TRUE(contains(d, std::to_string(topo.hardware_threads()) + " hardware thread")) << d;
-  const std::string set = "inherited CPU set: " + topology::format_cpus(os_indices(allowed)) + " (" +
-                          std::to_string(allowed.size()) + " CPU";
+  const std::string set = "inherited CPU set: " + topology::format_cpus(os_indices(allowed)) +
+                          " (" + std::to_string(allowed.size()) + " CPU";
   EXPECT_TRUE(contains(d, set)) << d;
   if (topo.hardware_threads() <= 64) {
     EXPECT_TRUE(contains(d, "CPU " + std::to_string(allowed.front().os_index) + " (L" +

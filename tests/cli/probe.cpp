@@ -42,7 +42,9 @@ void bounce(weft::message_ptr m) {
   weft::send((weft::my_pe() + 1) % weft::num_pes(), std::move(m));
 }
 
-void thrower(weft::message_ptr) { throw std::runtime_error("boom"); }
+void thrower(weft::message_ptr) {
+  throw std::runtime_error("boom");
+}
 
 void noop(weft::message_ptr) {}
 
@@ -54,7 +56,8 @@ void program(weft::args a) {
   } else if (what == "exit7") {
     weft::exit(7);
   } else if (what == "quiescence") {
-    for (int pe = 0; pe < n; ++pe) weft::send(pe, weft::make_message_with(h_bounce, hop{3 * n, -1}));
+    for (int pe = 0; pe < n; ++pe)
+      weft::send(pe, weft::make_message_with(h_bounce, hop{3 * n, -1}));
     weft::exit_at_quiescence(5);
   } else if (what == "stats") {
     // Every PE handles messages, then the ring ends the run.

@@ -17,7 +17,9 @@ inline constexpr bool sanitized = false;
 #endif
 
 // Stress sizes: `full` in normal builds, `reduced` under ASan/TSan.
-constexpr long scaled(long full, long reduced) { return sanitized ? reduced : full; }
+constexpr long scaled(long full, long reduced) {
+  return sanitized ? reduced : full;
+}
 
 // The options every test node gets: no startup line, and a hang turns into an
 // abort with a per-PE dump (exit 124) long before CTest's own timeout.
@@ -40,7 +42,9 @@ inline weft::runtime_config make_config(const std::vector<std::string>& opts,
   return weft::parse_options(argc, argv.data());
 }
 
-inline std::string threads_opt(int n) { return "--weft:threads=" + std::to_string(n); }
+inline std::string threads_opt(int n) {
+  return "--weft:threads=" + std::to_string(n);
+}
 
 // Runs a node with `opts` (after base_options()) and returns weft::run's code.
 inline int run_node(const std::vector<std::string>& opts, std::function<void()> main_fn) {

@@ -135,7 +135,9 @@ void broadcast_all(int root) {
   }
 }
 
-void on_start(weft::message_ptr) { broadcast_all(weft::my_pe()); }
+void on_start(weft::message_ptr) {
+  broadcast_all(weft::my_pe());
+}
 
 enum class from { pe0, last_pe, middle_pe, external };
 
@@ -157,9 +159,15 @@ class Broadcast : public testing::TestWithParam<bcast_param> {
     g_errors = 0;
     int rc = run_node({threads_opt(n), "--weft:queue=" + queue}, [who] {
       switch (who) {
-        case from::pe0: broadcast_all(0); break;
-        case from::last_pe: weft::send(weft::num_pes() - 1, weft::make_message(h_start, 0)); break;
-        case from::middle_pe: weft::send(weft::num_pes() / 2, weft::make_message(h_start, 0)); break;
+        case from::pe0:
+          broadcast_all(0);
+          break;
+        case from::last_pe:
+          weft::send(weft::num_pes() - 1, weft::make_message(h_start, 0));
+          break;
+        case from::middle_pe:
+          weft::send(weft::num_pes() / 2, weft::make_message(h_start, 0));
+          break;
         case from::external:
           g_b->external = std::thread([] {
             broadcast_all(-1);
@@ -192,13 +200,27 @@ class Broadcast : public testing::TestWithParam<bcast_param> {
   }
 };
 
-TEST_P(Broadcast, FromPe0) { check(from::pe0, 1); }
-TEST_P(Broadcast, FromLastPe) { check(from::last_pe, 1); }
-TEST_P(Broadcast, FromMiddlePe) { check(from::middle_pe, 1); }
-TEST_P(Broadcast, FromNonPeThread) { check(from::external, 1); }
-TEST_P(Broadcast, ManyBackToBackFromPe0) { check(from::pe0, scaled(2000, 300)); }
-TEST_P(Broadcast, ManyBackToBackFromLastPe) { check(from::last_pe, scaled(2000, 300)); }
-TEST_P(Broadcast, ManyBackToBackFromNonPeThread) { check(from::external, scaled(2000, 300)); }
+TEST_P(Broadcast, FromPe0) {
+  check(from::pe0, 1);
+}
+TEST_P(Broadcast, FromLastPe) {
+  check(from::last_pe, 1);
+}
+TEST_P(Broadcast, FromMiddlePe) {
+  check(from::middle_pe, 1);
+}
+TEST_P(Broadcast, FromNonPeThread) {
+  check(from::external, 1);
+}
+TEST_P(Broadcast, ManyBackToBackFromPe0) {
+  check(from::pe0, scaled(2000, 300));
+}
+TEST_P(Broadcast, ManyBackToBackFromLastPe) {
+  check(from::last_pe, scaled(2000, 300));
+}
+TEST_P(Broadcast, ManyBackToBackFromNonPeThread) {
+  check(from::external, scaled(2000, 300));
+}
 
 INSTANTIATE_TEST_SUITE_P(Broadcast, Broadcast,
                          testing::Combine(testing::Values(1, 2, 3, 5, 8, 13),
@@ -252,7 +274,8 @@ TEST(BroadcastAll, EveryPeBroadcastsConcurrently) {
     g_all = &s;
     g_errors = 0;
     int rc = run_node({threads_opt(s.n), std::string("--weft:queue=") + queue}, [] {
-      for (int pe = 0; pe < weft::num_pes(); ++pe) weft::send(pe, weft::make_message(h_all_start, 0));
+      for (int pe = 0; pe < weft::num_pes(); ++pe)
+        weft::send(pe, weft::make_message(h_all_start, 0));
     });
     g_all = nullptr;
     EXPECT_EQ(rc, 0);

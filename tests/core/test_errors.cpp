@@ -26,13 +26,19 @@ using weft_test::threads_opt;
 void on_noop(weft::message_ptr) {}
 const weft::handler_id h_noop = weft::register_handler("noop", on_noop);
 
-void on_throw_std(weft::message_ptr) { throw std::runtime_error("boom at the handler"); }
+void on_throw_std(weft::message_ptr) {
+  throw std::runtime_error("boom at the handler");
+}
 const weft::handler_id h_throw_std = weft::register_handler("thrower", on_throw_std);
 
-void on_throw_int(weft::message_ptr) { throw 42; }
+void on_throw_int(weft::message_ptr) {
+  throw 42;
+}
 const weft::handler_id h_throw_int = weft::register_handler("int_thrower", on_throw_int);
 
-void on_register_late(weft::message_ptr) { weft::register_handler("late", on_noop); }
+void on_register_late(weft::message_ptr) {
+  weft::register_handler("late", on_noop);
+}
 const weft::handler_id h_register_late = weft::register_handler("register_late", on_register_late);
 
 // Every test here forks a child that starts threads: the re-executing
@@ -61,7 +67,9 @@ TEST_F(ErrorsDeathTest, SendToAPeOutOfRange) {
               "weft::send to PE 1, but this node has PEs 0\\.\\.0");
 }
 
-void on_send_far(weft::message_ptr) { weft::send(weft::num_pes(), weft::make_message(h_noop, 0)); }
+void on_send_far(weft::message_ptr) {
+  weft::send(weft::num_pes(), weft::make_message(h_noop, 0));
+}
 const weft::handler_id h_send_far = weft::register_handler("send_far", on_send_far);
 
 TEST_F(ErrorsDeathTest, SendFromAnotherPeToAPeOutOfRange) {
@@ -134,18 +142,13 @@ TEST_F(ErrorsDeathTest, ApiCalledWhileNoNodeRuns) {
 }
 
 TEST_F(ErrorsDeathTest, PeOnlyCallsOffAPe) {
-  EXPECT_EXIT(run_with(2,
-                       [] {
-                         std::thread([] {
-                           weft::after(std::chrono::milliseconds(1), [] {});
-                         }).join();
-                       }),
-              fatal_exit, "weft::after called on a thread that is not a PE");
-  EXPECT_EXIT(run_with(2,
-                       [] {
-                         std::thread([] { weft::poll_while([] { return false; }); }).join();
-                       }),
-              fatal_exit, "weft::poll_while called on a thread that is not a PE");
+  EXPECT_EXIT(
+      run_with(
+          2, [] { std::thread([] { weft::after(std::chrono::milliseconds(1), [] {}); }).join(); }),
+      fatal_exit, "weft::after called on a thread that is not a PE");
+  EXPECT_EXIT(
+      run_with(2, [] { std::thread([] { weft::poll_while([] { return false; }); }).join(); }),
+      fatal_exit, "weft::poll_while called on a thread that is not a PE");
 }
 
 TEST_F(ErrorsDeathTest, RunInsideRun) {
@@ -155,7 +158,8 @@ TEST_F(ErrorsDeathTest, RunInsideRun) {
 
 // --weft:timeout: the node never exits; the watchdog aborts with a dump.
 void run_forever() {
-  weft::runtime_config cfg = make_config({threads_opt(3), "--weft:quiet", "--weft:timeout=0.5"}, false);
+  weft::runtime_config cfg =
+      make_config({threads_opt(3), "--weft:quiet", "--weft:timeout=0.5"}, false);
   static char prog[] = "test";
   static char* argv[] = {prog, nullptr};
   weft::run(cfg, 1, argv, [](weft::args) {});
@@ -163,8 +167,8 @@ void run_forever() {
 
 TEST_F(ErrorsDeathTest, TimeoutAbortsWithAPerPeDump) {
   EXPECT_EXIT(run_forever(), testing::ExitedWithCode(124),
-      "weft: timeout: the node still runs after --weft:timeout=0.5 s; aborting(.|\n)*PE 0: "
-      "(.|\n)*PE 2: ");
+              "weft: timeout: the node still runs after --weft:timeout=0.5 s; aborting(.|\n)*PE 0: "
+              "(.|\n)*PE 2: ");
 }
 
 // A PE stuck in a handler with every signal blocked cannot answer the
@@ -178,7 +182,8 @@ void on_stuck(weft::message_ptr) {
 const weft::handler_id h_stuck = weft::register_handler("stuck", on_stuck);
 
 void run_stuck() {
-  weft::runtime_config cfg = make_config({threads_opt(3), "--weft:quiet", "--weft:timeout=0.5"}, false);
+  weft::runtime_config cfg =
+      make_config({threads_opt(3), "--weft:quiet", "--weft:timeout=0.5"}, false);
   static char prog[] = "test";
   static char* argv[] = {prog, nullptr};
   weft::run(cfg, 1, argv, [](weft::args) { weft::send(1, weft::make_message(h_stuck, 0)); });
@@ -194,7 +199,9 @@ TEST_F(ErrorsDeathTest, TimeoutDumpNamesAStuckHandler) {
 // ---- usage errors (exit 2) -----------------------------------------------------------
 
 // parse_options on a command line of `opts` (no other options).
-void parse(const std::vector<std::string>& opts) { (void)make_config(opts, false); }
+void parse(const std::vector<std::string>& opts) {
+  (void)make_config(opts, false);
+}
 
 TEST_F(ErrorsDeathTest, ThreadsOutOfRangeOrNotANumber) {
   EXPECT_EXIT(parse({"--weft:threads=0"}), usage_exit,
@@ -206,8 +213,7 @@ TEST_F(ErrorsDeathTest, ThreadsOutOfRangeOrNotANumber) {
 }
 
 TEST_F(ErrorsDeathTest, UnknownOption) {
-  EXPECT_EXIT(parse({"--weft:bogus=1"}), usage_exit,
-              "weft: error: unknown option --weft:bogus");
+  EXPECT_EXIT(parse({"--weft:bogus=1"}), usage_exit, "weft: error: unknown option --weft:bogus");
   EXPECT_EXIT(parse({"--weft:bogus"}), usage_exit, "unknown option --weft:bogus");
 }
 
@@ -221,10 +227,11 @@ TEST_F(ErrorsDeathTest, BindToACpuOutsideTheSet) {
   int top = 0;
   for (const auto& c : weft::base::topology::get().allowed()) top = std::max(top, c.os_index);
   const std::string cpu = std::to_string(top + 1);
-  EXPECT_EXIT(parse({"--weft:bind=" + cpu}), usage_exit,
-              "weft: error: --weft:bind=" + cpu + ": CPU " + cpu +
-                  " is not in this process's CPU set");
-  EXPECT_EXIT(parse({"--weft:bind=0,0"}), usage_exit, "--weft:bind=0,0: CPU 0 is listed more than once");
+  EXPECT_EXIT(
+      parse({"--weft:bind=" + cpu}), usage_exit,
+      "weft: error: --weft:bind=" + cpu + ": CPU " + cpu + " is not in this process's CPU set");
+  EXPECT_EXIT(parse({"--weft:bind=0,0"}), usage_exit,
+              "--weft:bind=0,0: CPU 0 is listed more than once");
   EXPECT_EXIT(parse({"--weft:bind=sideways"}), usage_exit, "--weft:bind=sideways: ");
 }
 
@@ -241,7 +248,8 @@ TEST_F(ErrorsDeathTest, OptionsThatDoNotApplyOrAreNotImplemented) {
 TEST_F(ErrorsDeathTest, BadValuesOfOtherOptions) {
   EXPECT_EXIT(parse({"--weft:timeout=-1"}), usage_exit, "--weft:timeout=-1: out of range");
   EXPECT_EXIT(parse({"--weft:stats=maybe"}), usage_exit, "--weft:stats=maybe: not a boolean");
-  EXPECT_EXIT(parse({"--weft:idle-spin-us=x"}), usage_exit, "--weft:idle-spin-us=x: not an integer");
+  EXPECT_EXIT(parse({"--weft:idle-spin-us=x"}), usage_exit,
+              "--weft:idle-spin-us=x: not an integer");
 }
 
 TEST_F(ErrorsDeathTest, BadEnvironmentVariables) {

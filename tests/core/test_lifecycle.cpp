@@ -43,7 +43,9 @@ std::string first_error() {
 
 // ---- exit codes -------------------------------------------------------------------
 
-void on_exit_with(weft::message_ptr m) { weft::exit(m->as<int>()); }
+void on_exit_with(weft::message_ptr m) {
+  weft::exit(m->as<int>());
+}
 const weft::handler_id h_exit_with = weft::register_handler("exit_with", on_exit_with);
 
 TEST(Lifecycle, RunReturnsTheExitCode) {
@@ -55,9 +57,8 @@ TEST(Lifecycle, RunReturnsTheExitCode) {
 TEST(Lifecycle, ExitFromANonZeroPe) {
   for (int pe : {1, 3}) {
     SCOPED_TRACE(pe);
-    int rc = run_node({threads_opt(4)}, [pe] {
-      weft::send(pe, weft::make_message_with(h_exit_with, 17 + pe));
-    });
+    int rc = run_node({threads_opt(4)},
+                      [pe] { weft::send(pe, weft::make_message_with(h_exit_with, 17 + pe)); });
     EXPECT_EQ(rc, 17 + pe);
   }
 }
@@ -98,9 +99,7 @@ TEST(Lifecycle, NodeRunsAfterMainReturns) {
 TEST(Lifecycle, ExitFromANonPeThread) {
   for (int round = 0; round < 20; ++round) {
     std::thread t;
-    int rc = run_node({threads_opt(4)}, [&t] {
-      t = std::thread([] { weft::exit(9); });
-    });
+    int rc = run_node({threads_opt(4)}, [&t] { t = std::thread([] { weft::exit(9); }); });
     t.join();
     ASSERT_EQ(rc, 9) << "round " << round;
   }
@@ -323,7 +322,9 @@ void arm_timers() {
   }
 }
 
-void on_arm_timers(weft::message_ptr) { arm_timers(); }
+void on_arm_timers(weft::message_ptr) {
+  arm_timers();
+}
 const weft::handler_id h_arm_timers = weft::register_handler("arm_timers", on_arm_timers);
 
 void check_timers(int expected_pe) {
@@ -362,8 +363,7 @@ TEST(Timers, FireInDeadlineOrderAndNeverEarlyOnAnotherPe) {
       opts.push_back("--weft:idle-yield-us=0");
     }
     g_errors = 0;
-    int rc = run_node(opts,
-                      [] { weft::send(5, weft::make_message(h_arm_timers, 0)); });
+    int rc = run_node(opts, [] { weft::send(5, weft::make_message(h_arm_timers, 0)); });
     EXPECT_EQ(rc, 0);
     EXPECT_EQ(g_errors.load(), 0) << first_error();
     check_timers(5);
@@ -494,9 +494,9 @@ TEST(PeLocal, NonPeThreadIsNoPe) {
 // ---- argv --------------------------------------------------------------------------
 
 TEST(Args, WeftOptionsAreRemovedBeforeMain) {
-  std::vector<std::string> words{"prog",       "--weft:threads=2", "alpha", "--weft:quiet",
-                                 "--weft:timeout=120", "-x",       "--weft:queue=spsc-pairs",
-                                 "omega"};
+  std::vector<std::string> words{
+      "prog", "--weft:threads=2",        "alpha", "--weft:quiet", "--weft:timeout=120",
+      "-x",   "--weft:queue=spsc-pairs", "omega"};
   std::vector<char*> store;
   for (auto& w : words) store.push_back(w.data());
   store.push_back(nullptr);
@@ -630,7 +630,9 @@ INSTANTIATE_TEST_SUITE_P(Lifecycle, WakeUp,
 std::atomic<long> g_ext_pongs{0};
 std::atomic<bool> g_ext_done{false};
 
-void on_ext_ping(weft::message_ptr) { g_ext_pongs.fetch_add(1, std::memory_order_acq_rel); }
+void on_ext_ping(weft::message_ptr) {
+  g_ext_pongs.fetch_add(1, std::memory_order_acq_rel);
+}
 const weft::handler_id h_ext_ping = weft::register_handler("ext_ping", on_ext_ping);
 
 // Ends the run once the driving thread has returned from its last send.
@@ -678,9 +680,9 @@ TEST_P(WakeUpExternal, PingsFromANonPeThreadWakeSleepingPes) {
   g_ext_pongs = 0;
   g_ext_done = false;
   std::thread driver;
-  int rc = run_node({threads_opt(4), "--weft:queue=" + queue, "--weft:idle-spin-us=0",
-                     "--weft:idle-yield-us=0"},
-                    [&driver] { driver = std::thread(ext_driver); });
+  int rc = run_node(
+      {threads_opt(4), "--weft:queue=" + queue, "--weft:idle-spin-us=0", "--weft:idle-yield-us=0"},
+      [&driver] { driver = std::thread(ext_driver); });
   driver.join();
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(g_ext_pongs.load(), g_ext_cfg.n);

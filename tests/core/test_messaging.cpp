@@ -66,7 +66,7 @@ constexpr std::uint64_t check_of(std::int32_t src, std::uint32_t seq) {
 
 struct stress_state {
   int n = 0;
-  long m = 0;     // messages from each PE to each PE
+  long m = 0;      // messages from each PE to each PE
   long chunk = 0;  // messages to each destination per scheduler turn
   // next_seq[dst][src]: the sequence number dst expects next from src. Row
   // dst is written only by PE dst.
@@ -167,8 +167,7 @@ TEST_P(Stress, AllToAllNoLossNoDuplicationFifo) {
 
 std::string stress_name(const testing::TestParamInfo<stress_param>& info) {
   std::string q = std::get<0>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";
-  return q + "_" + std::to_string(std::get<1>(info.param)) + "pes_bind_" +
-         std::get<2>(info.param);
+  return q + "_" + std::to_string(std::get<1>(info.param)) + "pes_bind_" + std::get<2>(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Messaging, Stress,
@@ -191,7 +190,8 @@ const weft::handler_id h_zc = weft::register_handler("zero_copy", on_zc);
 
 void on_zc(weft::message_ptr m) {
   zc_payload& p = m->as<zc_payload>();
-  if (p.addr != static_cast<const void*>(m.get())) record_error("received a copy, not the block sent");
+  if (p.addr != static_cast<const void*>(m.get()))
+    record_error("received a copy, not the block sent");
   for (int i = 0; i < 1000; ++i)
     if (p.bytes[i] != static_cast<unsigned char>(i * 7 + 3)) {
       record_error("payload byte " + std::to_string(i) + " changed");
@@ -287,7 +287,8 @@ INSTANTIATE_TEST_SUITE_P(Messaging, SendNode,
                          testing::Combine(testing::Values("mpsc", "spsc-pairs"),
                                           testing::Values(1, 2, 8)),
                          [](const auto& info) {
-                           std::string q = std::get<0>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";
+                           std::string q =
+                               std::get<0>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";
                            return q + "_" + std::to_string(std::get<1>(info.param)) + "pes";
                          });
 
@@ -321,8 +322,8 @@ void on_ext(weft::message_ptr m) {
   ext_state& s = *g_ext;
   const ext_payload p = m->as<ext_payload>();
   const int me = weft::my_pe();
-  if (m->src_pe != -1) record_error("src_pe of a message from a non-PE thread is " +
-                                    std::to_string(m->src_pe));
+  if (m->src_pe != -1)
+    record_error("src_pe of a message from a non-PE thread is " + std::to_string(m->src_pe));
   if (p.dst == -1) {
     s.node_received.fetch_add(1);
   } else {
@@ -392,7 +393,8 @@ INSTANTIATE_TEST_SUITE_P(Messaging, External,
                          testing::Combine(testing::Values("mpsc", "spsc-pairs"),
                                           testing::Values(1, 2, 8)),
                          [](const auto& info) {
-                           std::string q = std::get<0>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";
+                           std::string q =
+                               std::get<0>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";
                            return q + "_" + std::to_string(std::get<1>(info.param)) + "pes";
                          });
 

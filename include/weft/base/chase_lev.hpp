@@ -95,8 +95,8 @@ class chase_lev {
     }
     const T v = a->load(b);
     if (t == b) {  // last element: race the thieves for it on top
-      const bool won =
-          top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed);
+      const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                                    std::memory_order_relaxed);
       bottom_.store(b + 1, std::memory_order_release);
       if (!won) return std::nullopt;
     }
@@ -111,7 +111,8 @@ class chase_lev {
     if (t >= b) return steal_status::empty;
     slot_array* a = array_.load(std::memory_order_acquire);
     const T v = a->load(t);
-    if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed))
+    if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed))
       return steal_status::abort;
     out = v;
     return steal_status::success;
@@ -133,9 +134,7 @@ class chase_lev {
   bool empty() const noexcept { return size_approx() == 0; }
 
   // Any thread, as a hint: the current array's size.
-  std::size_t capacity() const noexcept {
-    return array_.load(std::memory_order_acquire)->mask + 1;
-  }
+  std::size_t capacity() const noexcept { return array_.load(std::memory_order_acquire)->mask + 1; }
 
  private:
   struct slot_array {

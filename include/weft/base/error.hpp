@@ -11,8 +11,8 @@
 
 namespace weft::base {
 
-inline constexpr int exit_usage = 2;    // bad option or value
-inline constexpr int exit_fatal = 3;    // runtime or program error
+inline constexpr int exit_usage = 2;      // bad option or value
+inline constexpr int exit_fatal = 3;      // runtime or program error
 inline constexpr int exit_timeout = 124;  // --weft:timeout expired (as GNU timeout)
 
 // Prints "weft: error: <msg>" and exits with exit_usage. Any thread.
@@ -34,14 +34,13 @@ WEFT_API void set_fatal_hook(fatal_hook hook);
 }  // namespace weft::base
 
 // Checks a system call that returns -1 and sets errno on failure.
-#define WEFT_CHECK_SYS(call)                                              \
-  do {                                                                    \
-    if ((call) == -1) ::weft::base::fatal_errno(errno, #call);            \
+#define WEFT_CHECK_SYS(call)                                   \
+  do {                                                         \
+    if ((call) == -1) ::weft::base::fatal_errno(errno, #call); \
   } while (0)
 
 // Checks a pthread-style call that returns an error number.
-#define WEFT_CHECK_RC(call)                                               \
-  do {                                                                    \
-    if (int weft_rc_ = (call); weft_rc_ != 0)                             \
-      ::weft::base::fatal_errno(weft_rc_, #call);                         \
+#define WEFT_CHECK_RC(call)                                                               \
+  do {                                                                                    \
+    if (int weft_rc_ = (call); weft_rc_ != 0) ::weft::base::fatal_errno(weft_rc_, #call); \
   } while (0)

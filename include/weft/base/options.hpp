@@ -37,8 +37,8 @@ struct option_spec {
   std::string help;           // one line
   // Returns an error text (what is wrong) or nullopt when the value is good.
   option_validator validate;
-  bool is_flag = false;       // `--weft:name` alone means "1"
-  std::string default_note;   // shown instead of default_value when it is computed
+  bool is_flag = false;      // `--weft:name` alone means "1"
+  std::string default_note;  // shown instead of default_value when it is computed
 };
 
 // Validators for the common kinds.

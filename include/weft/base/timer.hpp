@@ -29,6 +29,8 @@ inline std::uint64_t cycles() {
 // process; thread-safe). Call once at startup to keep it off hot paths.
 WEFT_API double ns_per_cycle();
 
-inline double cycles_to_ns(std::uint64_t c) { return double(c) * ns_per_cycle(); }
+inline double cycles_to_ns(std::uint64_t c) {
+  return double(c) * ns_per_cycle();
+}
 
 }  // namespace weft::base

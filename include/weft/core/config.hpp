@@ -13,21 +13,21 @@ enum class queue_kind { mpsc, spsc_pairs };
 enum class alloc_kind { mimalloc, system };
 
 struct runtime_config {
-  int threads = 1;                 // PEs in this node
-  std::string bind = "compact";    // none | compact | scatter | CPU list
-  std::vector<int> pe_cpus;        // OS CPU per PE (-1: unbound)
-  bool oversubscribed = false;     // more PEs than CPUs in the inherited set
+  int threads = 1;               // PEs in this node
+  std::string bind = "compact";  // none | compact | scatter | CPU list
+  std::vector<int> pe_cpus;      // OS CPU per PE (-1: unbound)
+  bool oversubscribed = false;   // more PEs than CPUs in the inherited set
   queue_kind queue = queue_kind::mpsc;
   alloc_kind alloc = alloc_kind::mimalloc;
-  bool msg_pool = true;            // per-PE size-class free lists for messages
+  bool msg_pool = true;  // per-PE size-class free lists for messages
   std::string transport = "local";
   bool stats = false;
   bool quiet = false;
   bool print_config = false;
-  double timeout_s = 0;            // 0: no watchdog
-  long idle_spin_us = 0;           // idle back-off: spin this long,
-  long idle_yield_us = 0;          //   then yield this long, then sleep
-  std::string config_text;         // --weft:print-config text: values and their origins
+  double timeout_s = 0;     // 0: no watchdog
+  long idle_spin_us = 0;    // idle back-off: spin this long,
+  long idle_yield_us = 0;   //   then yield this long, then sleep
+  std::string config_text;  // --weft:print-config text: values and their origins
 };
 
 // Defines every runtime option in `set` (core's and the layers below it).

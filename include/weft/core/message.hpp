@@ -27,12 +27,12 @@ inline constexpr std::uint16_t node = 1u << 1;       // any PE of the node may t
 }  // namespace message_flags
 
 struct alignas(16) message {
-  base::queue_link link;      // queue hook; owned by a queue while the message is queued
-  handler_id handler = 0;     // registered handler that consumes it
-  std::int32_t src_pe = -1;   // sending PE (-1: a thread that is not a PE)
-  std::uint32_t size = 0;     // payload bytes
-  std::int32_t priority = 0;  // larger runs first once priorities are scheduled
-  std::uint16_t flags = 0;    // message_flags
+  base::queue_link link;        // queue hook; owned by a queue while the message is queued
+  handler_id handler = 0;       // registered handler that consumes it
+  std::int32_t src_pe = -1;     // sending PE (-1: a thread that is not a PE)
+  std::uint32_t size = 0;       // payload bytes
+  std::int32_t priority = 0;    // larger runs first once priorities are scheduled
+  std::uint16_t flags = 0;      // message_flags
   std::uint8_t size_class = 0;  // block class for the allocator
   std::uint8_t reserved_ = 0;
   std::int32_t bcast_root = -1;  // broadcast: the PE at the root of the tree

@@ -56,11 +56,21 @@ struct pe_local {
 WEFT_API pe_local& this_pe_local() noexcept;
 }  // namespace detail
 
-inline int my_pe() noexcept { return detail::this_pe_local().pe; }        // -1 off a PE
-inline int num_pes() noexcept { return detail::this_pe_local().num_pes; }  // in this node
-inline int my_node() noexcept { return detail::this_pe_local().node; }
-inline int num_nodes() noexcept { return detail::this_pe_local().num_nodes; }
-inline int my_rank() noexcept { return my_pe(); }  // PE rank within the job (one node: = my_pe)
+inline int my_pe() noexcept {
+  return detail::this_pe_local().pe;
+}  // -1 off a PE
+inline int num_pes() noexcept {
+  return detail::this_pe_local().num_pes;
+}  // in this node
+inline int my_node() noexcept {
+  return detail::this_pe_local().node;
+}
+inline int num_nodes() noexcept {
+  return detail::this_pe_local().num_nodes;
+}
+inline int my_rank() noexcept {
+  return my_pe();
+}  // PE rank within the job (one node: = my_pe)
 
 // --- sending -----------------------------------------------------------------
 // Delivers `m` to PE `pe` of this node: pushes the pointer on that PE's queue

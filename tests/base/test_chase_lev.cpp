@@ -9,6 +9,7 @@
 #include "weft/base/chase_lev.hpp"
 
 #include <gtest/gtest.h>
+#include "test_scale.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -19,17 +20,7 @@
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
+using weft_test::sanitized;
 // Total items of each stress test: millions normally, fewer under a sanitizer.
 constexpr std::size_t stress_items = sanitized ? 200'000 : 2'000'000;
 

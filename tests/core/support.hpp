@@ -1,25 +1,17 @@
 // Helpers shared by the tests of tests/core: building a configuration from
 // option strings, and scaling stress sizes down under the sanitizers.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
+#include "test_scale.hpp"
 #include "weft/weft.hpp"
 
 namespace weft_test {
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool sanitized = true;
-#else
-inline constexpr bool sanitized = false;
-#endif
-
-// Stress sizes: `full` in normal builds, `reduced` under ASan/TSan.
-constexpr long scaled(long full, long reduced) {
-  return sanitized ? reduced : full;
-}
 
 // The options every test node gets: no startup line, and a hang turns into an
 // abort with a per-PE dump (exit 124) long before CTest's own timeout.
@@ -52,6 +44,28 @@ inline int run_node(const std::vector<std::string>& opts, std::function<void()> 
   static char prog[] = "test";
   static char* argv[] = {prog, nullptr};
   return weft::run(cfg, 1, argv, [fn = std::move(main_fn)](weft::args) { fn(); });
+}
+
+// The first failure seen on a PE, reported by the test body on the main
+// thread (gtest assertions are not made from PEs).
+inline std::atomic<long> g_errors{0};
+inline std::mutex g_error_mutex;
+inline std::string g_first_error;  // guarded by g_error_mutex
+
+inline void record_error(const std::string& what) {
+  if (g_errors.fetch_add(1) == 0) {
+    std::lock_guard<std::mutex> lock(g_error_mutex);
+    g_first_error = what;
+  }
+}
+inline void reset_errors() {
+  g_errors = 0;
+  std::lock_guard<std::mutex> lock(g_error_mutex);
+  g_first_error.clear();
+}
+inline std::string first_error() {
+  std::lock_guard<std::mutex> lock(g_error_mutex);
+  return g_first_error;
 }
 
 inline std::uint64_t now_ns() {

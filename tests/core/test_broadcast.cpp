@@ -21,20 +21,10 @@ using weft_test::run_node;
 using weft_test::scaled;
 using weft_test::threads_opt;
 
-std::atomic<long> g_errors{0};
-std::mutex g_error_mutex;
-std::string g_first_error;  // guarded by g_error_mutex
-
-void record_error(const std::string& what) {
-  if (g_errors.fetch_add(1) == 0) {
-    std::lock_guard<std::mutex> lock(g_error_mutex);
-    g_first_error = what;
-  }
-}
-std::string first_error() {
-  std::lock_guard<std::mutex> lock(g_error_mutex);
-  return g_first_error;
-}
+using weft_test::first_error;
+using weft_test::g_errors;
+using weft_test::record_error;
+using weft_test::reset_errors;
 
 constexpr int payload_words = 30;  // 240 bytes: more than a cache line or two
 

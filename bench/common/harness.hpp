@@ -4,6 +4,7 @@
 // benchmarks"). Header-only: each benchmark is one small program.
 #pragma once
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +71,29 @@ inline std::string arg(const cli& c, const char* name, const std::string& fallba
   for (auto& a : c.args)
     if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
   return fallback;
+}
+
+// Parses a positive integer (the whole text); false when it is not one.
+inline bool parse_positive(const std::string& text, long& out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v <= 0) return false;
+  out = v;
+  return true;
+}
+
+// Value of --name=N: an integer in [1, limit], or exit 2 naming what was wrong.
+inline long positive_arg(const cli& c, const char* name, long fallback, long limit) {
+  const std::string text = arg(c, name, std::to_string(fallback));
+  long v = 0;
+  if (!parse_positive(text, v) || v > limit) {
+    std::fprintf(stderr, "error: --%s=%s: expected an integer from 1 to %ld\n", name, text.c_str(),
+                 limit);
+    std::exit(2);
+  }
+  return v;
 }
 
 // Rejects program arguments that are not in `known` (names without "--").

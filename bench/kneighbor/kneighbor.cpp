@@ -206,8 +206,8 @@ int main(int argc, char** argv) {
   driver_state& d = g_driver;
   d.cli = weft::bench::parse_cli(argc, argv, about);
   weft::bench::reject_unknown(d.cli, {"k", "bytes", "iters", "touch"});
-  d.k = std::atoi(weft::bench::arg(d.cli, "k", "3").c_str());
-  d.iters = std::atoi(weft::bench::arg(d.cli, "iters", "2000").c_str());
+  d.k = int(weft::bench::positive_arg(d.cli, "k", 3, 1024));
+  d.iters = int(weft::bench::positive_arg(d.cli, "iters", 2000, 100000000));
   std::string touch = weft::bench::arg(d.cli, "touch", "both");
   std::vector<std::uint32_t> sizes;
   std::string list = weft::bench::arg(d.cli, "bytes", "16,64,256,1024,4096,16384,65536");

@@ -145,16 +145,6 @@ double measure(int threads, std::size_t bytes, long pairs) {
   return sum / threads;
 }
 
-bool parse_long(const std::string& s, long& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s.c_str(), &end, 10);
-  if (errno || *end || v <= 0) return false;
-  out = v;
-  return true;
-}
-
 [[noreturn]] void bad(const char* flag, const std::string& v) {
   std::fprintf(stderr, "error: --%s=%s: expected a positive integer%s\n", flag, v.c_str(),
                std::string(flag) == "bytes" ? " list" : "");
@@ -203,16 +193,16 @@ int main(int argc, char** argv) {
 
   long max_threads = std::max(4L, long(std::thread::hardware_concurrency()));
   std::string v = wb::arg(cli, "max-threads", "");
-  if (!v.empty() && !parse_long(v, max_threads)) bad("max-threads", v);
+  if (!v.empty() && !wb::parse_positive(v, max_threads)) bad("max-threads", v);
   long pairs = 100000;
   v = wb::arg(cli, "pairs", "");
-  if (!v.empty() && !parse_long(v, pairs)) bad("pairs", v);
+  if (!v.empty() && !wb::parse_positive(v, pairs)) bad("pairs", v);
   std::vector<std::size_t> sizes;
   std::string list = wb::arg(cli, "bytes", "64,1024,16384");
   for (std::size_t pos = 0; pos <= list.size();) {
     std::size_t comma = std::min(list.find(',', pos), list.size());
     long b = 0;
-    if (!parse_long(list.substr(pos, comma - pos), b)) bad("bytes", list);
+    if (!wb::parse_positive(list.substr(pos, comma - pos), b)) bad("bytes", list);
     sizes.push_back(std::size_t(b));
     pos = comma + 1;
   }

@@ -173,16 +173,6 @@ double measure(scheme s, int threads, long iters, const std::vector<int>& cpus) 
   return sum / threads;
 }
 
-bool parse_long(const std::string& s, long& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s.c_str(), &end, 10);
-  if (errno || *end || v <= 0) return false;
-  out = v;
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -193,13 +183,13 @@ int main(int argc, char** argv) {
   long threads = std::max(2L, long(std::thread::hardware_concurrency()));
   long iters = 10'000'000;
   std::string v = wb::arg(cli, "threads", "");
-  if (!v.empty() && (!parse_long(v, threads) || threads > kMaxThreads)) {
+  if (!v.empty() && (!wb::parse_positive(v, threads) || threads > kMaxThreads)) {
     std::fprintf(stderr, "error: --threads=%s: expected an integer in 1..%d\n", v.c_str(),
                  kMaxThreads);
     return 2;
   }
   v = wb::arg(cli, "iters", "");
-  if (!v.empty() && !parse_long(v, iters)) {
+  if (!v.empty() && !wb::parse_positive(v, iters)) {
     std::fprintf(stderr, "error: --iters=%s: expected a positive integer\n", v.c_str());
     return 2;
   }

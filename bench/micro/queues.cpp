@@ -234,19 +234,6 @@ const char* about =
     "  --max-producers=K  largest producer count (default: hardware threads, at least 2)\n"
     "  --duration-ms=D    length of each run (default 200)";
 
-// Value of --name=N: an integer in [1, limit], or exit 2 naming what was wrong.
-long positive_arg(const weft::bench::cli& c, const char* name, long fallback, long limit) {
-  const std::string text = weft::bench::arg(c, name, std::to_string(fallback));
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1 || v > limit) {
-    std::fprintf(stderr, "error: --%s=%s: expected an integer from 1 to %ld\n", name, text.c_str(),
-                 limit);
-    std::exit(2);
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,8 +241,8 @@ int main(int argc, char** argv) {
   weft::bench::check_weft_options(argc, argv);
   weft::bench::reject_unknown(c, {"max-producers", "duration-ms"});
   const int hw = int(std::thread::hardware_concurrency());
-  const long max_producers = positive_arg(c, "max-producers", std::max(2, hw), 1024);
-  const double duration = double(positive_arg(c, "duration-ms", 200, 60'000)) / 1000.0;
+  const long max_producers = weft::bench::positive_arg(c, "max-producers", std::max(2, hw), 1024);
+  const double duration = double(weft::bench::positive_arg(c, "duration-ms", 200, 60'000)) / 1000.0;
 
   weft::bench::reporter out("queues", c.json);
   auto repeat = [&](auto&& once) {

@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   driver_state& d = g_d;
   d.cli = weft::bench::parse_cli(argc, argv, about);
   weft::bench::reject_unknown(d.cli, {"bytes", "iters"});
-  d.iters = std::atoi(weft::bench::arg(d.cli, "iters", "5000").c_str());
+  d.iters = int(weft::bench::positive_arg(d.cli, "iters", 5000, 100000000));
   std::string list =
       weft::bench::arg(d.cli, "bytes", "8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304");
   for (std::size_t pos = 0; pos <= list.size();) {

@@ -80,6 +80,9 @@ void select_allocator(raw_allocator a) {
     resolve_system_allocator();
     resolved = true;
   }
+  // Cached blocks belong to the allocator that made them: hand the calling
+  // thread's back before switching (weft threads release theirs as they end).
+  if (a != g_alloc) block_cache_release();
   g_alloc = a;
 }
 raw_allocator selected_allocator() {

@@ -129,6 +129,11 @@ void pe_thread_main(node_state& node, pe_state& pe) {
   pe.has_thread.store(true, std::memory_order_release);
   base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
   scheduler_loop(node, pe);
+  pe.has_thread.store(false, std::memory_order_release);  // the watchdog must not signal it now
+  // Closures of timers and conditions may own messages: free them here,
+  // before this thread's block cache goes back to the allocator.
+  pe.conditions.clear();
+  while (!pe.timers.empty()) pe.timers.pop();
   base::block_cache_release();
   local = {};
   t_pe = nullptr;
@@ -181,6 +186,7 @@ void send(int pe, message_ptr m) {
   if (pe < 0 || pe >= n) base::fatal("weft::send to PE %d, but this node has PEs 0..%d", pe, n - 1);
   core::check_message(node, *m, "weft::send");
   m->src_pe = my_pe();
+  m->flags &= std::uint16_t(~(message_flags::broadcast | message_flags::node));
   core::count_send(node);
   core::deliver_local(node, pe, m.release());
 }
@@ -190,7 +196,7 @@ void send_node(message_ptr m) {
   core::node_state& node = *ref;
   core::check_message(node, *m, "weft::send_node");
   m->src_pe = my_pe();
-  m->flags |= message_flags::node;
+  m->flags = std::uint16_t((m->flags & ~message_flags::broadcast) | message_flags::node);
   core::count_send(node);
   {
     std::lock_guard<std::mutex> lock(node.node_mutex);
@@ -206,7 +212,7 @@ void broadcast(message_ptr m) {
   core::check_message(node, *m, "weft::broadcast");
   const int root = my_pe() >= 0 ? my_pe() : 0;
   m->src_pe = my_pe();
-  m->flags |= message_flags::broadcast;
+  m->flags = std::uint16_t((m->flags & ~message_flags::node) | message_flags::broadcast);
   m->bcast_root = root;
   core::count_send(node);
   core::deliver_local(node, root, m.release());

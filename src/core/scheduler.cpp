@@ -93,9 +93,15 @@ inline void count_one(std::atomic<std::uint64_t>& c) {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-inline message* pop_own(pe_state& pe) {
+// With spsc-pairs, the MPSC queue carries only what threads that are not PEs
+// send; it gets the first pop of every turn, so steady PE-to-PE traffic in
+// the rings cannot starve it.
+inline message* pop_own(pe_state& pe, bool first_of_turn) {
   if (pe.pairs) {
     message* m = nullptr;
+    if (first_of_turn) {
+      if (base::queue_link* l = pe.queue.pop()) return reinterpret_cast<message*>(l);
+    }
     if (pe.pairs->try_pop(m)) return m;
   }
   return reinterpret_cast<message*>(pe.queue.pop());
@@ -138,7 +144,12 @@ void handle(node_state& node, pe_state& pe, message* m) {
         "PE %d received a message for handler id %u, which was never registered (%zu "
         "handlers registered)",
         pe.rank, m->handler, table.size());
-  if (m->flags & message_flags::broadcast) forward_broadcast(node, pe, *m);
+  if (m->flags & message_flags::broadcast) {
+    forward_broadcast(node, pe, *m);
+    // The handler gets an ordinary message: if it sends it on, it must not
+    // be forwarded down the tree a second time.
+    m->flags &= std::uint16_t(~message_flags::broadcast);
+  }
   const handler_entry& h = table[m->handler];
   pe.current_handler.store(m->handler, std::memory_order_relaxed);
   const bool timed = node.cfg.stats;
@@ -186,18 +197,22 @@ int run_conditions(pe_state& pe) {
   return 0;  // conditions do not count as work: they would keep a PE from idling
 }
 
+// Moves this PE's spsc-pairs overflow into the rings as they drain, and
+// wakes only the destinations that got something.
 void flush_backlog(node_state& node, pe_state& pe) {
   if (!pe.pairs_backlog) return;
   bool clear = true;
-  for (auto& dst : node.pes)
-    if (dst->pairs && !dst->pairs->flush(pe.rank)) clear = false;
-  pe.pairs_backlog = !clear;
-  // Wake the destinations: their rings just got what overflowed.
-  base::full_fence();
-  for (auto& dst : node.pes)
+  for (auto& dst : node.pes) {
+    if (!dst->pairs || !dst->pairs->has_overflow(pe.rank)) continue;
+    const std::size_t before = dst->pairs->overflow_size(pe.rank);
+    if (!dst->pairs->flush(pe.rank)) clear = false;
+    if (dst->pairs->overflow_size(pe.rank) == before) continue;
+    base::full_fence();  // the ring stores before the read of the sleep word
     if (dst->sleeping.load(std::memory_order_seq_cst) != 0 &&
         dst->sleeping.exchange(0, std::memory_order_seq_cst) != 0)
       futex_wake(&dst->sleeping);
+  }
+  pe.pairs_backlog = !clear;
 }
 
 inline bool has_work(node_state& node, pe_state& pe) {
@@ -250,8 +265,19 @@ void idle(node_state& node, pe_state& pe) {
   const std::uint64_t yield_end = spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
   const bool polling = !pe.conditions.empty() || pe.pairs_backlog ||
                        (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed));
-  for (;;) {
-    if (has_work(node, pe)) break;
+  for (bool first = true;; first = false) {
+    if (has_work(node, pe)) {
+      // Work seen on entry means the pop just failed: a producer is between
+      // its exchange and its link store. Pause (or yield, past the spin
+      // budget) instead of bouncing through the loop at full speed.
+      if (first) {
+        if (base::wall_ns() < spin_end)
+          base::cpu_relax();
+        else
+          sched_yield();
+      }
+      break;
+    }
     const std::uint64_t now = base::wall_ns();
     if (now < spin_end) {
       pe.phase.store(int(pe_phase::spinning), std::memory_order_relaxed);
@@ -271,6 +297,12 @@ void idle(node_state& node, pe_state& pe) {
       sched_yield();
       if (polling) break;
       continue;
+    }
+    // A PE with spsc-pairs overflow never sleeps: its consumers drain the
+    // rings without knowing about it, so it must keep flushing.
+    if (pe.pairs_backlog) {
+      sched_yield();
+      break;
     }
     // Sleep (protocol at the top of this file).
     node.sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -348,7 +380,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     }
     int did = 0;
     for (; did < batch; ++did) {
-      message* m = pop_own(pe);
+      message* m = pop_own(pe, did == 0);
       if (m == nullptr) break;
       handle(node, pe, m);
     }

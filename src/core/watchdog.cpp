@@ -49,13 +49,25 @@ void dump(node_state& node) {
                 node.qd_requested.load() ? "yes" : "no");
   w = write(STDERR_FILENO, line, std::strlen(line));
   for (auto& pe : node.pes) {
-    std::size_t queued = pe->queue.approx_size() + (pe->pairs ? pe->pairs->approx_size() : 0);
+    // Counting the MPSC queue walks its links, which is safe only while the
+    // PE does not pop (and free) messages: when it is inside a handler (the
+    // usual hang), asleep or stopped. Otherwise say only whether it is empty.
+    // The rings are counted by their indices, always safe.
+    const std::int64_t h = pe->current_handler.load();
+    const pe_phase phase = pe_phase(pe->phase.load());
+    const bool still = h != -1 || phase == pe_phase::sleeping || phase == pe_phase::stopped;
+    char qtext[64];
+    const std::size_t ring = pe->pairs ? pe->pairs->approx_size() : 0;
+    if (still)
+      std::snprintf(qtext, sizeof qtext, "%zu message(s)", pe->queue.approx_size() + ring);
+    else if (pe->queue.empty())
+      std::snprintf(qtext, sizeof qtext, "%zu message(s)", ring);
+    else
+      std::snprintf(qtext, sizeof qtext, "%zu+ message(s) (PE busy: not all counted)", ring + 1);
     char hb[160];
     std::snprintf(line, sizeof line,
-                  "  PE %d: %s; current handler: %s; queue: %zu message(s); sent %llu, handled "
-                  "%llu\n",
-                  pe->rank, to_string(pe_phase(pe->phase.load())),
-                  current_text(pe->current_handler.load(), hb, sizeof hb), queued,
+                  "  PE %d: %s; current handler: %s; queue: %s; sent %llu, handled %llu\n",
+                  pe->rank, to_string(phase), current_text(h, hb, sizeof hb), qtext,
                   (unsigned long long)pe->sent.load(), (unsigned long long)pe->processed.load());
     w = write(STDERR_FILENO, line, std::strlen(line));
     if (!pe->has_thread.load(std::memory_order_acquire)) continue;

@@ -12,7 +12,7 @@
 // to a producer-private overflow list, flushed in order on its next push or
 // flush() call, which keeps per-producer FIFO order. The owner of that
 // overflow must keep calling flush() (core does it each scheduler turn, and a
-// PE with pending overflow does not sleep).
+// PE with pending overflow yields but never sleeps).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -63,6 +63,11 @@ class spsc_pairs {
     flush_slot(s, s.ring.load(std::memory_order_relaxed));
     return s.overflow.empty();
   }
+
+  // Producer `p` only: whether p has elements waiting in its overflow list,
+  // and how many.
+  bool has_overflow(int p) const { return !slots_[std::size_t(p)]->overflow.empty(); }
+  std::size_t overflow_size(int p) const { return slots_[std::size_t(p)]->overflow.size(); }
 
   // Consumer only. Polls the rings round-robin from where it last found one.
   bool try_pop(T& out) noexcept {

@@ -5,3 +5,4 @@
 #include "weft/core/handler.hpp"
 #include "weft/core/message.hpp"
 #include "weft/core/runtime.hpp"
+#include "weft/objects/pup.hpp"

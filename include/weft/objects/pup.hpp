@@ -1,0 +1,377 @@
+// Serialization: one `pup` ("pack/unpack") function per type serves three
+// passes — sizing, packing and unpacking — so the three can never disagree.
+// The same framework carries entry-method arguments, migrating objects and
+// checkpoints (the Charm++ PUP idea, without its macros).
+//
+//   struct Particle {                      // a user type: one member function
+//     std::vector<double> pos;
+//     std::string name;
+//     int id;
+//     void pup(weft::pupper& p) { p | pos | name | id; }
+//   };
+//
+//   auto bytes = weft::to_bytes(particle, step);          // size + pack
+//   weft::from_bytes(bytes, particle, step);              // unpack
+//
+// Trivially copyable values, and contiguous arrays of them (vector, array,
+// string), are copied with one memcpy. Standard containers work out of the
+// box: vector, string, array, map, unordered_map, set, optional, variant,
+// tuple, pair, unique_ptr. Raw pointers are rejected at compile time: what
+// they point to has no size the framework could know.
+//
+// Unpacking never trusts the buffer: a buffer that is truncated, has bytes
+// left over, or holds an impossible value (a length larger than what is
+// left, a variant index out of range, a flag other than 0 or 1) throws
+// weft::serialization_error naming the type being read and the offset.
+// Nothing is read outside the buffer, and no length read from it allocates
+// more than the buffer could describe.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+#include "weft/base/export.hpp"
+#include "weft/objects/detail/type_name.hpp"
+
+namespace weft {
+
+// Thrown when unpacking finds the buffer corrupt or truncated.
+class WEFT_API serialization_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class pupper {
+ public:
+  enum class pass { sizing, packing, unpacking };
+
+  static pupper sizer() { return pupper(pass::sizing, nullptr, 0); }
+  static pupper packer(std::byte* out, std::size_t capacity) {
+    return pupper(pass::packing, out, capacity);
+  }
+  static pupper unpacker(const std::byte* in, std::size_t size) {
+    return pupper(pass::unpacking, const_cast<std::byte*>(in), size);
+  }
+
+  bool sizing() const noexcept { return pass_ == pass::sizing; }
+  bool packing() const noexcept { return pass_ == pass::packing; }
+  bool unpacking() const noexcept { return pass_ == pass::unpacking; }
+  // Bytes counted (sizing) or written/read so far.
+  std::size_t offset() const noexcept { return pos_; }
+  // Bytes left to read (unpacking).
+  std::size_t remaining() const noexcept { return size_ - pos_; }
+
+  // Copies n raw bytes in the current direction. `what` names the type for
+  // errors.
+  void bytes(void* p, std::size_t n, std::string_view what) {
+    if (pass_ == pass::sizing) {
+      pos_ += n;
+      return;
+    }
+    if (n > size_ - pos_) fail_truncated(n, what);
+    if (n == 0) return;
+    if (pass_ == pass::packing)
+      std::memcpy(buf_ + pos_, p, n);
+    else
+      std::memcpy(p, buf_ + pos_, n);
+    pos_ += n;
+  }
+
+  // A length of a container: on unpacking, checked against what is left
+  // (each element takes at least `min_element_bytes`).
+  std::uint64_t length(std::uint64_t n, std::size_t min_element_bytes, std::string_view what) {
+    bytes(&n, sizeof n, what);
+    if (unpacking() && min_element_bytes > 0 && n > remaining() / min_element_bytes)
+      fail("length " + std::to_string(n) + " is more than the " + std::to_string(remaining()) +
+               " bytes left could hold",
+           what);
+    return n;
+  }
+
+  // A 0/1 flag (optional, unique_ptr), checked on unpacking.
+  bool flag(bool b, std::string_view what) {
+    std::uint8_t v = b ? 1 : 0;
+    bytes(&v, 1, what);
+    if (v > 1) fail("flag byte " + std::to_string(v) + " is neither 0 nor 1", what);
+    return v == 1;
+  }
+
+  [[noreturn]] void fail(const std::string& problem, std::string_view what) const {
+    throw serialization_error("corrupt buffer while unpacking " + std::string(what) +
+                              " at offset " + std::to_string(pos_) + ": " + problem);
+  }
+
+  template <class T>
+  pupper& operator|(T& v);
+
+ private:
+  pupper(pass p, std::byte* buf, std::size_t size) : pass_(p), buf_(buf), size_(size) {}
+  [[noreturn]] void fail_truncated(std::size_t n, std::string_view what) const {
+    throw serialization_error(std::string(unpacking() ? "truncated buffer while unpacking "
+                                                      : "buffer too small while packing ") +
+                              std::string(what) + ": need " + std::to_string(n) +
+                              " bytes at offset " + std::to_string(pos_) + ", have " +
+                              std::to_string(size_ - pos_));
+  }
+
+  pass pass_;
+  std::byte* buf_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+};
+
+namespace detail {
+
+template <class T>
+concept has_pup_member = requires(T& t, pupper& p) {
+  t.pup(p);
+};
+
+// Copied as bytes: trivially copyable, no pup member, not a pointer.
+template <class T>
+concept bitwise = std::is_trivially_copyable_v<T> && !has_pup_member<T> && !std::is_pointer_v<T> &&
+                  !std::is_member_pointer_v<T>;
+
+// Smallest number of bytes one packed T can take (bounds lengths read back).
+template <class T>
+constexpr std::size_t min_packed_bytes() {
+  if constexpr (bitwise<T>)
+    return sizeof(T);
+  else if constexpr (std::is_empty_v<T>)
+    return 0;
+  else
+    return 1;
+}
+
+}  // namespace detail
+
+// ---- the pup overloads; user types may add their own in their namespace ----
+
+template <class T>
+requires detail::bitwise<T>
+void pup(pupper& p, T& v) {
+  p.bytes(&v, sizeof v, objects::detail::type_name<T>());
+}
+
+// bool is checked (a byte other than 0 or 1 would be undefined behaviour to
+// read back as a bool). Trivially copyable structs are copied as bytes, so
+// their fields are not checked: give a struct with bool or range-limited
+// enum fields a pup member if its buffers may come from outside.
+inline void pup(pupper& p, bool& b) {
+  const bool v = p.flag(b, "bool");
+  if (p.unpacking()) b = v;
+}
+
+template <class T>
+requires detail::has_pup_member<T>
+void pup(pupper& p, T& v) {
+  v.pup(p);
+}
+
+template <class T>
+requires std::is_pointer_v<T>
+void pup(pupper&, T&) {
+  static_assert(!std::is_pointer_v<T>,
+                "weft::pup: raw pointers cannot be serialized (what they point to has no known "
+                "size); use a value, a container or std::unique_ptr");
+}
+
+template <class T, class A>
+void pup(pupper& p, std::vector<T, A>& v) {
+  constexpr auto what = objects::detail::type_name<std::vector<T, A>>();
+  std::uint64_t n = p.length(v.size(), detail::min_packed_bytes<T>(), what);
+  if (p.unpacking()) v.resize(std::size_t(n));
+  if constexpr (detail::bitwise<T>) {
+    p.bytes(v.data(), v.size() * sizeof(T), what);  // one memcpy for the whole array
+  } else {
+    for (auto& x : v) p | x;
+  }
+}
+
+template <class A>
+void pup(pupper& p, std::vector<bool, A>& v) {
+  constexpr auto what = objects::detail::type_name<std::vector<bool, A>>();
+  std::uint64_t n = p.length(v.size(), 1, what);
+  if (p.unpacking()) v.assign(std::size_t(n), false);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const bool b = p.flag(v[i], what);
+    if (p.unpacking()) v[i] = b;  // the other passes must not write (the value may be const)
+  }
+}
+
+template <class C, class Tr, class A>
+void pup(pupper& p, std::basic_string<C, Tr, A>& s) {
+  constexpr auto what = objects::detail::type_name<std::basic_string<C, Tr, A>>();
+  std::uint64_t n = p.length(s.size(), sizeof(C), what);
+  if (p.unpacking()) s.resize(std::size_t(n));
+  p.bytes(s.data(), s.size() * sizeof(C), what);
+}
+
+template <class T, std::size_t N>
+requires(!detail::bitwise<std::array<T, N>>) void pup(pupper& p, std::array<T, N>& a) {
+  for (auto& x : a) p | x;
+}
+
+template <class A, class B>
+requires(!detail::bitwise<std::pair<A, B>>) void pup(pupper& p, std::pair<A, B>& v) {
+  p | v.first | v.second;
+}
+
+template <class... Ts>
+requires(!detail::bitwise<std::tuple<Ts...>>) void pup(pupper& p, std::tuple<Ts...>& t) {
+  std::apply([&p](auto&... xs) { (p | ... | xs); }, t);
+}
+
+template <class T>
+void pup(pupper& p, std::optional<T>& o) {
+  constexpr auto what = objects::detail::type_name<std::optional<T>>();
+  bool has = p.flag(o.has_value(), what);
+  if (p.unpacking()) {
+    if (!has) {
+      o.reset();
+      return;
+    }
+    o.emplace();
+  }
+  if (has) p | *o;
+}
+
+template <class T, class D>
+void pup(pupper& p, std::unique_ptr<T, D>& u) {
+  static_assert(!std::is_polymorphic_v<T>,
+                "weft::pup: a unique_ptr to a polymorphic type would lose its dynamic type");
+  constexpr auto what = objects::detail::type_name<std::unique_ptr<T, D>>();
+  bool has = p.flag(u != nullptr, what);
+  if (p.unpacking()) {
+    if (!has) {
+      u.reset();
+      return;
+    }
+    u = std::make_unique<T>();
+  }
+  if (has) p | *u;
+}
+
+namespace detail {
+template <class V, std::size_t... I>
+void emplace_variant(V& v, std::size_t index, std::index_sequence<I...>) {
+  ((index == I ? (void)v.template emplace<I>() : (void)0), ...);
+}
+}  // namespace detail
+
+template <class... Ts>
+void pup(pupper& p, std::variant<Ts...>& v) {
+  constexpr auto what = objects::detail::type_name<std::variant<Ts...>>();
+  std::uint32_t index = std::uint32_t(v.index());
+  p.bytes(&index, sizeof index, what);
+  if (p.unpacking()) {
+    if (index >= sizeof...(Ts))
+      p.fail("alternative " + std::to_string(index) + " of a variant of " +
+                 std::to_string(sizeof...(Ts)),
+             what);
+    detail::emplace_variant(v, index, std::index_sequence_for<Ts...>{});
+  }
+  std::visit([&p](auto& x) { p | x; }, v);
+}
+
+namespace detail {
+// Associative containers: length, then elements; unpacking rebuilds.
+template <class C, class Elem>
+void pup_associative(pupper& p, C& c, std::string_view what) {
+  std::uint64_t n = p.length(c.size(), min_packed_bytes<Elem>(), what);
+  if (!p.unpacking()) {
+    for (auto& e : c) {
+      Elem copy = e;  // keys are const inside the container
+      p | copy;
+    }
+    return;
+  }
+  c.clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    Elem e{};
+    p | e;
+    c.insert(c.end(), std::move(e));
+  }
+}
+}  // namespace detail
+
+template <class K, class V, class Cmp, class A>
+void pup(pupper& p, std::map<K, V, Cmp, A>& m) {
+  detail::pup_associative<std::map<K, V, Cmp, A>, std::pair<K, V>>(
+      p, m, objects::detail::type_name<std::map<K, V, Cmp, A>>());
+}
+
+template <class K, class V, class H, class E, class A>
+void pup(pupper& p, std::unordered_map<K, V, H, E, A>& m) {
+  detail::pup_associative<std::unordered_map<K, V, H, E, A>, std::pair<K, V>>(
+      p, m, objects::detail::type_name<std::unordered_map<K, V, H, E, A>>());
+}
+
+template <class K, class Cmp, class A>
+void pup(pupper& p, std::set<K, Cmp, A>& s) {
+  detail::pup_associative<std::set<K, Cmp, A>, K>(
+      p, s, objects::detail::type_name<std::set<K, Cmp, A>>());
+}
+
+template <class T>
+pupper& pupper::operator|(T& v) {
+  using weft::pup;
+  pup(*this, v);
+  return *this;
+}
+
+// ---- whole values ----------------------------------------------------------
+
+// Bytes that packing `vs...` takes.
+template <class... Ts>
+std::size_t packed_size(const Ts&... vs) {
+  pupper p = pupper::sizer();
+  (p | ... | const_cast<Ts&>(vs));  // the sizing pass reads only
+  return p.offset();
+}
+
+// Packs `vs...` into `out` (exactly packed_size bytes).
+template <class... Ts>
+void pack(std::span<std::byte> out, const Ts&... vs) {
+  pupper p = pupper::packer(out.data(), out.size());
+  (p | ... | const_cast<Ts&>(vs));  // the packing pass reads only
+}
+
+template <class... Ts>
+std::vector<std::byte> to_bytes(const Ts&... vs) {
+  std::vector<std::byte> out(packed_size(vs...));
+  pack(std::span<std::byte>(out), vs...);
+  return out;
+}
+
+// Unpacks `vs...` from `in`; the buffer must be consumed exactly.
+template <class... Ts>
+void unpack(std::span<const std::byte> in, Ts&... vs) {
+  pupper p = pupper::unpacker(in.data(), in.size());
+  (p | ... | vs);
+  if (p.remaining() != 0)
+    throw serialization_error(std::to_string(p.remaining()) +
+                              " bytes left over after unpacking (the buffer holds something "
+                              "other than what was asked for)");
+}
+
+template <class... Ts>
+void from_bytes(const std::vector<std::byte>& in, Ts&... vs) {
+  unpack(std::span<const std::byte>(in), vs...);
+}
+
+}  // namespace weft

@@ -1,0 +1,203 @@
+// Serialization: round trips for every supported type, the one-memcpy path
+// for contiguous trivially copyable data, and unpacking of corrupt and
+// truncated buffers (always a serialization_error naming the type, never a
+// crash: ASan/UBSan watch the fuzz loops).
+#include <gtest/gtest.h>
+
+#include <random>
+#include "test_scale.hpp"
+#include "weft/objects/pup.hpp"
+
+namespace {
+
+struct point {
+  double x, y, z;
+  bool operator==(const point&) const = default;
+};
+
+enum class color : std::uint8_t { red, green, blue };
+
+struct particle {
+  std::vector<double> pos;
+  std::string name;
+  int id = 0;
+  std::optional<point> anchor;
+  color c = color::red;
+  void pup(weft::pupper& p) { p | pos | name | id | anchor | c; }
+  bool operator==(const particle&) const = default;
+};
+
+struct everything {
+  std::vector<particle> particles;
+  std::map<std::string, std::vector<int>> index;
+  std::unordered_map<int, std::string> names;
+  std::set<long> ids;
+  std::array<std::string, 3> tags;
+  std::array<int, 4> counts{};
+  std::pair<int, std::string> pair;
+  std::tuple<int, double, std::string> tuple;
+  std::variant<int, std::string, point> var;
+  std::unique_ptr<particle> owned;
+  std::vector<bool> bits;
+  bool flag = false;
+  void pup(weft::pupper& p) {
+    p | particles | index | names | ids | tags | counts | pair | tuple | var | owned | bits | flag;
+  }
+  bool operator==(const everything& o) const {
+    return particles == o.particles && index == o.index && names == o.names && ids == o.ids &&
+           tags == o.tags && counts == o.counts && pair == o.pair && tuple == o.tuple &&
+           var == o.var && ((!owned && !o.owned) || (owned && o.owned && *owned == *o.owned)) &&
+           bits == o.bits && flag == o.flag;
+  }
+};
+
+everything sample() {
+  everything e;
+  e.particles = {{{1.0, 2.0}, "a", 7, point{1, 2, 3}, color::blue}, {{}, "", -1, {}, color::green}};
+  e.index = {{"x", {1, 2, 3}}, {"y", {}}};
+  e.names = {{1, "one"}, {2, "two"}};
+  e.ids = {5, 3, 9};
+  e.tags = {"p", "", "q"};
+  e.counts = {1, 2, 3, 4};
+  e.pair = {4, "four"};
+  e.tuple = {1, 2.5, "t"};
+  e.var = std::string("variant");
+  e.owned = std::make_unique<particle>(particle{{9.0}, "owned", 3, {}, color::red});
+  e.bits = {true, false, true};
+  e.flag = true;
+  return e;
+}
+
+TEST(Pup, RoundTripsEverySupportedType) {
+  everything in = sample();
+  std::vector<std::byte> bytes = weft::to_bytes(in);
+  EXPECT_EQ(bytes.size(), weft::packed_size(in));
+  everything out;
+  weft::from_bytes(bytes, out);
+  EXPECT_TRUE(out == in);
+}
+
+TEST(Pup, SeveralValuesAndEmptyOnes) {
+  int a = 5;
+  std::string s;
+  std::vector<point> v;
+  std::optional<int> none;
+  auto bytes = weft::to_bytes(a, s, v, none);
+  int a2 = 0;
+  std::string s2 = "junk";
+  std::vector<point> v2{{1, 1, 1}};
+  std::optional<int> none2 = 3;
+  weft::from_bytes(bytes, a2, s2, v2, none2);
+  EXPECT_EQ(a2, 5);
+  EXPECT_TRUE(s2.empty());
+  EXPECT_TRUE(v2.empty());
+  EXPECT_FALSE(none2.has_value());
+}
+
+TEST(Pup, ContiguousTriviallyCopyableDataIsOneBlock) {
+  // A vector of trivially copyable elements packs as length + raw bytes:
+  // exactly the bytes of its array, in order (one memcpy, no per-element work).
+  std::vector<point> v{{1, 2, 3}, {4, 5, 6}};
+  auto bytes = weft::to_bytes(v);
+  ASSERT_EQ(bytes.size(), sizeof(std::uint64_t) + v.size() * sizeof(point));
+  EXPECT_EQ(std::memcmp(bytes.data() + 8, v.data(), v.size() * sizeof(point)), 0);
+  std::array<int, 3> arr{7, 8, 9};
+  EXPECT_EQ(weft::packed_size(arr), sizeof arr);
+}
+
+TEST(Pup, ConstValuesPackWithoutBeingChanged) {
+  const std::vector<bool> bits{true, false};
+  const std::string s = "const";
+  auto bytes = weft::to_bytes(bits, s);
+  std::vector<bool> b2;
+  std::string s2;
+  weft::from_bytes(bytes, b2, s2);
+  EXPECT_EQ(b2, bits);
+  EXPECT_EQ(s2, s);
+}
+
+TEST(Pup, TruncatedBufferNamesTheType) {
+  std::vector<int> v{1, 2, 3, 4};
+  auto bytes = weft::to_bytes(v);
+  bytes.resize(bytes.size() - 1);
+  std::vector<int> out;
+  try {
+    weft::from_bytes(bytes, out);
+    FAIL() << "no error";
+  } catch (const weft::serialization_error& e) {
+    EXPECT_NE(std::string(e.what()).find("std::vector<int"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Pup, LeftoverBytesAreAnError) {
+  auto bytes = weft::to_bytes(1, 2);
+  int one = 0;
+  EXPECT_THROW(weft::from_bytes(bytes, one), weft::serialization_error);
+}
+
+TEST(Pup, ImpossibleValuesAreErrors) {
+  // A length larger than the buffer could hold must not allocate it.
+  std::vector<std::byte> huge(8);
+  std::uint64_t n = ~0ull;
+  std::memcpy(huge.data(), &n, 8);
+  std::vector<double> v;
+  EXPECT_THROW(weft::from_bytes(huge, v), weft::serialization_error);
+  std::string s;
+  EXPECT_THROW(weft::from_bytes(huge, s), weft::serialization_error);
+
+  std::variant<int, float> var;
+  std::vector<std::byte> bad_index(8);
+  bad_index[0] = std::byte{5};
+  EXPECT_THROW(weft::from_bytes(bad_index, var), weft::serialization_error);
+
+  std::optional<int> o;
+  std::vector<std::byte> bad_flag{std::byte{2}, std::byte{0}, std::byte{0}, std::byte{0},
+                                  std::byte{0}};
+  EXPECT_THROW(weft::from_bytes(bad_flag, o), weft::serialization_error);
+  bool b = false;
+  std::vector<std::byte> bad_bool{std::byte{9}};
+  EXPECT_THROW(weft::from_bytes(bad_bool, b), weft::serialization_error);
+}
+
+// Every prefix of a valid buffer is truncated: each must throw, none crash.
+TEST(PupFuzz, EveryPrefixOfAValidBufferThrows) {
+  auto bytes = weft::to_bytes(sample());
+  for (std::size_t len = 0; len < bytes.size(); ++len) {
+    std::vector<std::byte> prefix(bytes.begin(), bytes.begin() + long(len));
+    everything out;
+    EXPECT_THROW(weft::from_bytes(prefix, out), weft::serialization_error) << "length " << len;
+  }
+}
+
+// Random corruption of a valid buffer and random buffers: unpacking either
+// succeeds or throws serialization_error; ASan/UBSan check that nothing
+// outside the buffer is read and no invalid value is made.
+TEST(PupFuzz, CorruptBuffersNeverCrash) {
+  std::mt19937_64 rng(12345);
+  const auto valid = weft::to_bytes(sample());
+  const long rounds = weft_test::scaled(200'000, 20'000);
+  long ok = 0, errors = 0;
+  for (long r = 0; r < rounds; ++r) {
+    std::vector<std::byte> buf;
+    if (r % 4 == 0) {
+      buf.resize(rng() % 64);
+      for (auto& b : buf) b = std::byte(rng());
+    } else {
+      buf = valid;
+      const int flips = 1 + int(rng() % 4);
+      for (int f = 0; f < flips; ++f) buf[rng() % buf.size()] = std::byte(rng());
+      if (rng() % 8 == 0) buf.resize(rng() % (buf.size() + 1));
+    }
+    everything out;
+    try {
+      weft::from_bytes(buf, out);
+      ++ok;
+    } catch (const weft::serialization_error&) {
+      ++errors;
+    }
+  }
+  EXPECT_EQ(ok + errors, rounds);
+  EXPECT_GT(errors, 0);
+}
+
+}  // namespace

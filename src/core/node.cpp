@@ -343,6 +343,10 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
     while (base::queue_link* l = pe->queue.pop())
       core::release_message(reinterpret_cast<message*>(l));
     if (pe->pairs) pe->pairs->drain_quiescent([](message* m) { core::release_message(m); });
+    while (!pe->prioritized.empty()) {
+      core::release_message(pe->prioritized.top().m);
+      pe->prioritized.pop();
+    }
   }
   for (message* m : node->node_queue) core::release_message(m);
   node->transport->finalize();

@@ -33,6 +33,17 @@ struct timer_entry {
   }
 };
 
+// A message waiting in a PE's priority order: higher priority first, then
+// arrival order.
+struct held_message {
+  std::int32_t priority;
+  std::uint64_t seq;
+  message* m;
+  bool operator<(const held_message& o) const {
+    return priority != o.priority ? priority < o.priority : seq > o.seq;
+  }
+};
+
 struct pe_state {
   explicit pe_state(int rank, int num_pes, queue_kind kind);
 
@@ -58,6 +69,10 @@ struct pe_state {
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers;
   std::uint64_t timer_seq = 0;
   std::vector<std::function<bool()>> conditions;
+  // Messages popped while a prioritised one was queued (empty unless some
+  // message has a non-zero priority: then the scheduler pays nothing).
+  std::priority_queue<held_message> prioritized;
+  std::uint64_t held_seq = 0;
   bool pairs_backlog = false;       // this PE has spsc-pairs overflow to flush
   std::uint64_t idle_since_ns = 0;  // start of the current idle period (0: busy)
   // Statistics (stats=on), in cycles.

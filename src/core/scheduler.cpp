@@ -107,6 +107,11 @@ inline message* pop_own(pe_state& pe, bool first_of_turn) {
   return reinterpret_cast<message*>(pe.queue.pop());
 }
 
+// Moves a popped message into the PE's priority order.
+inline void hold(pe_state& pe, message* m) {
+  pe.prioritized.push({m->priority, pe.held_seq++, m});
+}
+
 inline bool own_queue_has_work(const pe_state& pe) {
   return !pe.queue.empty() || (pe.pairs && !pe.pairs->empty());
 }
@@ -216,7 +221,8 @@ void flush_backlog(node_state& node, pe_state& pe) {
 }
 
 inline bool has_work(node_state& node, pe_state& pe) {
-  return own_queue_has_work(pe) || node.node_queue_size.load(std::memory_order_relaxed) != 0 ||
+  return own_queue_has_work(pe) || !pe.prioritized.empty() ||
+         node.node_queue_size.load(std::memory_order_relaxed) != 0 ||
          (!pe.timers.empty() && pe.timers.top().deadline_ns <= base::wall_ns()) ||
          node.stop.load(std::memory_order_relaxed);
 }
@@ -379,10 +385,29 @@ void scheduler_loop(node_state& node, pe_state& pe) {
       pe.last_cpu = cpu;
     }
     int did = 0;
-    for (; did < batch; ++did) {
+    while (did < batch) {
       message* m = pop_own(pe, did == 0);
-      if (m == nullptr) break;
-      handle(node, pe, m);
+      // The common case: no priorities anywhere, the message runs as popped.
+      if (m != nullptr && m->priority == 0 && pe.prioritized.empty()) {
+        handle(node, pe, m);
+        ++did;
+        continue;
+      }
+      // A prioritised message is queued: gather what has arrived and run the
+      // highest priority first (FIFO among equals).
+      if (m != nullptr) {
+        hold(pe, m);
+        for (int k = 0; k < batch; ++k) {
+          message* x = pop_own(pe, false);
+          if (x == nullptr) break;
+          hold(pe, x);
+        }
+      }
+      if (pe.prioritized.empty()) break;
+      message* best = pe.prioritized.top().m;
+      pe.prioritized.pop();
+      handle(node, pe, best);
+      ++did;
     }
     if (message* m = pop_node_queue(node)) {
       handle(node, pe, m);

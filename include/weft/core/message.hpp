@@ -31,7 +31,7 @@ struct alignas(16) message {
   handler_id handler = 0;       // registered handler that consumes it
   std::int32_t src_pe = -1;     // sending PE (-1: a thread that is not a PE)
   std::uint32_t size = 0;       // payload bytes
-  std::int32_t priority = 0;    // larger runs first once priorities are scheduled
+  std::int32_t priority = 0;    // larger runs first among what waits at a PE (send only)
   std::uint16_t flags = 0;      // message_flags
   std::uint8_t size_class = 0;  // block class for the allocator
   std::uint8_t reserved_ = 0;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 #include "test_scale.hpp"
 #include "weft/weft.hpp"
@@ -66,6 +67,13 @@ inline void reset_errors() {
 inline std::string first_error() {
   std::lock_guard<std::mutex> lock(g_error_mutex);
   return g_first_error;
+}
+
+// Test-name suffix for a (PE count, queue kind) parameter: "8pes_spsc_pairs".
+template <class Info>
+std::string pes_queue_name(const Info& info) {
+  const std::string q = std::get<1>(info.param) == std::string("mpsc") ? "mpsc" : "spsc_pairs";
+  return std::to_string(std::get<0>(info.param)) + "pes_" + q;
 }
 
 inline std::uint64_t now_ns() {

@@ -215,11 +215,7 @@ TEST_P(Broadcast, ManyBackToBackFromNonPeThread) {
 INSTANTIATE_TEST_SUITE_P(Broadcast, Broadcast,
                          testing::Combine(testing::Values(1, 2, 3, 5, 8, 13),
                                           testing::Values("mpsc", "spsc-pairs")),
-                         [](const testing::TestParamInfo<bcast_param>& info) {
-                           std::string q =
-                               std::get<1>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";
-                           return std::to_string(std::get<0>(info.param)) + "pes_" + q;
-                         });
+                         weft_test::pes_queue_name<testing::TestParamInfo<bcast_param>>);
 
 // ---- every PE broadcasting at once -----------------------------------------------
 

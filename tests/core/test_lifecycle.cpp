@@ -274,11 +274,7 @@ TEST_P(Quiescence, RequestedFromAnotherPeAndAgainFromTheCallback) {
 INSTANTIATE_TEST_SUITE_P(Lifecycle, Quiescence,
                          testing::Combine(testing::Values(1, 2, 8),
                                           testing::Values("mpsc", "spsc-pairs")),
-                         [](const testing::TestParamInfo<qd_param>& info) {
-                           std::string q =
-                               std::get<1>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";
-                           return std::to_string(std::get<0>(info.param)) + "pes_" + q;
-                         });
+                         weft_test::pes_queue_name<testing::TestParamInfo<qd_param>>);
 
 // ---- timers ---------------------------------------------------------------------
 

@@ -5,4 +5,5 @@
 #include "weft/core/handler.hpp"
 #include "weft/core/message.hpp"
 #include "weft/core/runtime.hpp"
+#include "weft/objects/buffer.hpp"
 #include "weft/objects/pup.hpp"

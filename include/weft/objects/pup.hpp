@@ -25,6 +25,15 @@
 // weft::serialization_error naming the type being read and the offset.
 // Nothing is read outside the buffer, and no length read from it allocates
 // more than the buffer could describe.
+//
+// Reach: every pupper knows where its bytes may go. `reach::anywhere` (the
+// default) means the bytes may leave the process — a checkpoint on disk, a
+// message to another node — so they must hold the data itself. With
+// `reach::this_process` the bytes are read back by the same address space
+// (a message between objects of one process), so a type may send a large
+// buffer as a pointer and hand over its ownership instead of copying it
+// (weft::buffer does; see weft/objects/buffer.hpp). Types that do not ask
+// in_process() serialize the same way in both reaches.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -58,18 +67,23 @@ class WEFT_API serialization_error : public std::runtime_error {
 class pupper {
  public:
   enum class pass { sizing, packing, unpacking };
+  // Where the bytes may be read back (see the comment at the top of the file).
+  // The three passes over one set of bytes must use the same reach.
+  enum class reach { anywhere, this_process };
 
-  static pupper sizer() { return pupper(pass::sizing, nullptr, 0); }
-  static pupper packer(std::byte* out, std::size_t capacity) {
-    return pupper(pass::packing, out, capacity);
+  static pupper sizer(reach r = reach::anywhere) { return pupper(pass::sizing, nullptr, 0, r); }
+  static pupper packer(std::byte* out, std::size_t capacity, reach r = reach::anywhere) {
+    return pupper(pass::packing, out, capacity, r);
   }
-  static pupper unpacker(const std::byte* in, std::size_t size) {
-    return pupper(pass::unpacking, const_cast<std::byte*>(in), size);
+  static pupper unpacker(const std::byte* in, std::size_t size, reach r = reach::anywhere) {
+    return pupper(pass::unpacking, const_cast<std::byte*>(in), size, r);
   }
 
   bool sizing() const noexcept { return pass_ == pass::sizing; }
   bool packing() const noexcept { return pass_ == pass::packing; }
   bool unpacking() const noexcept { return pass_ == pass::unpacking; }
+  // Whether the bytes stay in this process (may carry pointers that own memory).
+  bool in_process() const noexcept { return reach_ == reach::this_process; }
   // Bytes counted (sizing) or written/read so far.
   std::size_t offset() const noexcept { return pos_; }
   // Bytes left to read (unpacking).
@@ -119,7 +133,8 @@ class pupper {
   pupper& operator|(T& v);
 
  private:
-  pupper(pass p, std::byte* buf, std::size_t size) : pass_(p), buf_(buf), size_(size) {}
+  pupper(pass p, std::byte* buf, std::size_t size, reach r)
+      : pass_(p), reach_(r), buf_(buf), size_(size) {}
   [[noreturn]] void fail_truncated(std::size_t n, std::string_view what) const {
     throw serialization_error(std::string(unpacking() ? "truncated buffer while unpacking "
                                                       : "buffer too small while packing ") +
@@ -129,6 +144,7 @@ class pupper {
   }
 
   pass pass_;
+  reach reach_;
   std::byte* buf_;
   std::size_t size_;
   std::size_t pos_ = 0;

@@ -25,6 +25,14 @@ handler_id register_handler(const char* name, handler_fn fn) {
   return handler_id(t.entries.size() - 1);
 }
 
+void detail::register_layer(const layer_hooks& hooks) {
+  core::handler_table& t = core::handlers();
+  if (t.frozen.load(std::memory_order_acquire))
+    base::fatal("register_layer(\"%s\") while a node runs", hooks.name);
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.layers.push_back(hooks);
+}
+
 std::size_t num_handlers() {
   return core::handlers().entries.size();
 }

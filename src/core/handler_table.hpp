@@ -17,6 +17,7 @@ struct handler_entry {
 struct handler_table {
   std::mutex mutex;
   std::vector<handler_entry> entries;
+  std::vector<detail::layer_hooks> layers;  // in registration order
   std::atomic<bool> frozen{false};
 };
 

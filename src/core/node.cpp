@@ -25,6 +25,11 @@ thread_local pe_local t_local;
 pe_local& this_pe_local() noexcept {
   return t_local;
 }
+bool in_main_setup() noexcept {
+  if (t_local.pe != 0) return false;
+  core::node_state* node = core::g_node.load(std::memory_order_acquire);
+  return node != nullptr && node->main_running.load(std::memory_order_relaxed);
+}
 }  // namespace detail
 
 namespace core {
@@ -128,8 +133,14 @@ void pe_thread_main(node_state& node, pe_state& pe) {
   pe.thread = pthread_self();
   pe.has_thread.store(true, std::memory_order_release);
   base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
+  for (const auto& l : handlers().layers)
+    if (l.pe_start) l.pe_start();
   scheduler_loop(node, pe);
   pe.has_thread.store(false, std::memory_order_release);  // the watchdog must not signal it now
+  // Layers free their per-PE state in reverse order of registration.
+  const auto& layers = handlers().layers;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+    if (it->pe_stop) it->pe_stop();
   // Closures of timers and conditions may own messages: free them here,
   // before this thread's block cache goes back to the allocator.
   pe.conditions.clear();
@@ -320,6 +331,8 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   CPU_ZERO(&saved);
   bool have_saved = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
 
+  for (const auto& l : core::handlers().layers)
+    if (l.node_start) l.node_start();
   std::thread watchdog;
   core::start_watchdog(*node, watchdog);
   std::vector<std::thread> threads;
@@ -330,6 +343,11 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   core::pe_thread_main(*node, *node->pes[0]);
   for (auto& t : threads) t.join();
   core::stop_watchdog(*node, watchdog);
+  {
+    const auto& layers = core::handlers().layers;
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+      if (it->node_stop) it->node_stop();
+  }
 
   // No PE runs any more; wait out calls from the program's own threads.
   core::g_node.store(nullptr, std::memory_order_seq_cst);

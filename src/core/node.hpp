@@ -121,6 +121,7 @@ struct node_state {
 
   std::function<void(args)> main_fn;
   args main_args{};
+  std::atomic<bool> main_running{false};  // main_fn is running on PE 0
 
   // Watchdog.
   std::mutex wd_mutex;

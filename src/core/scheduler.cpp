@@ -367,6 +367,11 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     // main_fn counts as a message in flight until it returns.
     count_one(pe.sent);
     pe.current_handler.store(-2, std::memory_order_relaxed);
+    node.main_running.store(true, std::memory_order_relaxed);
+    struct main_done {
+      node_state& n;
+      ~main_done() { n.main_running.store(false, std::memory_order_relaxed); }
+    } done{node};
     try {
       node.main_fn(node.main_args);
     } catch (const std::exception& e) {

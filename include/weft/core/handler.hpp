@@ -19,4 +19,23 @@ WEFT_API handler_id register_handler(const char* name, handler_fn fn);
 WEFT_API std::size_t num_handlers();
 WEFT_API const char* handler_name(handler_id id);
 
+namespace detail {
+// Hooks of a layer built on core (objects, tasks, ...), so that its per-PE
+// and per-node state lives exactly as long as the node. Registered before
+// weft::run, like handlers; each hook may be null.
+//  node_start: on the thread in weft::run, before any PE starts;
+//  pe_start:   on each PE thread, before its scheduler (and main_fn) runs;
+//  pe_stop:    on each PE thread, after its scheduler stopped (other PEs may
+//              still be finishing their last handler);
+//  node_stop:  on the thread in weft::run, after every PE stopped.
+struct layer_hooks {
+  const char* name;
+  void (*node_start)();
+  void (*pe_start)();
+  void (*pe_stop)();
+  void (*node_stop)();
+};
+WEFT_API void register_layer(const layer_hooks& hooks);
+}  // namespace detail
+
 }  // namespace weft

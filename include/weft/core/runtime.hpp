@@ -54,6 +54,8 @@ struct pe_local {
   int num_nodes = 1;
 };
 WEFT_API pe_local& this_pe_local() noexcept;
+// True on PE 0 while main_fn runs (its setup, before it first returns).
+WEFT_API bool in_main_setup() noexcept;
 }  // namespace detail
 
 inline int my_pe() noexcept {

@@ -1,0 +1,233 @@
+// The objects layer's runtime interface: what the templates in
+// collections.hpp, reduction.hpp and future.hpp call into (src/objects).
+// Not for programs: names and layouts here may change at any time.
+//
+// Registration. Entry methods, constructors, element types, reducers and
+// index maps get dense ids from tables filled during static initialisation
+// (an inline variable per instantiation), so every process of a job started
+// from one binary numbers them alike; the tables are read without locks once
+// a node runs.
+#pragma once
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+#include "weft/base/export.hpp"
+#include "weft/core/message.hpp"
+#include "weft/objects/index.hpp"
+#include "weft/objects/pup.hpp"
+
+namespace weft::detail {
+
+struct promise_base;
+class element_base;
+struct element_record;
+struct local_collection;  // src/objects: one per collection per PE
+
+// ---- collections ------------------------------------------------------------
+
+enum class collection_kind : std::uint8_t { array, group, nodegroup, chare };
+enum class map_kind : std::uint8_t { block, round_robin, hash, user, owner_field };
+
+// Everything a PE needs to route a message to a collection's element without
+// having seen the collection before: proxies carry it, messages repeat it.
+struct collection_ref {
+  std::uint64_t id = 0;    // (creator PE + 1) << 32 | creator's counter
+  std::uint32_t type = 0;  // element type id
+  collection_kind kind = collection_kind::array;
+  map_kind map = map_kind::block;
+  std::uint8_t dims = 0;  // dense dimensions (0: sparse index)
+  bool dynamic = false;   // elements may be inserted after creation
+  std::int32_t bounds[3] = {0, 0, 0};
+  std::uint32_t user_map = 0;  // map_kind::user: registered map id
+  std::int32_t root_pe = 0;    // broadcasts and reductions are rooted here
+  std::uint32_t reserved_ = 0;
+};
+
+// The PE an element of `ref` lives on unless it migrated.
+WEFT_API int home_pe(const collection_ref& ref, const index_key& key) noexcept;
+// Readable "array Block#3" for errors.
+WEFT_API std::string collection_name(const collection_ref& ref);
+WEFT_API std::string key_string(const collection_ref& ref, const index_key& key);
+
+// ---- registries -------------------------------------------------------------
+
+template <class T>
+inline const char type_tag = 0;
+
+struct entry_info {
+  std::string name;           // "Block::ghost"
+  const void* cls = nullptr;  // type_tag of the declaring class
+  // A method: unpacks its arguments from `p` and calls it on `obj`.
+  void (*invoke)(element_base& obj, pupper& p, message& m) = nullptr;
+  // A constructor: unpacks its arguments from `p` and builds the element.
+  element_base* (*construct)(pupper& p) = nullptr;
+  bool awaited = false;    // some coroutine awaits next<this>: its messages wait in a mailbox
+  bool exclusive = false;  // nodegroup: never runs beside another exclusive entry of the node
+};
+WEFT_API std::uint32_t register_entry(entry_info info);
+WEFT_API const entry_info& entry(std::uint32_t id) noexcept;
+WEFT_API bool mark_awaited(std::uint32_t id);
+
+struct element_type_info {
+  std::string name;
+  element_base* (*make_empty)() = nullptr;  // default construction for migration; null: cannot
+  void (*pup)(element_base&, pupper&) = nullptr;  // null: the type cannot migrate
+};
+WEFT_API std::uint32_t register_element_type(element_type_info info);
+WEFT_API const element_type_info& element_type(std::uint32_t id) noexcept;
+
+struct reducer_info {
+  std::string name;
+  void (*combine)(std::vector<std::byte>& acc, const std::vector<std::byte>& more) = nullptr;
+};
+WEFT_API std::uint32_t register_reducer(reducer_info info);
+
+using map_fn = int (*)(const index_key& key, int num_pes);
+WEFT_API std::uint32_t register_map(map_fn fn, std::string name);
+
+// ---- elements ----------------------------------------------------------------
+
+// Messages of an awaited entry method wait here for next<>().
+struct mailbox_waiter {
+  std::size_t need = 0;
+  std::vector<message_ptr> got;
+  std::coroutine_handle<> h;
+};
+struct mailbox {
+  std::deque<message_ptr> queued;
+  mailbox_waiter* waiter = nullptr;
+};
+
+// The runtime's record of one element, shared with the element's base class.
+struct element_record {
+  collection_ref ref;
+  index_key key;
+  element_base* obj = nullptr;
+  local_collection* coll = nullptr;
+  std::uint32_t red_round = 0;   // next reduction round this element contributes to
+  std::uint32_t epoch = 0;       // migrations so far (orders location updates)
+  std::uint64_t last_bcast = 0;  // broadcasts delivered so far
+  int migrate_to = -1;           // requested by migrate_to(), done after the entry returns
+  bool destroy_requested = false;
+  bool contributed_now = false;                     // in the current invocation (twice is an error)
+  const char* running = nullptr;                    // entry running now, for errors
+  std::vector<std::coroutine_handle<>> coroutines;  // suspended tasks it owns
+  std::unordered_map<std::uint32_t, mailbox> mailboxes;
+};
+
+// ---- messages ----------------------------------------------------------------
+
+// Object-level header at the start of an element message's payload; the
+// packed arguments follow.
+struct alignas(8) obj_header {
+  collection_ref ref;
+  index_key key;
+  std::uint32_t entry = 0;
+  std::int32_t origin_pe = -1;  // the sender, told the element's place after forwarding
+  std::uint16_t hops = 0;
+  std::uint8_t in_process = 0;  // arguments packed with pupper::reach::this_process
+  std::uint8_t op = 0;          // runtime-internal message kind
+  std::int32_t reply_pe = -1;   // call<>: the future that gets the result
+  std::uint64_t reply_id = 0;
+};
+
+inline obj_header& header_of(message& m) noexcept {
+  return *std::launder(reinterpret_cast<obj_header*>(m.data()));
+}
+inline std::byte* args_of(message& m) noexcept {
+  return m.data() + sizeof(obj_header);
+}
+inline std::size_t args_size(const message& m) noexcept {
+  return m.size - sizeof(obj_header);
+}
+
+// A message for entry `entry` of element `key` with room for `args_bytes`.
+WEFT_API message_ptr new_element_message(const collection_ref& ref, const index_key& key,
+                                         std::uint32_t entry, std::size_t args_bytes);
+// Routes it to the element (wherever it lives now). PE.
+WEFT_API void send_element(message_ptr m);
+// Delivers it to every element of the collection exactly once. PE.
+WEFT_API void broadcast_collection(message_ptr m);
+
+// Creates a collection: assigns its id, and constructs its elements (dense
+// arrays: every index; groups: one per PE; nodegroups: one per node) on
+// their PEs with constructor entry `ctor` and the packed arguments. PE.
+WEFT_API collection_ref create_collection(collection_ref proto, std::uint32_t ctor,
+                                          std::vector<std::byte> args);
+// Inserts one element (sparse arrays, chares) on `pe` (-1: its home; -2:
+// whichever PE of the node is free first). PE.
+WEFT_API void insert_element(const collection_ref& ref, const index_key& key, int pe,
+                             std::uint32_t ctor, std::vector<std::byte> args);
+// A fresh key for a chare of type `type` created by this PE.
+WEFT_API index_key new_chare_key();
+WEFT_API collection_ref chare_collection(std::uint32_t type);
+
+// The element being constructed on this thread (its base class takes it).
+WEFT_API element_record* constructing_record() noexcept;
+// The local element of a group or nodegroup (null if not there).
+WEFT_API element_base* local_element(const collection_ref& ref) noexcept;
+
+// Requests from inside an entry method; carried out when it returns.
+WEFT_API void request_migration(element_record& rec, int pe);
+WEFT_API void request_destroy(element_record& rec);
+// A destroy message to an element from outside.
+WEFT_API void send_destroy(const collection_ref& ref, const index_key& key);
+
+// ---- coroutines -------------------------------------------------------------
+
+// Adopts a suspended entry-method task for its element (null: main).
+WEFT_API void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& p,
+                         const char* what);
+// Resumes a coroutine waiting on something of `owner` (null: not an element).
+WEFT_API void resume(element_record* owner, std::coroutine_handle<> h);
+
+// ---- reductions ---------------------------------------------------------------
+
+enum class callback_kind : std::uint8_t { none, element, broadcast, future, exit, all_reduce };
+struct callback_desc {
+  callback_kind kind = callback_kind::none;
+  std::int32_t pe = -1;  // future owner
+  std::uint32_t entry = 0;
+  std::int32_t code = 0;  // exit code
+  std::uint64_t future_id = 0;
+  collection_ref ref;
+  index_key key;
+};
+WEFT_API bool same_callback(const callback_desc& a, const callback_desc& b) noexcept;
+
+// Contributes this element's value (packed result type) to its next round.
+// Returns the round.
+WEFT_API std::uint32_t contribute(element_record& rec, std::uint32_t reducer,
+                                  const callback_desc& cb, std::vector<std::byte> value);
+// all_reduce results on this PE: a slot filled when the round completes.
+struct allreduce_slot {
+  std::uint64_t collection = 0;
+  std::uint32_t round = 0;
+  bool ready = false;
+  std::vector<std::byte> value;
+  std::coroutine_handle<> h;
+  element_record* owner = nullptr;
+};
+WEFT_API void allreduce_register(allreduce_slot* s);
+WEFT_API void allreduce_unregister(allreduce_slot* s) noexcept;
+
+// ---- futures -----------------------------------------------------------------
+
+WEFT_API std::uint64_t future_new();
+WEFT_API void future_set(int pe, std::uint64_t id, std::vector<std::byte> value);
+// True and the value moved out if it arrived (owner PE only).
+WEFT_API bool future_take(std::uint64_t id, std::vector<std::byte>& out);
+WEFT_API void future_wait(std::uint64_t id, std::coroutine_handle<> h, promise_base* waiter);
+WEFT_API void future_cancel(std::uint64_t id) noexcept;
+
+// ---- errors ------------------------------------------------------------------
+
+[[noreturn]] WEFT_API void object_error(const std::string& what);
+WEFT_API void require_pe(const char* what);
+
+}  // namespace weft::detail

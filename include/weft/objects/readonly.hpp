@@ -1,0 +1,48 @@
+// Readonly globals: values the main function sets once during its setup and
+// every PE then reads without synchronisation.
+//
+//   weft::readonly<int> grid_size;          // a global
+//   ... in main, before it returns (or first suspends):  grid_size = 512;
+//   ... anywhere later, on any PE:                        int n = *grid_size;
+//
+// Setting one elsewhere (another PE, or after main's setup) is an error: the
+// PEs read it without a lock, which is safe only because every message they
+// get was sent after it was set. All PEs of a node share the process's copy;
+// a job of several processes gets it broadcast to each once main's setup ends
+// (with the transports of the net layer).
+#pragma once
+#include <string>
+#include "weft/core/runtime.hpp"
+#include "weft/objects/detail/runtime.hpp"
+#include "weft/objects/detail/type_name.hpp"
+
+namespace weft {
+
+template <class T>
+class readonly {
+ public:
+  readonly() = default;
+  explicit readonly(T initial) : value_(std::move(initial)) {}
+  readonly(const readonly&) = delete;
+  readonly& operator=(const readonly&) = delete;
+
+  readonly& operator=(T v) {
+    if (!detail::in_main_setup())
+      detail::object_error("weft::readonly<" + std::string(objects::detail::type_name<T>()) +
+                           "> set " +
+                           (my_pe() == 0 ? std::string("after the main function's setup")
+                                         : "on PE " + std::to_string(my_pe())) +
+                           ": readonlies are set on PE 0 before the main function returns (or, "
+                           "as a coroutine, first suspends)");
+    value_ = std::move(v);
+    return *this;
+  }
+  const T& get() const noexcept { return value_; }
+  const T& operator*() const noexcept { return value_; }
+  const T* operator->() const noexcept { return &value_; }
+
+ private:
+  T value_{};
+};
+
+}  // namespace weft

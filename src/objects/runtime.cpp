@@ -1,0 +1,1316 @@
+// The objects layer's runtime: collections, the location manager,
+// migration, broadcasts, reductions, futures and coroutine bookkeeping.
+// docs/design/objects.md explains the protocols; the comments here say why
+// each step is where it is.
+//
+// All per-PE state is reached through a thread-local pointer and touched
+// only by its PE; node-level state (nodegroups, reduction combiners) sits
+// behind a short mutex. Every message goes through core's send: a message to
+// an element on this PE is queued like any other, never called inline.
+#include "weft/core/runtime.hpp"
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include "objects/state.hpp"
+#include "weft/base/error.hpp"
+#include "weft/core/handler.hpp"
+#include "weft/objects/collections.hpp"
+#include "weft/objects/detail/type_name.hpp"
+
+namespace weft::detail {
+
+namespace {
+
+thread_local pe_objects* t_obj = nullptr;
+thread_local element_record* t_constructing = nullptr;
+node_objects* g_node_objects = nullptr;  // set while a node runs
+
+handler_id h_element = 0;  // messages for an element (entry, destroy)
+handler_id h_control = 0;  // everything else
+
+// Migrating elements overtake what is queued at their destination, so few
+// messages arrive before them and bounce.
+constexpr std::int32_t migration_priority = INT32_MAX;
+constexpr std::size_t bcast_history_limit = 256;
+
+pe_objects& pe_state() {
+  if (t_obj == nullptr)
+    object_error("the weft objects API was called off a PE (or while no node runs)");
+  return *t_obj;
+}
+
+const char* kind_name(collection_kind k) {
+  switch (k) {
+    case collection_kind::array:
+      return "array";
+    case collection_kind::group:
+      return "group";
+    case collection_kind::nodegroup:
+      return "nodegroup";
+    case collection_kind::chare:
+      return "chare";
+  }
+  return "?";
+}
+
+std::uint64_t linear_index(const collection_ref& ref, const index_key& key) {
+  int c[3] = {0, 0, 0};
+  std::memcpy(c, key.w, sizeof(int) * std::size_t(ref.dims));
+  std::uint64_t lin = 0;
+  for (int d = 0; d < ref.dims; ++d) lin = lin * std::uint64_t(ref.bounds[d]) + std::uint64_t(c[d]);
+  return lin;
+}
+
+std::uint64_t dense_count(const collection_ref& ref) {
+  std::uint64_t n = ref.dims > 0 ? 1 : 0;
+  for (int d = 0; d < ref.dims; ++d) n *= std::uint64_t(ref.bounds[d]);
+  return n;
+}
+
+index_key key_of_linear(const collection_ref& ref, std::uint64_t lin) {
+  int c[3] = {0, 0, 0};
+  for (int d = ref.dims - 1; d >= 0; --d) {
+    c[d] = int(lin % std::uint64_t(ref.bounds[d]));
+    lin /= std::uint64_t(ref.bounds[d]);
+  }
+  index_key k;
+  std::memcpy(k.w, c, sizeof(int) * std::size_t(ref.dims));
+  return k;
+}
+
+message_ptr new_control(const collection_ref& ref, const index_key& key, op_kind op,
+                        std::size_t payload) {
+  message_ptr m = make_message(h_control, sizeof(obj_header) + payload);
+  obj_header* h = new (m->data()) obj_header;
+  h->ref = ref;
+  h->key = key;
+  h->op = op;
+  h->origin_pe = my_pe();
+  return m;
+}
+
+void send_to(int pe, message_ptr m) {
+  weft::send(pe, std::move(m));
+}
+
+local_collection* find_local(const collection_ref& ref) {
+  pe_objects& s = pe_state();
+  if (s.last != nullptr && s.last->ref.id == ref.id) return s.last;
+  auto it = s.collections.find(ref.id);
+  if (it == s.collections.end()) return nullptr;
+  s.last = it->second.get();
+  return s.last;
+}
+
+node_combiner* combiner_for(std::uint64_t id) {
+  node_objects& n = *g_node_objects;
+  std::lock_guard<std::mutex> lock(n.mutex);
+  auto& c = n.combiners[id];
+  if (!c) {
+    c = std::make_unique<node_combiner>();
+    c->passed.assign(std::size_t(num_pes()), -1);
+  }
+  return c.get();
+}
+
+local_collection& get_local(const collection_ref& ref) {
+  if (local_collection* lc = find_local(ref)) return *lc;
+  pe_objects& s = pe_state();
+  auto lc = std::make_unique<local_collection>();
+  lc->ref = ref;
+  if (ref.kind == collection_kind::array || ref.kind == collection_kind::group)
+    lc->combiner = combiner_for(ref.id);
+  local_collection* p = lc.get();
+  s.collections.emplace(ref.id, std::move(lc));
+  s.last = p;
+  return *p;
+}
+
+std::string entry_name(std::uint32_t id) {
+  return entry(id).name;
+}
+
+// ---- reductions on this PE --------------------------------------------------
+
+std::int64_t pe_passed(const local_collection& lc) {
+  return lc.hist.empty() ? passed_all : std::int64_t(lc.hist.begin()->first) - 1;
+}
+void hist_add(local_collection& lc, std::uint32_t r) {
+  ++lc.hist[r];
+}
+void hist_remove(local_collection& lc, std::uint32_t r) {
+  auto it = lc.hist.find(r);
+  if (it != lc.hist.end() && --it->second == 0) lc.hist.erase(it);
+}
+
+void merge_partial(partial& into, partial&& more, const collection_ref& ref, std::uint32_t round) {
+  if (into.count == 0) {
+    into = std::move(more);
+    return;
+  }
+  if (into.reducer != more.reducer || !same_callback(into.cb, more.cb))
+    object_error("round " + std::to_string(round) + " of the reductions of " +
+                 collection_name(ref) + " gets contributions with different " +
+                 (into.reducer != more.reducer
+                      ? "ops or value types (" + reducer(into.reducer).name + " and " +
+                            reducer(more.reducer).name + ")"
+                      : std::string("callbacks")) +
+                 ": every element contributes to a round with the same op, type and callback");
+  reducer(into.reducer).combine(into.value, more.value);
+  into.count += more.count;
+}
+
+void send_partial(const collection_ref& ref, std::uint32_t round, partial&& p) {
+  pupper sizer = pupper::sizer();
+  sizer | p.reducer | p.cb | p.count | p.value;
+  message_ptr m = new_control(ref, index_key{}, op_red_partial, sizer.offset());
+  header_of(*m).reply_id = round;
+  pupper packer = pupper::packer(args_of(*m), args_size(*m));
+  packer | p.reducer | p.cb | p.count | p.value;
+  send_to(ref.root_pe, std::move(m));
+}
+
+// Reports what this PE passed to the node's combiner, with the partial
+// results of those rounds; sends whatever leaves the node to the root.
+void reduction_flush(local_collection& lc) {
+  if (lc.combiner == nullptr) return;
+  const std::int64_t passed = pe_passed(lc);
+  std::vector<std::pair<std::uint32_t, partial>> ready;
+  while (!lc.pending.empty() && std::int64_t(lc.pending.begin()->first) <= passed) {
+    auto it = lc.pending.begin();
+    ready.emplace_back(it->first, std::move(it->second));
+    lc.pending.erase(it);
+  }
+  if (ready.empty() && passed == lc.reported_passed) return;
+  lc.reported_passed = passed;
+  std::vector<std::pair<std::uint32_t, partial>> to_root;
+  {
+    node_combiner& c = *lc.combiner;
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.passed[std::size_t(my_pe())] = passed;
+    for (auto& [r, p] : ready) {
+      if (std::int64_t(r) <= c.completed)
+        to_root.emplace_back(r, std::move(p));  // late: the node already sent this round
+      else
+        merge_partial(c.acc[r], std::move(p), lc.ref, r);
+    }
+    const std::int64_t all = *std::min_element(c.passed.begin(), c.passed.end());
+    if (all > c.completed) {
+      c.completed = all;
+      while (!c.acc.empty() && std::int64_t(c.acc.begin()->first) <= all) {
+        auto it = c.acc.begin();
+        to_root.emplace_back(it->first, std::move(it->second));
+        c.acc.erase(it);
+      }
+    }
+  }
+  for (auto& [r, p] : to_root) send_partial(lc.ref, r, std::move(p));
+}
+
+// ---- elements ------------------------------------------------------------------
+
+void after_entry(element_record& rec);
+
+std::string element_name(const element_record& rec) {
+  return key_string(rec.ref, rec.key);
+}
+
+void destroy_frames(element_record& rec) {
+  // Destroying a frame runs its awaiters' destructors, which unregister
+  // them; copy first, as finished tasks also edit the list.
+  std::vector<std::coroutine_handle<>> frames;
+  frames.swap(rec.coroutines);
+  for (auto h : frames) h.destroy();
+}
+
+void report_dropped(element_record& rec, const char* why) {
+  for (auto& [id, mb] : rec.mailboxes)
+    if (!mb.queued.empty())
+      base::warn("%s %s with %zu message(s) for %s never awaited", element_name(rec).c_str(), why,
+                 mb.queued.size(), entry_name(id).c_str());
+}
+
+element_record& construct(local_collection& lc, const index_key& key, std::uint32_t ctor,
+                          const std::byte* args, std::size_t n, std::uint32_t round,
+                          std::uint32_t epoch) {
+  if (lc.local.count(key) != 0)
+    object_error("insert of " + key_string(lc.ref, key) + ", which already exists on PE " +
+                 std::to_string(my_pe()));
+  auto owned = std::make_unique<element_record>();
+  element_record& rec = *owned;
+  rec.ref = lc.ref;
+  rec.key = key;
+  rec.coll = &lc;
+  rec.red_round = round;
+  rec.epoch = epoch;
+  rec.last_bcast = lc.bcast_count;
+  lc.local.emplace(key, std::move(owned));
+  hist_add(lc, round);
+  lc.known[key] = {my_pe(), epoch, false};
+  const entry_info& e = entry(ctor);
+  pupper p = pupper::unpacker(args, n);
+  t_constructing = &rec;
+  try {
+    rec.obj = e.construct(p);
+  } catch (const std::exception& ex) {
+    t_constructing = nullptr;
+    base::fatal("constructor of %s threw %s", element_name(rec).c_str(), ex.what());
+  }
+  t_constructing = nullptr;
+  return rec;
+}
+
+void remove_element(local_collection& lc, element_record& rec) {
+  hist_remove(lc, rec.red_round);
+  element_base* obj = rec.obj;
+  index_key key = rec.key;
+  rec.obj = nullptr;
+  delete obj;
+  lc.local.erase(key);  // frees rec
+}
+
+void tell_home(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
+               location_kind kind);
+void redeliver(local_collection& lc, std::vector<message*> msgs);
+
+void apply_home_update(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
+                       location_kind kind) {
+  location& l = lc.home[key];
+  if (kind == loc_inserted || epoch >= l.epoch || l.pe < 0) {
+    l.pe = pe;
+    l.epoch = epoch;
+    l.deleted = kind == loc_deleted;
+  }
+  if (!l.deleted && l.pe == my_pe() && lc.local.count(key) != 0) lc.home.erase(key);
+  if (kind != loc_deleted) {
+    auto w = lc.waiting.find(key);
+    if (w != lc.waiting.end()) {
+      std::vector<message*> msgs = std::move(w->second);
+      lc.waiting.erase(w);
+      redeliver(lc, std::move(msgs));
+    }
+  }
+}
+
+void tell_home(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
+               location_kind kind) {
+  const int home = home_pe(lc.ref, key);
+  if (home == my_pe()) {
+    apply_home_update(lc, key, pe, epoch, kind);
+    return;
+  }
+  message_ptr m = new_control(lc.ref, key, op_location, 0);
+  header_of(*m).reply_pe = pe;
+  header_of(*m).reply_id = std::uint64_t(epoch) | (std::uint64_t(kind) << 32);
+  send_to(home, std::move(m));
+}
+
+void destroy_element(local_collection& lc, element_record& rec) {
+  destroy_frames(rec);
+  report_dropped(rec, "destroyed");
+  const index_key key = rec.key;
+  const std::uint32_t epoch = rec.epoch, round = rec.red_round;
+  remove_element(lc, rec);
+  lc.known[key] = {my_pe(), epoch, true};
+  tell_home(lc, key, my_pe(), epoch, loc_deleted);
+  if (lc.ref.kind == collection_kind::array) {
+    message_ptr m = new_control(lc.ref, key, op_red_leave, 0);
+    header_of(*m).reply_id = round;
+    send_to(lc.ref.root_pe, std::move(m));
+  }
+  reduction_flush(lc);
+}
+
+void migrate(local_collection& lc, element_record& rec) {
+  const int to = rec.migrate_to;
+  rec.migrate_to = -1;
+  if (to == my_pe()) return;
+  const element_type_info& type = element_type(rec.ref.type);
+  if (type.pup == nullptr)
+    object_error(element_name(rec) + " cannot migrate: its type " + type.name +
+                 " needs a default constructor and a pup(weft::pupper&) member");
+  if (!rec.coroutines.empty())
+    object_error(element_name(rec) + " cannot migrate while " +
+                 std::to_string(rec.coroutines.size()) +
+                 " of its coroutine entry methods are suspended (a coroutine frame cannot be "
+                 "packed); migrate between coroutines");
+  const std::uint32_t epoch = rec.epoch + 1;
+  auto pack = [&](pupper& p) {
+    std::uint32_t round = rec.red_round, ep = epoch;
+    std::uint64_t bc = rec.last_bcast;
+    p | round | ep | bc;
+    type.pup(*rec.obj, p);
+  };
+  pupper sizer = pupper::sizer();
+  pack(sizer);
+  message_ptr m = new_control(rec.ref, rec.key, op_migrate_in, sizer.offset());
+  pupper packer = pupper::packer(args_of(*m), args_size(*m));
+  pack(packer);
+  m->priority = migration_priority;
+  // Messages waiting in its mailboxes follow it.
+  std::vector<message*> follow;
+  for (auto& [id, mb] : rec.mailboxes)
+    for (auto& q : mb.queued) follow.push_back(q.release());
+  const index_key key = rec.key;
+  remove_element(lc, rec);
+  lc.known[key] = {to, epoch, false};
+  send_to(to, std::move(m));
+  for (message* f : follow) send_to(to, message_ptr(f));
+  reduction_flush(lc);
+}
+
+void after_entry(element_record& rec) {
+  local_collection& lc = *rec.coll;
+  if (rec.destroy_requested)
+    destroy_element(lc, rec);
+  else if (rec.migrate_to >= 0)
+    migrate(lc, rec);
+}
+
+void invoke(element_record& rec, const entry_info& e, message_ptr m) {
+  rec.contributed_now = false;
+  rec.running = e.name.c_str();
+  const obj_header& h = header_of(*m);
+  pupper p = pupper::unpacker(args_of(*m), args_size(*m),
+                              h.in_process ? pupper::reach::this_process : pupper::reach::anywhere);
+  try {
+    e.invoke(*rec.obj, p, *m);
+  } catch (const serialization_error& ex) {
+    base::fatal("%s: the arguments of %s do not unpack: %s", element_name(rec).c_str(),
+                e.name.c_str(), ex.what());
+  } catch (const std::exception& ex) {
+    base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
+                element_name(rec).c_str(), my_pe(), ex.what());
+  }
+  rec.running = nullptr;
+}
+
+// A message for an element that is here.
+void deliver(element_record& rec, message_ptr m) {
+  obj_header& h = header_of(*m);
+  if (h.hops > 0 && h.origin_pe >= 0 && h.origin_pe != my_pe()) {
+    // It was forwarded: tell the sender where the element is now.
+    message_ptr u = new_control(rec.ref, rec.key, op_location, 0);
+    header_of(*u).reply_pe = my_pe();
+    header_of(*u).reply_id = rec.epoch;
+    send_to(h.origin_pe, std::move(u));
+    h.hops = 0;
+  }
+  if (h.op == op_destroy) {
+    rec.destroy_requested = true;
+    after_entry(rec);
+    return;
+  }
+  const entry_info& e = entry(h.entry);
+  if (e.awaited) {
+    mailbox& mb = rec.mailboxes[h.entry];
+    if (mb.waiter != nullptr) {
+      mb.waiter->got.push_back(std::move(m));
+      if (mb.waiter->got.size() >= mb.waiter->need) {
+        std::coroutine_handle<> c = mb.waiter->h;
+        mb.waiter = nullptr;
+        resume(&rec, c);
+      }
+    } else {
+      mb.queued.push_back(std::move(m));
+    }
+    return;
+  }
+  invoke(rec, e, std::move(m));
+  after_entry(rec);
+}
+
+[[noreturn]] void error_deleted(const local_collection& lc, const obj_header& h) {
+  object_error("a message " +
+               (h.op == op_destroy ? std::string("destroying") : "for " + entry_name(h.entry)) +
+               " was sent to " + key_string(lc.ref, h.key) + ", which was deleted (sent by PE " +
+               std::to_string(h.origin_pe) + ")");
+}
+
+// A message for an element that is not here: forward it, or keep it until
+// the element exists.
+void miss(local_collection& lc, message_ptr m) {
+  obj_header& h = header_of(*m);
+  ++h.hops;
+  const int me = my_pe();
+  const int home = home_pe(lc.ref, h.key);
+  if (home == me) {
+    auto it = lc.home.find(h.key);
+    if (it != lc.home.end()) {
+      if (it->second.deleted) error_deleted(lc, h);
+      if (it->second.pe != me) {
+        send_to(it->second.pe, std::move(m));
+        return;
+      }
+    } else if (auto k = lc.known.find(h.key);
+               k != lc.known.end() && !k->second.deleted && k->second.pe != me) {
+      // It left home and has not announced its new place yet.
+      send_to(k->second.pe, std::move(m));
+      return;
+    }
+    const bool may_appear = !lc.created || lc.ref.dynamic ||
+                            lc.ref.kind == collection_kind::chare || it != lc.home.end();
+    if (!may_appear) {
+      // A dense element that should be here is gone: it was destroyed.
+      auto k = lc.known.find(h.key);
+      if (k != lc.known.end() && k->second.deleted) error_deleted(lc, h);
+    }
+    lc.waiting[h.key].push_back(m.release());
+    return;
+  }
+  auto k = lc.known.find(h.key);
+  if (k != lc.known.end() && !k->second.deleted && k->second.pe != me)
+    send_to(k->second.pe, std::move(m));
+  else
+    send_to(home, std::move(m));
+}
+
+void on_element_message(message_ptr m) {
+  obj_header& h = header_of(*m);
+  local_collection& lc = get_local(h.ref);
+  auto it = lc.local.find(h.key);
+  if (it != lc.local.end() && it->second->obj != nullptr) {
+    deliver(*it->second, std::move(m));
+    return;
+  }
+  miss(lc, std::move(m));
+}
+
+void redeliver(local_collection& lc, std::vector<message*> msgs) {
+  for (message* raw : msgs) {
+    message_ptr m(raw);
+    const obj_header& h = header_of(*m);
+    if (h.op == op_bcast) {
+      send_to(my_pe(), std::move(m));
+      continue;
+    }
+    auto it = lc.local.find(h.key);
+    if (it != lc.local.end())
+      send_to(my_pe(), std::move(m));  // keeps the order behind what is queued
+    else
+      miss(lc, std::move(m));
+  }
+}
+
+// ---- nodegroups --------------------------------------------------------------------
+
+nodegroup_instance& nodegroup(const collection_ref& ref) {
+  node_objects& n = *g_node_objects;
+  std::lock_guard<std::mutex> lock(n.mutex);
+  auto& g = n.nodegroups[ref.id];
+  if (!g) {
+    g = std::make_unique<nodegroup_instance>();
+    g->rec = std::make_unique<element_record>();
+    g->rec->ref = ref;
+    g->rec->key = index_key::of(my_node());
+  }
+  return *g;
+}
+
+void on_nodegroup_message(message_ptr m) {
+  obj_header& h = header_of(*m);
+  nodegroup_instance& g = nodegroup(h.ref);
+  {
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    if (!g.created) {
+      g.waiting.push_back(m.release());
+      return;
+    }
+  }
+  if (h.op == op_destroy)
+    object_error("destroy of " + collection_name(h.ref) + ": nodegroups live as long as the run");
+  const entry_info& e = entry(h.entry);
+  element_record& rec = *g.rec;
+  pupper p = pupper::unpacker(args_of(*m), args_size(*m),
+                              h.in_process ? pupper::reach::this_process : pupper::reach::anywhere);
+  std::unique_lock<std::mutex> excl(g.exclusive, std::defer_lock);
+  if (e.exclusive && !excl.try_lock()) {
+    // Another PE runs an exclusive entry: requeue rather than block this PE.
+    send_node(std::move(m));
+    return;
+  }
+  try {
+    e.invoke(*rec.obj, p, *m);
+  } catch (const std::exception& ex) {
+    base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
+                collection_name(h.ref).c_str(), my_pe(), ex.what());
+  }
+}
+
+void create_nodegroup_here(const obj_header& h, const std::byte* args, std::size_t n) {
+  nodegroup_instance& g = nodegroup(h.ref);
+  const entry_info& e = entry(h.entry);
+  pupper p = pupper::unpacker(args, n);
+  t_constructing = g.rec.get();
+  try {
+    g.rec->obj = e.construct(p);
+  } catch (const std::exception& ex) {
+    t_constructing = nullptr;
+    base::fatal("constructor of %s threw %s", collection_name(h.ref).c_str(), ex.what());
+  }
+  t_constructing = nullptr;
+  std::vector<message*> waiting;
+  {
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    g.created = true;
+    waiting.swap(g.waiting);
+  }
+  for (message* w : waiting) send_node(message_ptr(w));
+}
+
+// ---- broadcasts ------------------------------------------------------------------
+
+void deliver_broadcast(local_collection& lc, std::uint64_t seq, const message& m) {
+  lc.bcast_count = seq;
+  const obj_header& h = header_of(const_cast<message&>(m));
+  std::vector<index_key> keys;
+  keys.reserve(lc.local.size());
+  for (auto& [k, rec] : lc.local) keys.push_back(k);
+  for (const index_key& k : keys) {
+    auto it = lc.local.find(k);
+    if (it == lc.local.end()) continue;  // destroyed or moved by an earlier one
+    element_record& rec = *it->second;
+    if (rec.obj == nullptr || rec.last_bcast >= seq) continue;
+    rec.last_bcast = seq;
+    message_ptr copy = copy_message(m);
+    header_of(*copy).key = k;
+    header_of(*copy).op = op_entry;
+    header_of(*copy).hops = 0;
+    deliver(rec, std::move(copy));
+  }
+  (void)h;
+}
+
+void handle_bcast(local_collection& lc, message_ptr m) {
+  if (!lc.created) {
+    lc.early.push_back(m.release());
+    return;
+  }
+  const std::uint64_t seq = header_of(*m).reply_id;
+  lc.bcast_ahead.emplace(seq, std::move(m));
+  while (!lc.bcast_ahead.empty() && lc.bcast_ahead.begin()->first == lc.bcast_count + 1) {
+    auto node = lc.bcast_ahead.extract(lc.bcast_ahead.begin());
+    deliver_broadcast(lc, node.key(), *node.mapped());
+    lc.bcast_history.emplace_back(node.key(), std::move(node.mapped()));
+    if (lc.bcast_history.size() > bcast_history_limit) lc.bcast_history.pop_front();
+  }
+}
+
+// An element arrived with fewer broadcasts than this PE delivered.
+void catch_up(local_collection& lc, element_record& rec) {
+  while (rec.obj != nullptr && rec.last_bcast < lc.bcast_count) {
+    const std::uint64_t want = rec.last_bcast + 1;
+    if (lc.bcast_history.empty() || lc.bcast_history.front().first > want)
+      object_error("not implemented: " + element_name(rec) + " migrated while more than " +
+                   std::to_string(bcast_history_limit) + " broadcasts to its collection were in " +
+                   "flight");
+    const message& m = *lc.bcast_history[std::size_t(want - lc.bcast_history.front().first)].second;
+    rec.last_bcast = want;
+    message_ptr copy = copy_message(m);
+    header_of(*copy).key = rec.key;
+    header_of(*copy).op = op_entry;
+    deliver(rec, std::move(copy));
+    if (lc.local.count(rec.key) == 0) return;  // it moved on or was destroyed
+  }
+}
+
+// ---- creation --------------------------------------------------------------------
+
+void on_create(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  if (h.ref.kind == collection_kind::nodegroup) {
+    create_nodegroup_here(h, args_of(*m), args_size(*m));
+    return;
+  }
+  local_collection& lc = get_local(h.ref);
+  if (lc.created) object_error(collection_name(h.ref) + " was created twice");
+  lc.created = true;
+  const int me = my_pe();
+  if (h.ref.kind == collection_kind::group) {
+    construct(lc, index_key::of(me), h.entry, args_of(*m), args_size(*m), 0, 0);
+  } else if (!h.ref.dynamic) {
+    const std::uint64_t n = dense_count(h.ref);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      index_key k = key_of_linear(h.ref, i);
+      if (home_pe(h.ref, k) == me) construct(lc, k, h.entry, args_of(*m), args_size(*m), 0, 0);
+    }
+  }
+  std::vector<message*> early;
+  early.swap(lc.early);
+  for (auto& [k, msgs] : lc.waiting)
+    for (message* w : msgs) early.push_back(w);
+  lc.waiting.clear();
+  redeliver(lc, std::move(early));
+  reduction_flush(lc);
+}
+
+void on_insert(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local(h.ref);
+  element_record& rec =
+      construct(lc, h.key, h.entry, args_of(*m), args_size(*m), std::uint32_t(h.reply_id), 0);
+  (void)rec;
+  tell_home(lc, h.key, my_pe(), 0, loc_inserted);
+  reduction_flush(lc);
+}
+
+// ---- reductions at the root -----------------------------------------------------
+
+std::int64_t expected(const root_reduction& r, std::uint32_t round) {
+  std::int64_t e = r.base_expected;
+  for (auto it = r.deltas.begin(); it != r.deltas.end() && it->first <= round; ++it)
+    e += it->second;
+  return e;
+}
+
+void deliver_result(const collection_ref& ref, std::uint32_t round, partial&& p) {
+  const callback_desc& cb = p.cb;
+  switch (cb.kind) {
+    case callback_kind::element:
+    case callback_kind::broadcast: {
+      message_ptr m = new_element_message(cb.ref, cb.key, cb.entry, p.value.size());
+      std::memcpy(args_of(*m), p.value.data(), p.value.size());
+      if (cb.kind == callback_kind::element)
+        send_element(std::move(m));
+      else
+        broadcast_collection(std::move(m));
+      break;
+    }
+    case callback_kind::future:
+      future_set(cb.pe, cb.future_id, std::move(p.value));
+      break;
+    case callback_kind::exit:
+      weft::exit(cb.code);
+      break;
+    case callback_kind::all_reduce: {
+      message_ptr m = new_control(ref, index_key{}, op_allreduce_done, p.value.size());
+      header_of(*m).reply_id = round;
+      std::memcpy(args_of(*m), p.value.data(), p.value.size());
+      weft::broadcast(std::move(m));
+      break;
+    }
+    case callback_kind::none:
+      object_error("round " + std::to_string(round) + " of the reductions of " +
+                   collection_name(ref) + " has no callback");
+  }
+}
+
+void root_progress(local_collection& lc) {
+  root_reduction& r = *lc.root;
+  for (;;) {
+    auto it = r.acc.find(r.next_deliver);
+    const std::int64_t want = expected(r, r.next_deliver);
+    if (it == r.acc.end()) {
+      // A round nobody could contribute to (every element left) is skipped.
+      if (want == 0 && std::int64_t(r.next_deliver) < r.max_seen) {
+        ++r.next_deliver;
+        continue;
+      }
+      return;
+    }
+    if (std::int64_t(it->second.count) < want) return;
+    if (std::int64_t(it->second.count) > want)
+      object_error("round " + std::to_string(r.next_deliver) + " of the reductions of " +
+                   collection_name(lc.ref) + " got " + std::to_string(it->second.count) +
+                   " contributions for " + std::to_string(want) + " elements");
+    partial p = std::move(it->second);
+    r.acc.erase(it);
+    const std::uint32_t round = r.next_deliver++;
+    deliver_result(lc.ref, round, std::move(p));
+  }
+}
+
+root_reduction& root_of(local_collection& lc) {
+  if (!lc.root)
+    object_error("PE " + std::to_string(my_pe()) + " got a reduction message for " +
+                 collection_name(lc.ref) + " but is not its root");
+  return *lc.root;
+}
+
+void on_partial(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local(h.ref);
+  root_reduction& r = root_of(lc);
+  partial p;
+  pupper u = pupper::unpacker(args_of(*m), args_size(*m));
+  u | p.reducer | p.cb | p.count | p.value;
+  const auto round = std::uint32_t(h.reply_id);
+  r.max_seen = std::max<std::int64_t>(r.max_seen, round);
+  if (round < r.next_deliver)
+    object_error("a contribution to round " + std::to_string(round) + " of the reductions of " +
+                 collection_name(lc.ref) + " arrived after that round completed");
+  merge_partial(r.acc[round], std::move(p), lc.ref, round);
+  root_progress(lc);
+}
+
+// ---- control messages ----------------------------------------------------------
+
+void on_control(message_ptr m) {
+  obj_header& h = header_of(*m);
+  switch (h.op) {
+    case op_create:
+      on_create(std::move(m));
+      return;
+    case op_insert:
+      on_insert(std::move(m));
+      return;
+    case op_insert_root: {
+      local_collection& lc = get_local(h.ref);
+      root_reduction& r = root_of(lc);
+      // The new element joins at the first round the root has not seen, so
+      // no round that may already be complete waits for it.
+      const std::uint32_t start =
+          std::uint32_t(std::max<std::int64_t>(r.max_seen + 1, r.next_deliver));
+      r.deltas[start] += 1;
+      int to = h.reply_pe;
+      if (to == -1) to = home_pe(h.ref, h.key);
+      h.op = op_insert;
+      h.reply_id = start;
+      send_to(to, std::move(m));
+      return;
+    }
+    case op_location: {
+      local_collection& lc = get_local(h.ref);
+      const int pe = h.reply_pe;
+      const auto epoch = std::uint32_t(h.reply_id & 0xffffffffu);
+      const auto kind = location_kind(h.reply_id >> 32);
+      if (home_pe(h.ref, h.key) == my_pe()) {
+        apply_home_update(lc, h.key, pe, epoch, kind);
+      } else {
+        location& l = lc.known[h.key];
+        if (l.pe < 0 || epoch >= l.epoch) l = {pe, epoch, kind == loc_deleted};
+      }
+      return;
+    }
+    case op_migrate_in: {
+      local_collection& lc = get_local(h.ref);
+      const element_type_info& type = element_type(h.ref.type);
+      auto owned = std::make_unique<element_record>();
+      element_record& rec = *owned;
+      rec.ref = h.ref;
+      rec.key = h.key;
+      rec.coll = &lc;
+      pupper p = pupper::unpacker(args_of(*m), args_size(*m));
+      p | rec.red_round | rec.epoch | rec.last_bcast;
+      t_constructing = &rec;
+      element_base* obj = type.make_empty();
+      t_constructing = nullptr;
+      try {
+        type.pup(*obj, p);
+      } catch (const serialization_error& ex) {
+        base::fatal("%s: its migrated state does not unpack: %s", element_name(rec).c_str(),
+                    ex.what());
+      }
+      rec.obj = obj;
+      lc.local.emplace(h.key, std::move(owned));
+      hist_add(lc, rec.red_round);
+      lc.known[h.key] = {my_pe(), rec.epoch, false};
+      tell_home(lc, h.key, my_pe(), rec.epoch, loc_moved);
+      obj->on_migrated();
+      catch_up(lc, rec);
+      reduction_flush(lc);
+      return;
+    }
+    case op_bcast_request: {
+      local_collection& lc = get_local(h.ref);
+      h.op = op_bcast;
+      h.reply_id = ++lc.root_bcast_next;
+      if (h.ref.kind == collection_kind::nodegroup) {
+        h.op = op_entry;
+        m->handler = h_element;
+        send_node(std::move(m));
+        return;
+      }
+      weft::broadcast(std::move(m));
+      return;
+    }
+    case op_bcast:
+      handle_bcast(get_local(h.ref), std::move(m));
+      return;
+    case op_red_partial:
+      on_partial(std::move(m));
+      return;
+    case op_red_leave: {
+      local_collection& lc = get_local(h.ref);
+      root_reduction& r = root_of(lc);
+      r.deltas[std::uint32_t(h.reply_id)] -= 1;
+      root_progress(lc);
+      return;
+    }
+    case op_allreduce_done: {
+      pe_objects& s = pe_state();
+      auto it = s.allreduce.find({h.ref.id, std::uint32_t(h.reply_id)});
+      if (it == s.allreduce.end()) return;  // nobody on this PE awaits it
+      std::vector<allreduce_slot*> slots = it->second;
+      std::vector<std::byte> value(args_of(*m), args_of(*m) + args_size(*m));
+      for (allreduce_slot* slot : slots) {
+        slot->ready = true;
+        slot->value = value;
+      }
+      for (allreduce_slot* slot : slots) {
+        auto again = s.allreduce.find({h.ref.id, std::uint32_t(h.reply_id)});
+        if (again == s.allreduce.end()) break;
+        if (std::find(again->second.begin(), again->second.end(), slot) == again->second.end())
+          continue;
+        if (slot->h) {
+          std::coroutine_handle<> c = std::exchange(slot->h, {});
+          resume(slot->owner, c);
+        }
+      }
+      return;
+    }
+    case op_future_set: {
+      pe_objects& s = pe_state();
+      auto it = s.futures.find(h.reply_id);
+      if (it == s.futures.end() || it->second.has)
+        object_error("a weft::future of PE " + std::to_string(my_pe()) +
+                     " was set twice (or after its value was taken)");
+      future_slot& f = it->second;
+      f.has = true;
+      f.value.assign(args_of(*m), args_of(*m) + args_size(*m));
+      if (f.h) resume(f.waiter ? f.waiter->effective_owner() : nullptr, std::exchange(f.h, {}));
+      return;
+    }
+    default:
+      base::fatal("objects: control message of unknown kind %d", int(h.op));
+  }
+}
+
+void element_handler(message_ptr m) {
+  if (header_of(*m).ref.kind == collection_kind::nodegroup)
+    on_nodegroup_message(std::move(m));
+  else
+    on_element_message(std::move(m));
+}
+
+// ---- lifetime ----------------------------------------------------------------------
+
+void node_start() {
+  freeze_registries(true);
+  g_node_objects = new node_objects;
+}
+
+void pe_start() {
+  t_obj = new pe_objects;
+}
+
+void pe_stop() {
+  pe_objects* s = t_obj;
+  if (s == nullptr) return;
+  for (auto h : s->main_tasks) h.destroy();
+  s->main_tasks.clear();
+  for (auto& [id, lc] : s->collections) {
+    for (auto& [k, rec] : lc->local) destroy_frames(*rec);
+  }
+  for (auto& [id, lc] : s->collections) {
+    std::size_t undelivered = 0;
+    for (auto& [k, msgs] : lc->waiting) {
+      undelivered += msgs.size();
+      for (message* w : msgs) message_ptr{w};
+    }
+    if (undelivered > 0)
+      base::warn("%zu message(s) to elements of %s that were never inserted were not delivered",
+                 undelivered, collection_name(lc->ref).c_str());
+    for (message* w : lc->early) message_ptr{w};
+    for (auto& [k, rec] : lc->local) {
+      element_base* obj = rec->obj;
+      rec->obj = nullptr;
+      delete obj;
+    }
+    lc->local.clear();
+  }
+  s->collections.clear();
+  t_obj = nullptr;
+  delete s;
+}
+
+void node_stop() {
+  node_objects* n = g_node_objects;
+  g_node_objects = nullptr;
+  if (n != nullptr) {
+    for (auto& [id, g] : n->nodegroups) {
+      for (message* w : g->waiting) message_ptr{w};
+      if (g->rec) {
+        element_base* obj = g->rec->obj;
+        g->rec->obj = nullptr;
+        delete obj;
+      }
+    }
+    delete n;
+  }
+  freeze_registries(false);
+}
+
+const bool registered = [] {
+  h_element = register_handler("objects.element", &element_handler);
+  h_control = register_handler("objects.control", &on_control);
+  register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop});
+  return true;
+}();
+
+}  // namespace
+
+// ---- the interface for the templates ------------------------------------------
+
+void object_error(const std::string& what) {
+  base::fatal("%s", what.c_str());
+}
+
+void require_pe(const char* what) {
+  if (t_obj == nullptr) object_error(std::string(what) + " was called off a PE");
+}
+
+int home_pe(const collection_ref& ref, const index_key& key) noexcept {
+  const int pes = num_pes() * num_nodes();
+  switch (ref.map) {
+    case map_kind::owner_field: {
+      int pe;
+      std::memcpy(&pe, key.w, sizeof pe);
+      return pe;
+    }
+    case map_kind::block: {
+      const std::uint64_t n = dense_count(ref);
+      if (n == 0) return 0;
+      const std::uint64_t lin = linear_index(ref, key);
+      return int(lin * std::uint64_t(pes) / n);
+    }
+    case map_kind::round_robin:
+      return ref.dims > 0 ? int(linear_index(ref, key) % std::uint64_t(pes))
+                          : int(index_key_hash{}(key) % std::size_t(pes));
+    case map_kind::hash:
+      return int(index_key_hash{}(key) % std::size_t(pes));
+    case map_kind::user: {
+      const int pe = user_map(ref.user_map)(key, pes);
+      if (pe < 0 || pe >= pes)
+        base::fatal("the map of %s put %s on PE %d; there are %d PEs", collection_name(ref).c_str(),
+                    key_string(ref, key).c_str(), pe, pes);
+      return pe;
+    }
+  }
+  return 0;
+}
+
+std::string collection_name(const collection_ref& ref) {
+  std::string type = ref.id == 0 ? "?" : element_type(ref.type).name;
+  if (ref.kind == collection_kind::chare) return "chare " + type;
+  return std::string(kind_name(ref.kind)) + " " + type + "#" +
+         std::to_string(ref.id >> 32 == 0 ? 0 : (ref.id >> 32) - 1) + "." +
+         std::to_string(ref.id & 0xffffffffu);
+}
+
+std::string key_string(const collection_ref& ref, const index_key& key) {
+  std::string idx;
+  if (ref.kind == collection_kind::chare) {
+    chare_id c = key.as<chare_id>();
+    return "chare " + element_type(ref.type).name + " (made on PE " + std::to_string(c.pe) + ", #" +
+           std::to_string(c.seq) + ")";
+  }
+  if (ref.dims > 0) {
+    int c[3] = {0, 0, 0};
+    std::memcpy(c, key.w, sizeof(int) * std::size_t(ref.dims));
+    idx = "[" + std::to_string(c[0]);
+    for (int d = 1; d < ref.dims; ++d) idx += "," + std::to_string(c[d]);
+    idx += "]";
+  } else {
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "[0x%016" PRIx64 "%016" PRIx64 "%016" PRIx64 "]", key.w[0],
+                  key.w[1], key.w[2]);
+    idx = buf;
+  }
+  return "element " + idx + " of " + collection_name(ref);
+}
+
+bool same_callback(const callback_desc& a, const callback_desc& b) noexcept {
+  return a.kind == b.kind && a.pe == b.pe && a.entry == b.entry && a.code == b.code &&
+         a.future_id == b.future_id && a.ref.id == b.ref.id && a.key == b.key;
+}
+
+message_ptr new_element_message(const collection_ref& ref, const index_key& key,
+                                std::uint32_t entry_id, std::size_t args_bytes) {
+  message_ptr m = make_message(h_element, sizeof(obj_header) + args_bytes);
+  obj_header* h = new (m->data()) obj_header;
+  h->ref = ref;
+  h->key = key;
+  h->entry = entry_id;
+  h->origin_pe = my_pe();
+  return m;
+}
+
+void send_element(message_ptr m) {
+  require_pe("send to an element");
+  obj_header& h = header_of(*m);
+  if (h.ref.kind == collection_kind::nodegroup) {
+    int node;
+    std::memcpy(&node, h.key.w, sizeof node);
+    if (node < 0 || node >= num_nodes())
+      object_error("send of " + entry_name(h.entry) + " to node " + std::to_string(node) + " of " +
+                   collection_name(h.ref) + ": the job has " + std::to_string(num_nodes()) +
+                   " node(s)");
+    send_node(std::move(m));
+    return;
+  }
+  if (h.ref.kind == collection_kind::group) {
+    int pe;
+    std::memcpy(&pe, h.key.w, sizeof pe);
+    if (pe < 0 || pe >= num_pes() * num_nodes())
+      object_error("send of " + entry_name(h.entry) + " to PE " + std::to_string(pe) + " of " +
+                   collection_name(h.ref) + ": there are " + std::to_string(num_pes()) + " PEs");
+    send_to(pe, std::move(m));
+    return;
+  }
+  int dest;
+  if (local_collection* lc = find_local(h.ref)) {
+    if (lc->local.count(h.key) != 0) {
+      dest = my_pe();
+    } else {
+      auto k = lc->known.find(h.key);
+      dest = (k != lc->known.end() && !k->second.deleted) ? k->second.pe : home_pe(h.ref, h.key);
+    }
+  } else {
+    dest = home_pe(h.ref, h.key);
+  }
+  send_to(dest, std::move(m));
+}
+
+void broadcast_collection(message_ptr m) {
+  require_pe("broadcast to a collection");
+  obj_header& h = header_of(*m);
+  h.op = op_bcast_request;
+  m->handler = h_control;
+  send_to(h.ref.root_pe, std::move(m));
+}
+
+collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
+                                 std::vector<std::byte> args) {
+  require_pe("creating a collection");
+  pe_objects& s = pe_state();
+  ref.id = (std::uint64_t(my_pe() + 1) << 32) | ++s.collection_counter;
+  ref.root_pe = my_pe();
+  if (ref.kind != collection_kind::nodegroup) {
+    local_collection& lc = get_local(ref);
+    lc.root = std::make_unique<root_reduction>();
+    if (ref.kind == collection_kind::group)
+      lc.root->base_expected = num_pes() * num_nodes();
+    else if (!ref.dynamic)
+      lc.root->base_expected = std::int64_t(dense_count(ref));
+  }
+  message_ptr m = new_control(ref, index_key{}, op_create, args.size());
+  header_of(*m).entry = ctor;
+  if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
+  if (ref.kind == collection_kind::nodegroup)
+    send_node(std::move(m));  // one node per process: this node
+  else
+    weft::broadcast(std::move(m));
+  return ref;
+}
+
+void insert_element(const collection_ref& ref, const index_key& key, int pe, std::uint32_t ctor,
+                    std::vector<std::byte> args) {
+  require_pe("inserting an element");
+  const int pes = num_pes() * num_nodes();
+  if (pe >= pes || pe < -2)
+    object_error("insert of " + key_string(ref, key) + " on PE " + std::to_string(pe) +
+                 ": there are " + std::to_string(pes) + " PEs");
+  if (ref.kind == collection_kind::group || ref.kind == collection_kind::nodegroup)
+    object_error("insert into " + collection_name(ref) +
+                 ": groups and nodegroups have their elements from creation");
+  if (ref.kind == collection_kind::array) {
+    message_ptr m = new_control(ref, key, op_insert_root, args.size());
+    header_of(*m).entry = ctor;
+    header_of(*m).reply_pe = pe == -2 ? -1 : pe;
+    if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
+    send_to(ref.root_pe, std::move(m));
+    return;
+  }
+  message_ptr m = new_control(ref, key, op_insert, args.size());
+  header_of(*m).entry = ctor;
+  if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
+  if (pe == -2)
+    send_node(std::move(m));
+  else
+    send_to(pe == -1 ? home_pe(ref, key) : pe, std::move(m));
+}
+
+index_key new_chare_key() {
+  pe_objects& s = pe_state();
+  return index_key::of(chare_id{my_pe(), ++s.chare_counter});
+}
+
+collection_ref chare_collection(std::uint32_t type) {
+  collection_ref ref;
+  ref.id = (std::uint64_t(0xffffffffu) << 32) | type;
+  ref.type = type;
+  ref.kind = collection_kind::chare;
+  ref.map = map_kind::owner_field;
+  ref.dynamic = true;
+  return ref;
+}
+
+element_record* constructing_record() noexcept {
+  return t_constructing;
+}
+
+element_base* local_element(const collection_ref& ref) noexcept {
+  if (t_obj == nullptr) return nullptr;
+  if (ref.kind == collection_kind::nodegroup) {
+    nodegroup_instance& g = nodegroup(ref);
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    return g.created ? g.rec->obj : nullptr;
+  }
+  local_collection* lc = find_local(ref);
+  if (lc == nullptr) return nullptr;
+  auto it = lc->local.find(index_key::of(my_pe()));
+  return it == lc->local.end() ? nullptr : it->second->obj;
+}
+
+void request_migration(element_record& rec, int pe) {
+  const int pes = num_pes() * num_nodes();
+  if (rec.ref.kind != collection_kind::array)
+    object_error(element_name(rec) + ": only array elements migrate");
+  if (pe < 0 || pe >= pes)
+    object_error("migrate_to(" + std::to_string(pe) + ") of " + element_name(rec) +
+                 ": no such PE (there are " + std::to_string(pes) + ")");
+  rec.migrate_to = pe;
+}
+
+void request_destroy(element_record& rec) {
+  if (rec.ref.kind == collection_kind::group || rec.ref.kind == collection_kind::nodegroup)
+    object_error("destroy of " + element_name(rec) + ": group elements live as long as the run");
+  rec.destroy_requested = true;
+}
+
+void send_destroy(const collection_ref& ref, const index_key& key) {
+  message_ptr m = new_element_message(ref, key, 0, 0);
+  header_of(*m).op = op_destroy;
+  send_element(std::move(m));
+}
+
+void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& p,
+                const char* what) {
+  p.owner = owner;
+  p.what = what;
+  p.self = h;
+  if (owner == nullptr) {
+    pe_state().main_tasks.push_back(h);
+    return;
+  }
+  if (owner->ref.kind == collection_kind::nodegroup)
+    object_error(std::string("not implemented: coroutine entry methods of nodegroups (") + what +
+                 ")");
+  owner->coroutines.push_back(h);
+}
+
+void resume(element_record* owner, std::coroutine_handle<> h) {
+  if (owner != nullptr) owner->contributed_now = false;
+  h.resume();
+  if (owner != nullptr && owner->obj != nullptr) after_entry(*owner);
+}
+
+void promise_base::finished_detached(promise_base& p) noexcept {
+  if (t_obj == nullptr) return;
+  auto& list = p.owner != nullptr ? p.owner->coroutines : t_obj->main_tasks;
+  auto it = std::find(list.begin(), list.end(), p.self);
+  if (it != list.end()) list.erase(it);
+}
+
+void promise_base::fail_detached(promise_base& p, std::exception_ptr e) noexcept {
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    what = ex.what();
+  } catch (...) {
+  }
+  std::string where = p.owner != nullptr ? " of " + element_name(*p.owner) : std::string();
+  base::fatal("%s%s on PE %d threw %s", p.what, where.c_str(), my_pe(), what.c_str());
+}
+
+std::uint32_t contribute(element_record& rec, std::uint32_t reducer_id, const callback_desc& cb,
+                         std::vector<std::byte> value) {
+  if (rec.ref.kind != collection_kind::array && rec.ref.kind != collection_kind::group)
+    object_error("contribute from " + element_name(rec) +
+                 ": reductions run over arrays and groups");
+  if (rec.contributed_now)
+    object_error(element_name(rec) + " contributed twice to reductions in one invocation of " +
+                 (rec.running ? std::string(rec.running) : std::string("an entry method")) +
+                 " (rounds " + std::to_string(rec.red_round - 1) + " and " +
+                 std::to_string(rec.red_round) +
+                 "): contribute once per round; to reduce two values, contribute a pair with a "
+                 "user op");
+  rec.contributed_now = true;
+  local_collection& lc = *rec.coll;
+  const std::uint32_t round = rec.red_round++;
+  hist_remove(lc, round);
+  hist_add(lc, round + 1);
+  partial p;
+  p.reducer = reducer_id;
+  p.cb = cb;
+  p.count = 1;
+  p.value = std::move(value);
+  merge_partial(lc.pending[round], std::move(p), lc.ref, round);
+  reduction_flush(lc);
+  return round;
+}
+
+void allreduce_register(allreduce_slot* s) {
+  pe_state().allreduce[{s->collection, s->round}].push_back(s);
+}
+
+void allreduce_unregister(allreduce_slot* s) noexcept {
+  if (t_obj == nullptr) return;
+  auto it = t_obj->allreduce.find({s->collection, s->round});
+  if (it == t_obj->allreduce.end()) return;
+  auto& v = it->second;
+  v.erase(std::remove(v.begin(), v.end(), s), v.end());
+  if (v.empty()) t_obj->allreduce.erase(it);
+}
+
+std::uint64_t future_new() {
+  pe_objects& s = pe_state();
+  const std::uint64_t id = ++s.future_counter;
+  s.futures.emplace(id, future_slot{});
+  return id;
+}
+
+void future_set(int pe, std::uint64_t id, std::vector<std::byte> value) {
+  const int pes = num_pes() * num_nodes();
+  if (pe < 0 || pe >= pes)
+    object_error("set of a weft::future owned by PE " + std::to_string(pe) +
+                 ", which does not exist (an unset or corrupt future)");
+  message_ptr m = new_control(collection_ref{}, index_key{}, op_future_set, value.size());
+  header_of(*m).reply_id = id;
+  if (!value.empty()) std::memcpy(args_of(*m), value.data(), value.size());
+  send_to(pe, std::move(m));
+}
+
+bool future_take(std::uint64_t id, std::vector<std::byte>& out) {
+  pe_objects& s = pe_state();
+  auto it = s.futures.find(id);
+  if (it == s.futures.end())
+    object_error("a weft::future of PE " + std::to_string(my_pe()) +
+                 " is awaited twice (a future gives its value once)");
+  if (!it->second.has) return false;
+  out = std::move(it->second.value);
+  s.futures.erase(it);
+  return true;
+}
+
+void future_wait(std::uint64_t id, std::coroutine_handle<> h, promise_base* waiter) {
+  pe_objects& s = pe_state();
+  future_slot& f = s.futures[id];
+  if (f.h) object_error("a weft::future is awaited by two coroutines at once");
+  f.h = h;
+  f.waiter = waiter;
+}
+
+void future_cancel(std::uint64_t id) noexcept {
+  if (t_obj == nullptr) return;
+  auto it = t_obj->futures.find(id);
+  if (it != t_obj->futures.end()) it->second.h = {};
+}
+
+}  // namespace weft::detail

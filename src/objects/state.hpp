@@ -1,0 +1,133 @@
+// Library-private state of the objects layer: per PE (collections, their
+// elements and location knowledge, reductions, futures) and per node
+// (nodegroups, reduction combiners). See docs/design/objects.md.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+#include "weft/objects/detail/runtime.hpp"
+#include "weft/objects/task.hpp"
+
+namespace weft::detail {
+
+void freeze_registries(bool frozen);
+const reducer_info& reducer(std::uint32_t id);
+map_fn user_map(std::uint32_t id);
+
+inline constexpr std::int64_t passed_all = std::numeric_limits<std::int64_t>::max();
+
+// Runtime-internal kinds of object messages (obj_header::op).
+enum op_kind : std::uint8_t {
+  op_entry = 0,       // an entry method call to an element
+  op_destroy,         // destroy an element
+  op_create,          // construct this PE's (node's) part of a new collection
+  op_insert,          // construct one element here; reply_id: first reduction round
+  op_insert_root,     // at the root: choose the first round, then op_insert; reply_pe: PE
+  op_location,        // an element's place: reply_pe = PE, reply_id = epoch | kind << 32
+  op_migrate_in,      // a migrating element's state
+  op_bcast_request,   // at the root: number and send a broadcast
+  op_bcast,           // a numbered broadcast; reply_id: its number
+  op_red_partial,     // at the root: a partial reduction result
+  op_red_leave,       // at the root: an element left at round reply_id
+  op_allreduce_done,  // to every PE: an all_reduce round's result
+  op_future_set,      // to the owner PE: a future's value
+};
+
+enum location_kind : std::uint32_t { loc_moved = 0, loc_inserted = 1, loc_deleted = 2 };
+
+struct location {
+  int pe = -1;
+  std::uint32_t epoch = 0;
+  bool deleted = false;
+};
+
+struct partial {
+  std::uint32_t reducer = 0;
+  callback_desc cb;
+  std::uint64_t count = 0;
+  std::vector<std::byte> value;
+};
+
+// Node-level combining of one collection's reductions: a slot per PE holds
+// the rounds that PE has passed (every element there contributed); a round
+// leaves the node once every slot passed it.
+struct node_combiner {
+  std::mutex mutex;
+  std::vector<std::int64_t> passed;  // per PE; -1: nothing yet
+  std::int64_t completed = -1;
+  std::map<std::uint32_t, partial> acc;
+};
+
+// The root's view of one collection's reductions.
+struct root_reduction {
+  std::int64_t base_expected = 0;
+  std::map<std::uint32_t, std::int64_t> deltas;  // elements joining (+) or leaving (-) from a round
+  std::map<std::uint32_t, partial> acc;
+  std::uint32_t next_deliver = 0;
+  std::int64_t max_seen = -1;
+};
+
+using key_map_hash = index_key_hash;
+template <class V>
+using key_map = std::unordered_map<index_key, V, key_map_hash>;
+
+struct local_collection {
+  collection_ref ref;
+  bool created = false;  // the creation message was handled here
+  key_map<std::unique_ptr<element_record>> local;
+  key_map<location> known;                 // where elements went or were last seen
+  key_map<location> home;                  // elements homed here: where they live, if not here
+  key_map<std::vector<message*>> waiting;  // homed here, not inserted yet
+  std::vector<message*> early;             // arrived before creation (broadcasts)
+
+  // Broadcasts.
+  std::uint64_t bcast_count = 0;                     // numbered broadcasts delivered here
+  std::map<std::uint64_t, message_ptr> bcast_ahead;  // arrived before their turn
+  std::deque<std::pair<std::uint64_t, message_ptr>> bcast_history;
+  std::uint64_t root_bcast_next = 0;  // root only
+
+  // Reductions on this PE.
+  std::map<std::uint32_t, int> hist;  // elements here by next round
+  std::map<std::uint32_t, partial> pending;
+  std::int64_t reported_passed = std::numeric_limits<std::int64_t>::min();
+  node_combiner* combiner = nullptr;
+  std::unique_ptr<root_reduction> root;  // on the root PE
+};
+
+struct future_slot {
+  bool has = false;
+  std::vector<std::byte> value;
+  std::coroutine_handle<> h;
+  promise_base* waiter = nullptr;  // null: not a weft task
+};
+
+struct pe_objects {
+  std::unordered_map<std::uint64_t, std::unique_ptr<local_collection>> collections;
+  local_collection* last = nullptr;  // one-entry cache for the common case
+  std::uint32_t collection_counter = 0;
+  std::uint32_t chare_counter = 0;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<allreduce_slot*>> allreduce;
+  std::unordered_map<std::uint64_t, future_slot> futures;
+  std::uint64_t future_counter = 0;
+  std::vector<std::coroutine_handle<>> main_tasks;
+};
+
+struct nodegroup_instance {
+  std::unique_ptr<element_record> rec;
+  bool created = false;
+  std::vector<message*> waiting;
+  std::mutex exclusive;
+};
+
+struct node_objects {
+  std::mutex mutex;
+  std::unordered_map<std::uint64_t, std::unique_ptr<node_combiner>> combiners;
+  std::unordered_map<std::uint64_t, std::unique_ptr<nodegroup_instance>> nodegroups;
+};
+
+}  // namespace weft::detail

@@ -610,11 +610,12 @@ void catch_up(local_collection& lc, element_record& rec) {
                    "flight");
     const message& m = *lc.bcast_history[std::size_t(want - lc.bcast_history.front().first)].second;
     rec.last_bcast = want;
+    const index_key key = rec.key;
     message_ptr copy = copy_message(m);
-    header_of(*copy).key = rec.key;
+    header_of(*copy).key = key;
     header_of(*copy).op = op_entry;
     deliver(rec, std::move(copy));
-    if (lc.local.count(rec.key) == 0) return;  // it moved on or was destroyed
+    if (lc.local.count(key) == 0) return;  // it moved on or was destroyed: rec is gone
   }
 }
 

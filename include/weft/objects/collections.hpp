@@ -302,6 +302,22 @@ class element_ops : public element_base {
 
 // ---- arrays --------------------------------------------------------------------
 
+namespace detail {
+template <class R, class A>
+A map_arg(R (*)(const A&, int));
+template <auto Fn>
+std::uint32_t user_map_id() {
+  using I = decltype(map_arg(Fn));
+  static_assert(array_index<I>, "a map function takes (const I& index, int num_pes)");
+  static const std::uint32_t id =
+      register_map([](const index_key& k, int num_pes) -> int { return Fn(k.as<I>(), num_pes); },
+                   std::string(member_name<Fn>()));
+  return id;
+}
+template <auto Fn>
+inline const std::uint32_t map_registered = user_map_id<Fn>();
+}  // namespace detail
+
 // Initial placement of an array's elements.
 struct array_map {
   detail::map_kind kind = detail::map_kind::block;
@@ -313,26 +329,13 @@ struct array_map {
   static array_map round_robin() { return {detail::map_kind::round_robin, 0}; }
   // A hash of the index (sparse arrays' default).
   static array_map hash() { return {detail::map_kind::hash, 0}; }
-  // A program's function `int Fn(const I& index, int num_pes)`.
+  // A program's function `int Fn(const I& index, int num_pes)`, which must
+  // give every PE the same answer.
   template <auto Fn>
   static array_map function() {
-    return {detail::map_kind::user, user_map_id<Fn>()};
+    (void)detail::map_registered<Fn>;
+    return {detail::map_kind::user, detail::user_map_id<Fn>()};
   }
-
- private:
-  template <auto Fn>
-  static std::uint32_t user_map_id() {
-    static const std::uint32_t id = detail::register_map(
-        [](const index_key& k, int num_pes) -> int {
-          using I =
-              std::remove_cvref_t<std::tuple_element_t<0, std::tuple<decltype(arg_type(Fn))>>>;
-          return Fn(k.as<I>(), num_pes);
-        },
-        std::string(detail::member_name<Fn>()));
-    return id;
-  }
-  template <class R, class A>
-  static A arg_type(R (*)(const A&, int));
 };
 
 struct array_options {

@@ -117,17 +117,39 @@ node_combiner* combiner_for(std::uint64_t id) {
   return c.get();
 }
 
-local_collection& get_local(const collection_ref& ref) {
+// This PE's part of a collection, made on first touch (without creating it).
+local_collection& make_local(const collection_ref& ref) {
   if (local_collection* lc = find_local(ref)) return *lc;
   pe_objects& s = pe_state();
   auto lc = std::make_unique<local_collection>();
   lc->ref = ref;
   if (ref.kind == collection_kind::array || ref.kind == collection_kind::group)
     lc->combiner = combiner_for(ref.id);
+  // Chare collections have no creation step.
+  lc->created = ref.kind == collection_kind::chare;
   local_collection* p = lc.get();
   s.collections.emplace(ref.id, std::move(lc));
   s.last = p;
   return *p;
+}
+
+void create_here(local_collection& lc, std::uint32_t ctor, const std::byte* args, std::size_t n);
+
+// This PE's part of a collection, created here first if its creator
+// registered it on this node: a collection is usable on every PE of the node
+// as soon as create() returns, whether or not the creation message arrived.
+local_collection& get_local(const collection_ref& ref) {
+  local_collection& lc = make_local(ref);
+  if (!lc.created) {
+    std::shared_ptr<const creation_info> info;
+    {
+      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto it = g_node_objects->creations.find(ref.id);
+      if (it != g_node_objects->creations.end()) info = it->second;
+    }
+    if (info) create_here(lc, info->ctor, info->args.data(), info->args.size());
+  }
+  return lc;
 }
 
 std::string entry_name(std::uint32_t id) {
@@ -280,7 +302,12 @@ void redeliver(local_collection& lc, std::vector<message*> msgs);
 void apply_home_update(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
                        location_kind kind) {
   location& l = lc.home[key];
-  if (kind == loc_inserted || epoch >= l.epoch || l.pe < 0) {
+  if (kind == loc_inserted) {
+    l = {pe, epoch, false, false};
+  } else if (l.inserting) {
+    // The news of an earlier life of the element, overtaken by its
+    // re-insertion: the new element's own news decides.
+  } else if (epoch >= l.epoch || l.pe < 0) {
     l.pe = pe;
     l.epoch = epoch;
     l.deleted = kind == loc_deleted;
@@ -442,6 +469,10 @@ void miss(local_collection& lc, message_ptr m) {
     auto it = lc.home.find(h.key);
     if (it != lc.home.end()) {
       if (it->second.deleted) error_deleted(lc, h);
+      if (it->second.inserting) {
+        lc.waiting[h.key].push_back(m.release());
+        return;
+      }
       if (it->second.pe != me) {
         send_to(it->second.pe, std::move(m));
         return;
@@ -541,16 +572,17 @@ void on_nodegroup_message(message_ptr m) {
   }
 }
 
-void create_nodegroup_here(const obj_header& h, const std::byte* args, std::size_t n) {
-  nodegroup_instance& g = nodegroup(h.ref);
-  const entry_info& e = entry(h.entry);
+void create_nodegroup_here(const collection_ref& ref, std::uint32_t ctor, const std::byte* args,
+                           std::size_t n) {
+  nodegroup_instance& g = nodegroup(ref);
+  const entry_info& e = entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing = g.rec.get();
   try {
     g.rec->obj = e.construct(p);
   } catch (const std::exception& ex) {
     t_constructing = nullptr;
-    base::fatal("constructor of %s threw %s", collection_name(h.ref).c_str(), ex.what());
+    base::fatal("constructor of %s threw %s", collection_name(ref).c_str(), ex.what());
   }
   t_constructing = nullptr;
   std::vector<message*> waiting;
@@ -621,24 +653,28 @@ void catch_up(local_collection& lc, element_record& rec) {
 
 // ---- creation --------------------------------------------------------------------
 
-void on_create(message_ptr m) {
-  const obj_header& h = header_of(*m);
-  if (h.ref.kind == collection_kind::nodegroup) {
-    create_nodegroup_here(h, args_of(*m), args_size(*m));
-    return;
-  }
-  local_collection& lc = get_local(h.ref);
-  if (lc.created) object_error(collection_name(h.ref) + " was created twice");
+void create_here(local_collection& lc, std::uint32_t ctor, const std::byte* args, std::size_t n) {
   lc.created = true;
   const int me = my_pe();
-  if (h.ref.kind == collection_kind::group) {
-    construct(lc, index_key::of(me), h.entry, args_of(*m), args_size(*m), 0, 0);
-  } else if (!h.ref.dynamic) {
-    const std::uint64_t n = dense_count(h.ref);
-    for (std::uint64_t i = 0; i < n; ++i) {
-      index_key k = key_of_linear(h.ref, i);
-      if (home_pe(h.ref, k) == me) construct(lc, k, h.entry, args_of(*m), args_size(*m), 0, 0);
+  const collection_ref& ref = lc.ref;
+  std::vector<index_key> made;
+  if (ref.kind == collection_kind::group) {
+    construct(lc, index_key::of(me), ctor, args, n, 0, 0);
+    made.push_back(index_key::of(me));
+  } else if (!ref.dynamic) {
+    const std::uint64_t count = dense_count(ref);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      index_key k = key_of_linear(ref, i);
+      if (home_pe(ref, k) == me) {
+        construct(lc, k, ctor, args, n, 0, 0);
+        made.push_back(k);
+      }
     }
+  }
+  // A constructor may have asked to migrate or be destroyed.
+  for (const index_key& k : made) {
+    auto it = lc.local.find(k);
+    if (it != lc.local.end()) after_entry(*it->second);
   }
   std::vector<message*> early;
   early.swap(lc.early);
@@ -649,13 +685,19 @@ void on_create(message_ptr m) {
   reduction_flush(lc);
 }
 
+void on_create(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = make_local(h.ref);
+  if (!lc.created) create_here(lc, h.entry, args_of(*m), args_size(*m));
+}
+
 void on_insert(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local(h.ref);
   element_record& rec =
       construct(lc, h.key, h.entry, args_of(*m), args_size(*m), std::uint32_t(h.reply_id), 0);
-  (void)rec;
   tell_home(lc, h.key, my_pe(), 0, loc_inserted);
+  after_entry(rec);  // the constructor may have asked to migrate or be destroyed
   reduction_flush(lc);
 }
 
@@ -759,6 +801,17 @@ void on_control(message_ptr m) {
     case op_insert:
       on_insert(std::move(m));
       return;
+    case op_insert_home: {
+      // From now on home keeps the element's messages until it exists, so a
+      // send right after insert() is never taken for one to a deleted element.
+      local_collection& lc = get_local(h.ref);
+      location& l = lc.home[h.key];
+      l.inserting = true;
+      l.deleted = false;
+      h.op = op_insert_root;
+      send_to(h.ref.root_pe, std::move(m));
+      return;
+    }
     case op_insert_root: {
       local_collection& lc = get_local(h.ref);
       root_reduction& r = root_of(lc);
@@ -1092,20 +1145,32 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
   ref.id = (std::uint64_t(my_pe() + 1) << 32) | ++s.collection_counter;
   ref.root_pe = my_pe();
   if (ref.kind != collection_kind::nodegroup) {
-    local_collection& lc = get_local(ref);
+    local_collection& lc = make_local(ref);
     lc.root = std::make_unique<root_reduction>();
     if (ref.kind == collection_kind::group)
       lc.root->base_expected = num_pes() * num_nodes();
     else if (!ref.dynamic)
       lc.root->base_expected = std::int64_t(dense_count(ref));
   }
+  if (ref.kind == collection_kind::nodegroup) {
+    // This node's instance is built here and now (any PE of the node may
+    // run a nodegroup's code); other nodes get a creation message.
+    create_nodegroup_here(ref, ctor, args.data(), args.size());
+    return ref;
+  }
+  auto info = std::make_shared<creation_info>();
+  info->ctor = ctor;
+  info->args = args;
+  {
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    g_node_objects->creations.emplace(ref.id, info);
+  }
+  // Every PE builds its part when the message arrives, or earlier, at its
+  // first touch of the collection.
   message_ptr m = new_control(ref, index_key{}, op_create, args.size());
   header_of(*m).entry = ctor;
   if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
-  if (ref.kind == collection_kind::nodegroup)
-    send_node(std::move(m));  // one node per process: this node
-  else
-    weft::broadcast(std::move(m));
+  weft::broadcast(std::move(m));
   return ref;
 }
 
@@ -1120,11 +1185,13 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
     object_error("insert into " + collection_name(ref) +
                  ": groups and nodegroups have their elements from creation");
   if (ref.kind == collection_kind::array) {
-    message_ptr m = new_control(ref, key, op_insert_root, args.size());
+    // Home first (it must expect the element), then the root (the element's
+    // first reduction round), then the target PE.
+    message_ptr m = new_control(ref, key, op_insert_home, args.size());
     header_of(*m).entry = ctor;
     header_of(*m).reply_pe = pe == -2 ? -1 : pe;
     if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
-    send_to(ref.root_pe, std::move(m));
+    send_to(home_pe(ref, key), std::move(m));
     return;
   }
   message_ptr m = new_control(ref, key, op_insert, args.size());
@@ -1162,10 +1229,9 @@ element_base* local_element(const collection_ref& ref) noexcept {
     std::lock_guard<std::mutex> lock(g_node_objects->mutex);
     return g.created ? g.rec->obj : nullptr;
   }
-  local_collection* lc = find_local(ref);
-  if (lc == nullptr) return nullptr;
-  auto it = lc->local.find(index_key::of(my_pe()));
-  return it == lc->local.end() ? nullptr : it->second->obj;
+  local_collection& lc = get_local(ref);
+  auto it = lc.local.find(index_key::of(my_pe()));
+  return it == lc.local.end() ? nullptr : it->second->obj;
 }
 
 void request_migration(element_record& rec, int pe) {

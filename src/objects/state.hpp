@@ -27,6 +27,7 @@ enum op_kind : std::uint8_t {
   op_destroy,         // destroy an element
   op_create,          // construct this PE's (node's) part of a new collection
   op_insert,          // construct one element here; reply_id: first reduction round
+  op_insert_home,     // at home: expect the element (keep its messages), then op_insert_root
   op_insert_root,     // at the root: choose the first round, then op_insert; reply_pe: PE
   op_location,        // an element's place: reply_pe = PE, reply_id = epoch | kind << 32
   op_migrate_in,      // a migrating element's state
@@ -44,6 +45,7 @@ struct location {
   int pe = -1;
   std::uint32_t epoch = 0;
   bool deleted = false;
+  bool inserting = false;  // home: an insert is on its way; keep the messages
 };
 
 struct partial {
@@ -124,8 +126,15 @@ struct nodegroup_instance {
   std::mutex exclusive;
 };
 
+// What a PE needs to build its part of a collection created on its node.
+struct creation_info {
+  std::uint32_t ctor = 0;
+  std::vector<std::byte> args;
+};
+
 struct node_objects {
   std::mutex mutex;
+  std::unordered_map<std::uint64_t, std::shared_ptr<const creation_info>> creations;
   std::unordered_map<std::uint64_t, std::unique_ptr<node_combiner>> combiners;
   std::unordered_map<std::uint64_t, std::unique_ptr<nodegroup_instance>> nodegroups;
 };

@@ -514,7 +514,7 @@ class group_proxy {
   auto broadcast_callback() const {
     return detail::broadcast_callback_to<T, M>(ref_);
   }
-  // This PE's element (null if it is not constructed yet).
+  // This PE's element (built now if the creation message has not arrived).
   T* local() const { return static_cast<T*>(detail::local_element(ref_)); }
   const detail::collection_ref& ref() const noexcept { return ref_; }
 

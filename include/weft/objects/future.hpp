@@ -54,7 +54,7 @@ template <class T>
 struct future<T>::awaiter {
   future f;
   bool waiting = false;
-  std::vector<std::byte> bytes;
+  std::vector<std::byte> bytes{};
   bool await_ready() {
     if (f.pe_ != my_pe())
       detail::object_error("a weft::future owned by PE " + std::to_string(f.pe_) +
@@ -86,7 +86,7 @@ struct future<T>::awaiter {
 
 template <class T>
 typename future<T>::awaiter future<T>::operator co_await() const {
-  return awaiter{*this};
+  return awaiter{*this, false, {}};
 }
 
 // A new future owned by this PE. PE.

@@ -249,7 +249,7 @@ requires(!detail::bitwise<std::pair<A, B>>) void pup(pupper& p, std::pair<A, B>&
 
 template <class... Ts>
 requires(!detail::bitwise<std::tuple<Ts...>>) void pup(pupper& p, std::tuple<Ts...>& t) {
-  std::apply([&p](auto&... xs) { (p | ... | xs); }, t);
+  std::apply([&p](auto&... xs) { ((p | xs), ...); }, t);
 }
 
 template <class T>
@@ -356,7 +356,8 @@ pupper& pupper::operator|(T& v) {
 template <class... Ts>
 std::size_t packed_size(const Ts&... vs) {
   pupper p = pupper::sizer();
-  (p | ... | const_cast<Ts&>(vs));  // the sizing pass reads only
+  ((p | const_cast<Ts&>(vs)), ...);  // the sizing pass reads only
+  (void)p;
   return p.offset();
 }
 
@@ -364,7 +365,8 @@ std::size_t packed_size(const Ts&... vs) {
 template <class... Ts>
 void pack(std::span<std::byte> out, const Ts&... vs) {
   pupper p = pupper::packer(out.data(), out.size());
-  (p | ... | const_cast<Ts&>(vs));  // the packing pass reads only
+  ((p | const_cast<Ts&>(vs)), ...);  // the packing pass reads only
+  (void)p;
 }
 
 template <class... Ts>
@@ -378,7 +380,7 @@ std::vector<std::byte> to_bytes(const Ts&... vs) {
 template <class... Ts>
 void unpack(std::span<const std::byte> in, Ts&... vs) {
   pupper p = pupper::unpacker(in.data(), in.size());
-  (p | ... | vs);
+  ((p | vs), ...);
   if (p.remaining() != 0)
     throw serialization_error(std::to_string(p.remaining()) +
                               " bytes left over after unpacking (the buffer holds something "

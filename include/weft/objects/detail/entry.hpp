@@ -91,7 +91,7 @@ constexpr bool is_exclusive() {
 // Unpacks a tuple of arguments; the bytes must be consumed exactly.
 template <class Tuple>
 void unpack_args(pupper& p, Tuple& args, std::string_view what) {
-  std::apply([&](auto&... a) { (p | ... | a); }, args);
+  std::apply([&](auto&... a) { ((p | a), ...); }, args);
   if (p.remaining() != 0)
     p.fail(std::to_string(p.remaining()) + " bytes left over after the arguments", what);
 }
@@ -217,7 +217,7 @@ message_ptr pack_message(const collection_ref& ref, const index_key& key, std::u
                                       std::forward<Args>(args)...);
   const auto r = in_process ? pupper::reach::this_process : pupper::reach::anywhere;
   auto each = [](pupper& p, auto& tuple) {
-    std::apply([&](auto&... h) { (p | ... | const_cast<std::remove_cvref_t<decltype(h)>&>(h)); },
+    std::apply([&](auto&... h) { ((p | const_cast<std::remove_cvref_t<decltype(h)>&>(h)), ...); },
                tuple);
   };
   pupper sizer = pupper::sizer(r);

@@ -271,8 +271,11 @@ element_record& construct(local_collection& lc, const index_key& key, std::uint3
   rec.epoch = epoch;
   rec.last_bcast = lc.bcast_count;
   lc.local.emplace(key, std::move(owned));
-  hist_add(lc, round);
-  lc.known[key] = {my_pe(), epoch, false};
+  if (lc.ref.kind != collection_kind::chare) {
+    // Chares neither reduce nor migrate: the local table is all they need.
+    hist_add(lc, round);
+    lc.known[key] = {my_pe(), epoch, false};
+  }
   const entry_info& e = entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing = &rec;
@@ -301,6 +304,12 @@ void redeliver(local_collection& lc, std::vector<message*> msgs);
 
 void apply_home_update(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
                        location_kind kind) {
+  if (lc.ref.kind == collection_kind::chare && kind == loc_deleted) {
+    // No tombstone: a chare id homed here and issued by this PE that is
+    // neither here nor in the table is one that was destroyed.
+    lc.home.erase(key);
+    return;
+  }
   location& l = lc.home[key];
   if (kind == loc_inserted) {
     l = {pe, epoch, false, false};
@@ -342,7 +351,10 @@ void destroy_element(local_collection& lc, element_record& rec) {
   const index_key key = rec.key;
   const std::uint32_t epoch = rec.epoch, round = rec.red_round;
   remove_element(lc, rec);
-  lc.known[key] = {my_pe(), epoch, true};
+  if (lc.ref.kind == collection_kind::chare)
+    lc.known.erase(key);  // chare ids are never reused: home alone knows it is gone
+  else
+    lc.known[key] = {my_pe(), epoch, true};
   tell_home(lc, key, my_pe(), epoch, loc_deleted);
   if (lc.ref.kind == collection_kind::array) {
     message_ptr m = new_control(lc.ref, key, op_red_leave, 0);
@@ -467,6 +479,7 @@ void miss(local_collection& lc, message_ptr m) {
   const int home = home_pe(lc.ref, h.key);
   if (home == me) {
     auto it = lc.home.find(h.key);
+    if (it == lc.home.end() && lc.ref.kind == collection_kind::chare) error_deleted(lc, h);
     if (it != lc.home.end()) {
       if (it->second.deleted) error_deleted(lc, h);
       if (it->second.inserting) {
@@ -694,10 +707,17 @@ void on_create(message_ptr m) {
 void on_insert(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local(h.ref);
-  element_record& rec =
-      construct(lc, h.key, h.entry, args_of(*m), args_size(*m), std::uint32_t(h.reply_id), 0);
-  tell_home(lc, h.key, my_pe(), 0, loc_inserted);
-  after_entry(rec);  // the constructor may have asked to migrate or be destroyed
+  element_record& rec = construct(lc, h.key, h.entry, args_of(*m), args_size(*m),
+                                  std::uint32_t(h.reply_id & 0xffffffffu), 0);
+  const index_key key = h.key;
+  tell_home(lc, key, my_pe(), 0, loc_inserted);
+  if (lc.ref.kind == collection_kind::array) {
+    rec.last_bcast = h.reply_id >> 32;
+    if (rec.last_bcast < lc.bcast_count) catch_up(lc, rec);
+  }
+  // The constructor may have asked to migrate or be destroyed.
+  auto it = lc.local.find(key);
+  if (it != lc.local.end()) after_entry(*it->second);
   reduction_flush(lc);
 }
 
@@ -823,7 +843,9 @@ void on_control(message_ptr m) {
       int to = h.reply_pe;
       if (to == -1) to = home_pe(h.ref, h.key);
       h.op = op_insert;
-      h.reply_id = start;
+      // Likewise for broadcasts: the element gets those numbered after this
+      // point, and none before, whatever reaches its PE first.
+      h.reply_id = start | (lc.root_bcast_next << 32);
       send_to(to, std::move(m));
       return;
     }
@@ -1194,6 +1216,9 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
     send_to(home_pe(ref, key), std::move(m));
     return;
   }
+  // A chare's home is the PE creating it (this one): it expects the chare
+  // from now on, so messages to it wait until it exists.
+  make_local(ref).home[key].inserting = true;
   message_ptr m = new_control(ref, key, op_insert, args.size());
   header_of(*m).entry = ctor;
   if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());

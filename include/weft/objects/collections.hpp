@@ -70,7 +70,7 @@ class target {
     using tr = member_traits<decltype(M)>;
     const std::uint32_t id = entry_id<T, M>();
     (void)entry_registered<T, M>;
-    check(member_name<M>());
+    check(member_name_v<M>);
     message_ptr m =
         pack_message<typename tr::params>(ref_, key_, id, true, std::forward<Args>(args)...);
     m->priority = priority_;
@@ -87,7 +87,7 @@ class target {
                   "call<> needs an entry method that returns a value");
     const std::uint32_t id = entry_id<T, M>();
     (void)entry_registered<T, M>;
-    check(member_name<M>());
+    check(member_name_v<M>);
     future<R> f = make_future<R>();
     message_ptr m =
         pack_message<typename tr::params>(ref_, key_, id, true, std::forward<Args>(args)...);
@@ -105,7 +105,7 @@ class target {
     static_assert(member_traits<decltype(M)>::arity == 1,
                   "a callback's entry method takes exactly one parameter (the value)");
     (void)entry_registered<T, M>;
-    check(member_name<M>());
+    check(member_name_v<M>);
     callback_desc d;
     d.kind = callback_kind::element;
     d.entry = entry_id<T, M>();
@@ -147,7 +147,7 @@ void broadcast_to(const collection_ref& ref, Args&&... args) {
   using tr = member_traits<decltype(M)>;
   (void)entry_registered<T, M>;
   if (ref.id == 0)
-    object_error("broadcast of " + std::string(member_name<M>()) +
+    object_error("broadcast of " + std::string(member_name_v<M>) +
                  " through a proxy that names no collection");
   message_ptr m = pack_message<typename tr::params>(ref, index_key{}, entry_id<T, M>(), false,
                                                     std::forward<Args>(args)...);
@@ -251,7 +251,7 @@ class element_ops : public element_base {
         mailbox& mb = rec->mailboxes[id];
         if (mb.waiter != nullptr)
           object_error("two coroutines of " + key_string(rec->ref, rec->key) + " await next<" +
-                       std::string(member_name<M>()) + "> at once");
+                       std::string(member_name_v<M>) + "> at once");
         while (w.got.size() < w.need && !mb.queued.empty()) {
           w.got.push_back(std::move(mb.queued.front()));
           mb.queued.pop_front();
@@ -271,7 +271,7 @@ class element_ops : public element_base {
           pupper p = pupper::unpacker(
               args_of(m), args_size(m),
               header_of(m).in_process ? pupper::reach::this_process : pupper::reach::anywhere);
-          unpack_args(p, out[i], member_name<M>());
+          unpack_args(p, out[i], member_name_v<M>);
         }
         w.got.clear();
         return out;
@@ -311,7 +311,7 @@ std::uint32_t user_map_id() {
   static_assert(array_index<I>, "a map function takes (const I& index, int num_pes)");
   static const std::uint32_t id =
       register_map([](const index_key& k, int num_pes) -> int { return Fn(k.as<I>(), num_pes); },
-                   std::string(member_name<Fn>()));
+                   std::string(member_name_v<Fn>));
   return id;
 }
 template <auto Fn>

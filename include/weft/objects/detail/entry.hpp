@@ -75,6 +75,11 @@ constexpr std::string_view member_name() {
   return f.substr(start, end - start);
 }
 
+// Computed once, at compile time (a call in a non-constant context would
+// search the signature string on every send).
+template <auto M>
+inline constexpr std::string_view member_name_v = member_name<M>();
+
 template <class List, auto M>
 inline constexpr bool contains_entry = false;
 template <auto... Ms, auto M>
@@ -99,7 +104,7 @@ void unpack_args(pupper& p, Tuple& args, std::string_view what) {
 template <class T, auto M>
 void invoke_entry(element_base& obj, pupper& p, message& m) {
   using tr = member_traits<decltype(M)>;
-  static constexpr std::string_view name = member_name<M>();
+  static constexpr std::string_view name = member_name_v<M>;
   typename tr::params args;
   unpack_args(p, args, name);
   auto& self = static_cast<T&>(obj);
@@ -125,7 +130,7 @@ std::uint32_t entry_id() {
   static_assert(std::is_base_of_v<typename tr::cls, T>,
                 "this entry method belongs to another class than the collection's element type");
   static const std::uint32_t id =
-      register_entry(entry_info{std::string(member_name<M>()), &type_tag<T>, &invoke_entry<T, M>,
+      register_entry(entry_info{std::string(member_name_v<M>), &type_tag<T>, &invoke_entry<T, M>,
                                 nullptr, false, is_exclusive<T, M>()});
   return id;
 }

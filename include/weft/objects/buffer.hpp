@@ -125,7 +125,7 @@ class buffer {
 // Serialization (found by ADL from `p | buf`); see the comment at the top.
 template <class T>
 void pup(pupper& p, buffer<T>& b) {
-  constexpr auto what = objects::detail::type_name<buffer<T>>();
+  constexpr auto what = objects::detail::type_name_v<buffer<T>>;
   if (p.in_process()) {
     T* ptr = b.data();
     std::uint64_t n = b.size();

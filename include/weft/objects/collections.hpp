@@ -401,7 +401,7 @@ class array_proxy {
     detail::index_coords(n, c);
     for (int d = 0; d < index_dims<I>; ++d) {
       if (c[d] < 0)
-        detail::object_error("array<" + std::string(objects::detail::type_name<T>()) +
+        detail::object_error("array<" + std::string(objects::detail::type_name_v<T>) +
                              ">::create: negative bounds " + index_string(n));
       ref.bounds[d] = c[d];
     }
@@ -627,7 +627,7 @@ chare_proxy<T> create(Args&&... args) {
 template <class T, class... Args>
 chare_proxy<T> create_on(int pe, Args&&... args) {
   if (pe < 0 || pe >= num_pes() * num_nodes())
-    detail::object_error("create_on<" + std::string(objects::detail::type_name<T>()) + ">(" +
+    detail::object_error("create_on<" + std::string(objects::detail::type_name_v<T>) + ">(" +
                          std::to_string(pe) + "): no such PE (the job has " +
                          std::to_string(num_pes() * num_nodes()) + ")");
   return detail::create_chare<T>(pe, std::forward<Args>(args)...);

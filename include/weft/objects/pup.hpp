@@ -180,7 +180,7 @@ constexpr std::size_t min_packed_bytes() {
 template <class T>
 requires detail::bitwise<T>
 void pup(pupper& p, T& v) {
-  p.bytes(&v, sizeof v, objects::detail::type_name<T>());
+  p.bytes(&v, sizeof v, objects::detail::type_name_v<T>);
 }
 
 // bool is checked (a byte other than 0 or 1 would be undefined behaviour to
@@ -208,7 +208,7 @@ void pup(pupper&, T&) {
 
 template <class T, class A>
 void pup(pupper& p, std::vector<T, A>& v) {
-  constexpr auto what = objects::detail::type_name<std::vector<T, A>>();
+  constexpr auto what = objects::detail::type_name_v<std::vector<T, A>>;
   std::uint64_t n = p.length(v.size(), detail::min_packed_bytes<T>(), what);
   if (p.unpacking()) v.resize(std::size_t(n));
   if constexpr (detail::bitwise<T>) {
@@ -220,7 +220,7 @@ void pup(pupper& p, std::vector<T, A>& v) {
 
 template <class A>
 void pup(pupper& p, std::vector<bool, A>& v) {
-  constexpr auto what = objects::detail::type_name<std::vector<bool, A>>();
+  constexpr auto what = objects::detail::type_name_v<std::vector<bool, A>>;
   std::uint64_t n = p.length(v.size(), 1, what);
   if (p.unpacking()) v.assign(std::size_t(n), false);
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -231,7 +231,7 @@ void pup(pupper& p, std::vector<bool, A>& v) {
 
 template <class C, class Tr, class A>
 void pup(pupper& p, std::basic_string<C, Tr, A>& s) {
-  constexpr auto what = objects::detail::type_name<std::basic_string<C, Tr, A>>();
+  constexpr auto what = objects::detail::type_name_v<std::basic_string<C, Tr, A>>;
   std::uint64_t n = p.length(s.size(), sizeof(C), what);
   if (p.unpacking()) s.resize(std::size_t(n));
   p.bytes(s.data(), s.size() * sizeof(C), what);
@@ -254,7 +254,7 @@ requires(!detail::bitwise<std::tuple<Ts...>>) void pup(pupper& p, std::tuple<Ts.
 
 template <class T>
 void pup(pupper& p, std::optional<T>& o) {
-  constexpr auto what = objects::detail::type_name<std::optional<T>>();
+  constexpr auto what = objects::detail::type_name_v<std::optional<T>>;
   bool has = p.flag(o.has_value(), what);
   if (p.unpacking()) {
     if (!has) {
@@ -270,7 +270,7 @@ template <class T, class D>
 void pup(pupper& p, std::unique_ptr<T, D>& u) {
   static_assert(!std::is_polymorphic_v<T>,
                 "weft::pup: a unique_ptr to a polymorphic type would lose its dynamic type");
-  constexpr auto what = objects::detail::type_name<std::unique_ptr<T, D>>();
+  constexpr auto what = objects::detail::type_name_v<std::unique_ptr<T, D>>;
   bool has = p.flag(u != nullptr, what);
   if (p.unpacking()) {
     if (!has) {
@@ -291,7 +291,7 @@ void emplace_variant(V& v, std::size_t index, std::index_sequence<I...>) {
 
 template <class... Ts>
 void pup(pupper& p, std::variant<Ts...>& v) {
-  constexpr auto what = objects::detail::type_name<std::variant<Ts...>>();
+  constexpr auto what = objects::detail::type_name_v<std::variant<Ts...>>;
   std::uint32_t index = std::uint32_t(v.index());
   p.bytes(&index, sizeof index, what);
   if (p.unpacking()) {
@@ -328,19 +328,19 @@ void pup_associative(pupper& p, C& c, std::string_view what) {
 template <class K, class V, class Cmp, class A>
 void pup(pupper& p, std::map<K, V, Cmp, A>& m) {
   detail::pup_associative<std::map<K, V, Cmp, A>, std::pair<K, V>>(
-      p, m, objects::detail::type_name<std::map<K, V, Cmp, A>>());
+      p, m, objects::detail::type_name_v<std::map<K, V, Cmp, A>>);
 }
 
 template <class K, class V, class H, class E, class A>
 void pup(pupper& p, std::unordered_map<K, V, H, E, A>& m) {
   detail::pup_associative<std::unordered_map<K, V, H, E, A>, std::pair<K, V>>(
-      p, m, objects::detail::type_name<std::unordered_map<K, V, H, E, A>>());
+      p, m, objects::detail::type_name_v<std::unordered_map<K, V, H, E, A>>);
 }
 
 template <class K, class Cmp, class A>
 void pup(pupper& p, std::set<K, Cmp, A>& s) {
   detail::pup_associative<std::set<K, Cmp, A>, K>(
-      p, s, objects::detail::type_name<std::set<K, Cmp, A>>());
+      p, s, objects::detail::type_name_v<std::set<K, Cmp, A>>);
 }
 
 template <class T>

@@ -28,7 +28,7 @@ class readonly {
 
   readonly& operator=(T v) {
     if (!detail::in_main_setup())
-      detail::object_error("weft::readonly<" + std::string(objects::detail::type_name<T>()) +
+      detail::object_error("weft::readonly<" + std::string(objects::detail::type_name_v<T>) +
                            "> set " +
                            (my_pe() == 0 ? std::string("after the main function's setup")
                                          : "on PE " + std::to_string(my_pe())) +

@@ -212,7 +212,7 @@ void combine_packed(std::vector<std::byte>& acc, const std::vector<std::byte>& m
 template <class Op, class R>
 std::uint32_t reducer_id() {
   static const std::uint32_t id = register_reducer(
-      {std::string(Op::name) + "<" + std::string(objects::detail::type_name<R>()) + ">",
+      {std::string(Op::name) + "<" + std::string(objects::detail::type_name_v<R>) + ">",
        &combine_packed<Op, R>});
   return id;
 }

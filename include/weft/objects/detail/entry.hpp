@@ -149,14 +149,14 @@ inline const bool awaited_registered = awaited_mark<T, M>();
 template <class T, class... A>
 element_base* construct_element(pupper& p) {
   std::tuple<A...> args;
-  unpack_args(p, args, objects::detail::type_name<T>());
+  unpack_args(p, args, objects::detail::type_name_v<T>);
   return std::apply([](auto&... a) -> element_base* { return new T(std::move(a)...); }, args);
 }
 template <class T, class... A>
 std::uint32_t ctor_id() {
   static const std::uint32_t id =
-      register_entry(entry_info{std::string(objects::detail::type_name<T>()) + "::" +
-                                    std::string(objects::detail::type_name<T>()) + "(constructor)",
+      register_entry(entry_info{std::string(objects::detail::type_name_v<T>) + "::" +
+                                    std::string(objects::detail::type_name_v<T>) + "(constructor)",
                                 &type_tag<T>, nullptr, &construct_element<T, A...>, false, false});
   return id;
 }
@@ -167,7 +167,7 @@ template <class T>
 std::uint32_t element_type_id() {
   static const std::uint32_t id = [] {
     element_type_info info;
-    info.name = std::string(objects::detail::type_name<T>());
+    info.name = std::string(objects::detail::type_name_v<T>);
     if constexpr (std::is_default_constructible_v<T> && has_pup_member<T>) {
       info.make_empty = []() -> element_base* { return new T(); };
       info.pup = [](element_base& e, pupper& p) { static_cast<T&>(e).pup(p); };

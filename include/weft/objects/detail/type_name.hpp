@@ -21,4 +21,9 @@ constexpr std::string_view type_name() {
 #endif
 }
 
+// The name as a constant: computed once at compile time, never per call
+// (a call in a non-constant context searches the signature each time).
+template <class T>
+inline constexpr std::string_view type_name_v = type_name<T>();
+
 }  // namespace weft::objects::detail

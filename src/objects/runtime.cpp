@@ -524,17 +524,22 @@ void on_element_message(message_ptr m) {
   miss(lc, std::move(m));
 }
 
+// Kept messages are delivered here and now, in the order they came: queued
+// again they would fall behind what the same senders sent later.
+void handle_bcast(local_collection& lc, message_ptr m);
 void redeliver(local_collection& lc, std::vector<message*> msgs) {
-  for (message* raw : msgs) {
-    message_ptr m(raw);
+  std::vector<message_ptr> owned;
+  owned.reserve(msgs.size());
+  for (message* raw : msgs) owned.emplace_back(raw);
+  for (message_ptr& m : owned) {
     const obj_header& h = header_of(*m);
     if (h.op == op_bcast) {
-      send_to(my_pe(), std::move(m));
+      handle_bcast(lc, std::move(m));
       continue;
     }
     auto it = lc.local.find(h.key);
-    if (it != lc.local.end())
-      send_to(my_pe(), std::move(m));  // keeps the order behind what is queued
+    if (it != lc.local.end() && it->second->obj != nullptr)
+      deliver(*it->second, std::move(m));
     else
       miss(lc, std::move(m));
   }

@@ -830,6 +830,13 @@ void on_control(message_ptr m) {
       // From now on home keeps the element's messages until it exists, so a
       // send right after insert() is never taken for one to a deleted element.
       local_collection& lc = get_local(h.ref);
+      auto known_home = lc.home.find(h.key);
+      const bool here = lc.local.count(h.key) != 0;
+      const bool elsewhere = known_home != lc.home.end() && !known_home->second.deleted &&
+                             !known_home->second.inserting && known_home->second.pe >= 0;
+      if (here || elsewhere)
+        object_error("insert of " + key_string(h.ref, h.key) + ", which already exists on PE " +
+                     std::to_string(here ? my_pe() : known_home->second.pe));
       location& l = lc.home[h.key];
       l.inserting = true;
       l.deleted = false;

@@ -411,8 +411,8 @@ class array_proxy {
   }
   // An empty array whose elements are inserted one by one.
   static array_proxy create_sparse(array_options opts = {}) {
-    if (index_dims<I> == 0 && opts.map.kind == detail::map_kind::block)
-      opts.map = array_map::hash();
+    // Blocks need bounds, which a sparse array has not.
+    if (opts.map.kind == detail::map_kind::block) opts.map = array_map::hash();
     detail::collection_ref ref = base_ref(opts);
     ref.dynamic = true;
     return array_proxy(detail::create_collection(ref, 0, {}));

@@ -6,10 +6,11 @@ usage: python3 bench/report.py OUT_DIR > docs/benchmarks.md
 Reads OUT_DIR/*.jsonl (one JSON object per line, as written by bench/run_all.sh)
 and prints a header describing the machine, then one section per benchmark.
 The benchmarks it knows (pingpong, kneighbor, queues, alloc_scaling,
-pe_private, wakeup) get tables shaped for their question, with the ratios the
-design asks for; rows it does not recognise, and unknown benchmarks, are
-printed generically, one table per metric. Missing files and bad lines are
-noted, never fatal. Standard library only.
+pe_private, wakeup, entry_overhead, reduction_latency) get tables shaped for
+their question, with the ratios the design asks for; rows it does not
+recognise, and unknown benchmarks, are printed generically, one table per
+metric. Missing files and bad lines are noted, never fatal. Standard library
+only.
 """
 import datetime
 import glob
@@ -260,9 +261,91 @@ def kn_variant(r):
     return (r.get("queue", KN_DEFAULT[0]), r.get("bind", KN_DEFAULT[1]), r.get("alloc", KN_DEFAULT[2]))
 
 
+def kn_level(r):
+    return r.get("level", "core")
+
+
+def sec_kneighbor_objects(rs, used, sizes, touches):
+    """The objects level beside core: iteration times and ratio rows."""
+    out = []
+    obj = [r for r in rs if kn_level(r) == "objects" and isinstance(r.get("bytes"), int)]
+    if not obj:
+        return out
+    payloads = [p for p in ("buffer", "vector") if any(r.get("payload") == p for r in obj)]
+    payloads += sorted({r.get("payload") for r in obj if r.get("payload") not in ("buffer", "vector")}, key=str)
+
+    def pick(variant, metric, **want):
+        hit = None
+        for r in obj if metric != "iter_us_core" else rs:
+            if kn_variant(r) != variant:
+                continue
+            if metric == "iter_us_core":
+                if kn_level(r) != "core" or r.get("metric") != "iter_us":
+                    continue
+            elif r.get("metric") != metric:
+                continue
+            if all(r.get(k) == v for k, v in want.items()):
+                hit = r
+        if hit is not None and metric != "iter_us_core":
+            used.add(id(hit))
+        return hit
+
+    variants = sorted({kn_variant(r) for r in obj}, key=lambda v: (v != KN_DEFAULT, v))
+    main = variants[0]
+    out.append("Objects level (a chare array, one element per PE, entry methods; payload a "
+               "`weft::buffer<std::byte>` handed over without a copy, or a `std::vector<std::byte>` "
+               "packed and unpacked) beside core, variant %s: iteration µs, and objects ÷ core "
+               "(median of the per-repeat ratios, min–max):\n" % "/".join(main))
+    head = ["touch", "bytes", "core µs"]
+    for p in payloads:
+        head += ["objects (%s) µs" % p, "÷ core (%s)" % p]
+    body = []
+    for t in touches:
+        for b in sizes:
+            core = pick(main, "iter_us_core", bytes=b, touch=t)
+            line = [str(t).lower(), human_bytes(b), spread(core)]
+            any_obj = False
+            for p in payloads:
+                r = pick(main, "iter_us", bytes=b, touch=t, payload=p)
+                q = pick(main, "ratio_objects_over_core", bytes=b, touch=t, payload=p)
+                any_obj = any_obj or r is not None
+                line += [spread(r), spread(q, True)]
+            if any_obj:
+                body.append(line)
+    out.append(table(head, body))
+    q16 = pick(main, "ratio_objects_over_core", bytes=16, touch=False, payload=payloads[0] if payloads else None)
+    if q16 is not None:
+        v = q16.get("value")
+        out.append("target: objects ÷ core under 1.5 for 16 B messages (touch=false, %s payload): "
+                   "%s — **%s**\n" % (q16.get("payload"), spread(q16, True),
+                                      "met" if isinstance(v, (int, float)) and v < 1.5 else "not met"))
+    else:
+        out.append("target: objects ÷ core under 1.5 for 16 B messages: not measured.\n")
+    if len(variants) > 1:
+        out.append("objects ÷ core in every variant (%s payload; median of the per-repeat ratios; "
+                   "queue/bind/alloc):\n" % (payloads[0] if payloads else "?"))
+        body = []
+        for t in touches:
+            for b in sizes:
+                cells = []
+                for v in variants:
+                    q = pick(v, "ratio_objects_over_core", bytes=b, touch=t,
+                             payload=payloads[0] if payloads else None)
+                    cells.append(num(q.get("value"), True) if q else "–")
+                body.append([str(t).lower(), human_bytes(b)] + cells)
+        out.append(table(["touch", "bytes"] + ["/".join(v) for v in variants], body))
+    # Rows of the objects level not shown above (other variants' iteration
+    # times, other payloads) count as shown: the ratios summarise them.
+    for r in obj:
+        if r.get("metric") in ("iter_us", "ratio_objects_over_core"):
+            used.add(id(r))
+    return out
+
+
 def sec_kneighbor(rows):
     used, out = set(), []
-    it = [r for r in rows if r.get("metric") == "iter_us" and isinstance(r.get("bytes"), int)]
+    it = [r for r in rows if r.get("metric") in ("iter_us", "ratio_objects_over_core")
+          and isinstance(r.get("bytes"), int)]
     groups = OrderedDict()
     for r in it:
         groups.setdefault((r.get("k"), r.get("pes")), []).append(r)
@@ -272,6 +355,8 @@ def sec_kneighbor(rows):
             out.append("#### %s\n" % label)
         sizes = sorted({r["bytes"] for r in rs})
         touches = [t for t in (False, True) if any(r.get("touch", False) == t for r in rs)]
+        every = rs
+        rs = [r for r in rs if kn_level(r) == "core" and r.get("metric") == "iter_us"]
 
         # (i) iteration time vs size, default variant
         dflt = [r for r in rs if kn_variant(r) == KN_DEFAULT]
@@ -331,6 +416,9 @@ def sec_kneighbor(rows):
                     else:
                         body.append([str(t).lower(), human_bytes(b)] + cells + ["–", "–"])
             out.append(table(head, body))
+
+        # (iii) the objects level beside core
+        out.extend(sec_kneighbor_objects(every, used, sizes, touches))
     if not groups:
         out.append("No `iter_us` rows.\n")
     out.append(leftovers(rows, used))
@@ -457,6 +545,79 @@ def sec_wakeup(rows):
     return "\n".join(o for o in out if o)
 
 
+def sec_entry_overhead(rows):
+    used, out = set(), []
+    cases = [("same_pe", "empty entry method, same PE (a chain of self-calls)", "ns_per_call"),
+             ("other_pe", "empty entry method, other PE (ping-pong, per one-way call)", "ns_per_call"),
+             ("create", "chare created and destroyed on one PE (burst; per chare)", "ns_per_creation")]
+    body = []
+    for case, text, metric in cases:
+        core = find(rows, used, case=case, level="core", metric=metric)
+        targets = []
+        for r in rows:
+            if r.get("case") == case and r.get("level") == "objects" and r.get("metric") == metric \
+                    and r.get("target") not in targets:
+                targets.append(r.get("target"))
+        for t in targets:
+            obj = find(rows, used, case=case, level="objects", target=t, metric=metric)
+            q = find(rows, used, case=case, level="objects", target=t, metric="ratio_objects_over_core")
+            body.append([text, t, spread(obj), spread(core), spread(q, True)])
+    if body:
+        out.append("ns per operation, the core-level equivalent (make_message + weft::send to a handler; for "
+                   "creation, one plain send per chare) measured beside it in the same run, and objects ÷ core "
+                   "(median of the per-repeat ratios, min–max):\n")
+        out.append(table(["what", "objects target", "objects ns", "core ns", "objects ÷ core"], body))
+    else:
+        out.append("No `ns_per_call` / `ns_per_creation` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_reduction_latency(rows):
+    used, out = set(), []
+    lat = [r for r in rows if r.get("metric") == "us_per_reduction"]
+    epps = sorted({r.get("elems_per_pe") for r in lat if isinstance(r.get("elems_per_pe"), int)})
+    vias = []
+    for r in lat:
+        if r.get("level") == "objects" and r.get("callback") not in vias:
+            vias.append(r.get("callback"))
+    pes = sorted({r.get("pes") for r in lat if isinstance(r.get("pes"), int)})
+    if epps:
+        out.append("µs per completed sum of one double over every element (%s PE%s), rounds back to back; the "
+                   "core baseline (a broadcast starts the round, one partial sum per PE to PE 0) beside it in "
+                   "the same run; objects ÷ core is the median of the per-repeat ratios (min–max). "
+                   "callback: element = an entry method of element 0 broadcasts the next round; future = "
+                   "main co_awaits a future per round; all_reduce = every element co_awaits all_reduce in "
+                   "a loop.\n" % ("/".join(str(p) for p in pes) or "?", "" if pes == [1] else "s"))
+        head = ["elements per PE", "core µs"]
+        for v in vias:
+            head += ["%s µs" % v, "%s ÷ core" % v]
+        body = []
+        for e in epps:
+            line = [str(e), spread(find(lat, used, elems_per_pe=e, level="core"))]
+            for v in vias:
+                line.append(spread(find(lat, used, elems_per_pe=e, level="objects", callback=v)))
+                line.append(spread(find(rows, used, elems_per_pe=e, callback=v,
+                                        metric="ratio_objects_over_core"), True))
+            body.append(line)
+        out.append(table(head, body))
+        if len(epps) > 1:
+            growth = []
+            for v in vias:
+                a = find(lat, set(), elems_per_pe=epps[0], level="objects", callback=v)
+                b = find(lat, set(), elems_per_pe=epps[-1], level="objects", callback=v)
+                if a and b:
+                    slope = ratio_of((b.get("value") or 0) - (a.get("value") or 0), (epps[-1] - epps[0]) * (pes[0] if pes else 1))
+                    growth.append("%s %s µs" % (v, num(slope)))
+            if growth:
+                out.append("Cost per extra element per round (from %d to %d per PE): %s.\n"
+                           % (epps[0], epps[-1], ", ".join(growth)))
+    else:
+        out.append("No `us_per_reduction` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
 def sec_generic(rows):
     return generic(rows)
 
@@ -468,6 +629,8 @@ SECTIONS = OrderedDict([
     ("alloc_scaling", ("Allocator scaling (seed paper, Table 1)", sec_alloc_scaling)),
     ("pe_private", ("PE-private variables: thread_local vs array (seed paper, Table 2)", sec_pe_private)),
     ("wakeup", ("Wake-up costs behind the idle back-off", sec_wakeup)),
+    ("entry_overhead", ("Objects layer: entry-method and chare-creation overhead", sec_entry_overhead)),
+    ("reduction_latency", ("Objects layer: reduction latency", sec_reduction_latency)),
 ])
 
 

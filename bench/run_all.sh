@@ -6,7 +6,9 @@
 # Each benchmark in BUILD_DIR/bench/ runs with --json --repeat 5; its JSON
 # lines go to OUT_DIR/<name>.jsonl (replaced, not appended across runs).
 # kneighbor runs once per variant (queue x bind x alloc, 8 runs), all into
-# kneighbor.jsonl. A missing binary is skipped with a note; a benchmark that
+# kneighbor.jsonl; each run measures the core and the objects level side by
+# side (the default variant also with the std::vector payload). The objects
+# layer's benchmarks (entry_overhead, reduction_latency) follow. A missing binary is skipped with a note; a benchmark that
 # fails is reported and the others still run; the report is written from
 # whatever was collected, and the exit status is 1 if anything failed.
 # Then: python3 bench/report.py OUT_DIR > REPORT_MD (`make bench` does all this).
@@ -31,7 +33,7 @@ mkdir -p "$out_dir" "$(dirname "$report_md")" || exit 2
 
 # Fixed order first (cheap micro-benchmarks, then workloads), then any other
 # benchmark binary found in bin_dir.
-known=(alloc_scaling pe_private wakeup queues pingpong kneighbor)
+known=(alloc_scaling pe_private wakeup queues pingpong kneighbor entry_overhead reduction_latency)
 names=("${known[@]}")
 for f in "$bin_dir"/*; do
   n=$(basename "$f")
@@ -54,12 +56,14 @@ for name in "${names[@]}"; do
   fi
   : >"$out"
   if [[ $name == kneighbor ]]; then
-    echo "run_all: [$i/$total] kneighbor: 8 variants (queue mpsc|spsc-pairs x bind compact|none x alloc mimalloc|system)" >&2
+    echo "run_all: [$i/$total] kneighbor: 8 variants (queue mpsc|spsc-pairs x bind compact|none x alloc mimalloc|system), core and objects levels" >&2
     for queue in mpsc spsc-pairs; do
       for bind in compact none; do
         for alloc in mimalloc system; do
-          if ! "$exe" --json --repeat "$repeat" --weft:queue="$queue" --weft:bind="$bind" \
-               --weft:alloc="$alloc" >>"$out"; then
+          payload=buffer
+          [[ $queue/$bind/$alloc == mpsc/compact/mimalloc ]] && payload=both
+          if ! "$exe" --json --repeat "$repeat" --level=both --payload="$payload" \
+               --weft:queue="$queue" --weft:bind="$bind" --weft:alloc="$alloc" >>"$out"; then
             echo "run_all: kneighbor --weft:queue=$queue --weft:bind=$bind --weft:alloc=$alloc failed" >&2
             failed+=("kneighbor($queue,$bind,$alloc)")
           fi

@@ -430,7 +430,8 @@ TEST_P(Arrays, SparseUserIndexBuffersMessagesSentBeforeInsert) {
 
 // A sparse array indexed by int (or index2d/3d) has no bounds; its default
 // map is the hash, as for any sparse array (docs/objects.md), so insert()
-// spreads the elements over the PEs.
+// spreads the elements over the PEs. (Failed at 8b1b0a9: create_sparse kept
+// the block map, which puts every index of a bound-less array on PE 0.)
 struct SparseInt : weft::array_element<SparseInt, int> {
   SparseInt() = default;
   int where() { return weft::my_pe(); }
@@ -1943,6 +1944,7 @@ TEST_F(ArraysDeathTest, InsertingAnElementThatExists) {
 
 // The same mistake when the element lives on another PE than the one the
 // insertion targets (it migrated away from home): home knows where it is.
+// (Failed to die at 8b1b0a9: a second element [0] was built on PE 0.)
 TEST_F(ArraysDeathTest, InsertingAnElementThatMigratedAway) {
   EXPECT_EXIT(run_dying(2,
                         []() -> weft::task<> {

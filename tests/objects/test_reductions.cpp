@@ -533,6 +533,65 @@ TEST_P(MigratingReductions, EveryRoundCountsEveryElementOnce) {
   }
 }
 
+// Elements that leave: every fifth element stops after half the rounds and
+// destroys itself in the invocation of its last contribution, while the
+// others run ahead and migrate. Round r counts the elements still there.
+struct Quitter : weft::array_element<Quitter, int> {
+  Quitter() = default;
+  Quitter(int r, weft::callback<std::vector<int>> to) : rounds(r), cb(to) {}
+  int rounds = 0;
+  int k = 0;
+  weft::callback<std::vector<int>> cb;
+  void pup(weft::pupper& p) { p | rounds | k | cb; }
+  int last() const { return this_index() % 5 == 0 ? rounds / 2 : rounds; }
+  void step() {
+    // (count, sum of indices) as a two-element vector.
+    contribute(std::vector<int>{1, this_index()}, weft::op::sum, cb);
+    ++k;
+    if (k >= last()) {
+      if (k < rounds) destroy();
+      return;
+    }
+    this_proxy()[this_index()].send<&Quitter::step>();
+    const int pes = weft::num_pes();
+    if (pes > 1 && (this_index() + k) % 2 == 0) migrate_to((weft::my_pe() + 1) % pes);
+  }
+};
+
+struct VecSink : weft::chare<VecSink> {
+  void got(std::vector<int> v) {
+    std::lock_guard<std::mutex> lock(g_sink.mu);
+    g_sink.got["quit"].push_back(long(v.at(0)) * 100000 + v.at(1));
+  }
+};
+
+TEST_P(MigratingReductions, DestroyedElementsStopCountingWhileOthersRunAhead) {
+  sink_clear();
+  const int n = 3 * pes() + 4;
+  const int rounds = int(scaled(40, 20));
+  int rc = run_pes(pes(), [&]() -> weft::task<> {
+    auto sink = weft::create_on<VecSink>(0);
+    auto a = weft::array<Quitter>::create(n, rounds, sink.callback<&VecSink::got>());
+    a.broadcast<&Quitter::step>();
+    auto q = quiescence();
+    co_await q;
+    weft::exit(0);
+  });
+  ASSERT_EQ(rc, 0);
+  expect_no_pe_errors();
+  std::vector<long> want;
+  for (int r = 0; r < rounds; ++r) {
+    long count = 0, sum = 0;
+    for (int i = 0; i < n; ++i)
+      if (r < (i % 5 == 0 ? rounds / 2 : rounds)) {
+        ++count;
+        sum += i;
+      }
+    want.push_back(count * 100000 + sum);
+  }
+  EXPECT_EQ(g_sink.got["quit"], want);
+}
+
 INSTANTIATE_TEST_SUITE_P(Pes, MigratingReductions, testing::Values(1, 2, 8), pes_name);
 
 // ---- groups -----------------------------------------------------------------------------
@@ -546,11 +605,17 @@ struct GroupRed : weft::group_element<GroupRed> {
   void which(weft::callback<std::vector<std::pair<int, int>>> cb) {
     contribute(weft::my_pe() * 10, weft::op::set, cb);
   }
+  // Broadcast callback: every PE's element gets the result.
+  void got(long v) {
+    std::lock_guard<std::mutex> lock(g_sink.mu);
+    g_sink.by_element[this_pe()].push_back(v);
+  }
 };
 
 class GroupReductions : public PesTest {};
 
 TEST_P(GroupReductions, OneContributionPerPePerRound) {
+  sink_clear();
   const int rounds = 10;
   std::vector<long> sums;
   int mx = -1;
@@ -566,12 +631,15 @@ TEST_P(GroupReductions, OneContributionPerPePerRound) {
     g.broadcast<&GroupRed::max_pe>(weft::callback<int>(fm));
     auto fw = weft::make_future<std::vector<std::pair<int, int>>>();
     g.broadcast<&GroupRed::which>(weft::callback<std::vector<std::pair<int, int>>>(fw));
+    g.broadcast<&GroupRed::sum_pe>(rounds, g.broadcast_callback<&GroupRed::got>());
     for (auto& f : fs) {
       long v = co_await f;
       sums.push_back(v);
     }
     mx = co_await fm;
     which = co_await fw;
+    auto q = quiescence();
+    co_await q;
     weft::exit(0);
   });
   ASSERT_EQ(rc, 0);
@@ -584,6 +652,9 @@ TEST_P(GroupReductions, OneContributionPerPePerRound) {
   std::vector<std::pair<int, int>> want;
   for (int pe = 0; pe < pes(); ++pe) want.emplace_back(pe, pe * 10);
   EXPECT_EQ(which, want);
+  ASSERT_EQ(int(g_sink.by_element.size()), pes());
+  for (int pe = 0; pe < pes(); ++pe)
+    EXPECT_EQ(g_sink.by_element[pe], std::vector<long>{base + long(pes()) * rounds}) << pe;
 }
 
 INSTANTIATE_TEST_SUITE_P(Pes, GroupReductions, testing::Values(1, 2, 8), pes_name);

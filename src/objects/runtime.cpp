@@ -898,8 +898,12 @@ void on_control(message_ptr m) {
       hist_add(lc, rec.red_round);
       lc.known[h.key] = {my_pe(), rec.epoch, false};
       tell_home(lc, h.key, my_pe(), rec.epoch, loc_moved);
+      const index_key key = h.key;
       obj->on_migrated();
       catch_up(lc, rec);
+      // on_migrated may have asked to move on or be destroyed (catch_up may
+      // have done so already, freeing rec).
+      if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
       reduction_flush(lc);
       return;
     }

@@ -82,8 +82,17 @@ inline constexpr std::string_view member_name_v = member_name<M>();
 
 template <class List, auto M>
 inline constexpr bool contains_entry = false;
+// Member pointers of different types never name the same entry (and do not
+// compare).
+template <auto A, auto B>
+constexpr bool same_entry() {
+  if constexpr (std::is_same_v<decltype(A), decltype(B)>)
+    return A == B;
+  else
+    return false;
+}
 template <auto... Ms, auto M>
-inline constexpr bool contains_entry<entries<Ms...>, M> = ((Ms == M) || ...);
+inline constexpr bool contains_entry<entries<Ms...>, M> = (same_entry<Ms, M>() || ...);
 
 template <class T, auto M>
 constexpr bool is_exclusive() {

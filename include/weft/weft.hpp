@@ -9,7 +9,7 @@
 #include "weft/objects/collections.hpp"
 #include "weft/objects/future.hpp"
 #include "weft/objects/main.hpp"
+#include "weft/objects/pup.hpp"
 #include "weft/objects/readonly.hpp"
 #include "weft/objects/reduction.hpp"
 #include "weft/objects/task.hpp"
-#include "weft/objects/pup.hpp"

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 #include "core/support.hpp"
+#include "objects/support.hpp"
 #include "weft/weft.hpp"
 
 namespace {
@@ -37,46 +38,7 @@ using weft_test::reset_errors;
 using weft_test::scaled;
 using weft_test::threads_opt;
 
-// Records a failure seen on a PE (gtest assertions are made on the test
-// thread only).
-#define PE_CHECK(cond, what)                                       \
-  do {                                                             \
-    if (!(cond)) record_error(std::string(what) + " [" #cond "]"); \
-  } while (0)
-
-// Runs a node of `pes` PEs whose main function is the coroutine `body`;
-// returns weft::run's exit code.
-template <class F>
-int run_pes(int pes, F body, std::vector<std::string> extra = {}) {
-  std::vector<std::string> opts{threads_opt(pes)};
-  opts.insert(opts.end(), extra.begin(), extra.end());
-  weft::runtime_config cfg = weft_test::make_config(opts);
-  static char prog[] = "test";
-  static char* argv[] = {prog, nullptr};
-  return weft::run(cfg, 1, argv, [&body](weft::args) -> weft::task<> { return body(); });
-}
-
-// A future set on PE 0 once nothing is in flight or running anywhere: the
-// main coroutine awaits it before it looks at what the elements did.
-weft::future<int> quiescence() {
-  auto f = weft::make_future<int>();
-  weft::on_quiescence([f] { f.set(1); });
-  return f;
-}
-
-std::string pes_name(const testing::TestParamInfo<int>& info) {
-  return std::to_string(info.param) + "pes";
-}
-
-void expect_no_pe_errors() {
-  EXPECT_EQ(g_errors.load(), 0) << "first error on a PE: " << first_error();
-}
-
-class PesTest : public testing::TestWithParam<int> {
- protected:
-  void SetUp() override { reset_errors(); }
-  int pes() const { return GetParam(); }
-};
+using namespace objects_test;
 
 // ---- dense arrays: creation and placement ----------------------------------------
 

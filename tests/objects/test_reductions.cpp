@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 #include "core/support.hpp"
+#include "objects/support.hpp"
 #include "weft/weft.hpp"
 
 namespace {
@@ -29,43 +30,7 @@ using weft_test::reset_errors;
 using weft_test::scaled;
 using weft_test::threads_opt;
 
-// Records a failure seen on a PE (gtest assertions are made on the test
-// thread only).
-#define PE_CHECK(cond, what)                                       \
-  do {                                                             \
-    if (!(cond)) record_error(std::string(what) + " [" #cond "]"); \
-  } while (0)
-
-template <class F>
-int run_pes(int pes, F body) {
-  weft::runtime_config cfg = weft_test::make_config({threads_opt(pes)});
-  static char prog[] = "test";
-  static char* argv[] = {prog, nullptr};
-  return weft::run(cfg, 1, argv, [&body](weft::args) -> weft::task<> { return body(); });
-}
-
-// A future set on PE 0 once nothing is in flight or running anywhere.
-weft::future<int> quiescence() {
-  auto f = weft::make_future<int>();
-  weft::on_quiescence([f] { f.set(1); });
-  return f;
-}
-
-std::string pes_name(const testing::TestParamInfo<int>& info) {
-  return std::to_string(info.param) + "pes";
-}
-
-void expect_no_pe_errors() {
-  EXPECT_EQ(g_errors.load(), 0) << "first error on a PE: " << first_error();
-}
-
-class PesTest : public testing::TestWithParam<int> {
- protected:
-  void SetUp() override { reset_errors(); }
-  int pes() const { return GetParam(); }
-  // Elements per array: not a multiple of the PEs, some PEs get more.
-  int elements() const { return 2 * pes() + 3; }
-};
+using namespace objects_test;
 
 // ---- values --------------------------------------------------------------------------
 

@@ -107,7 +107,8 @@ class pupper {
 
   // A length of a container: on unpacking, checked against what is left
   // (each element takes at least `min_element_bytes`).
-  [[gnu::always_inline]] std::uint64_t length(std::uint64_t n, std::size_t min_element_bytes, std::string_view what) {
+  [[gnu::always_inline]] std::uint64_t length(std::uint64_t n, std::size_t min_element_bytes,
+                                              std::string_view what) {
     bytes(&n, sizeof n, what);
     if (unpacking() && min_element_bytes > 0 && n > remaining() / min_element_bytes)
       fail("length " + std::to_string(n) + " is more than the " + std::to_string(remaining()) +

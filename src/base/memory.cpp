@@ -101,8 +101,12 @@ void* raw_alloc(std::size_t bytes) {
 }
 
 void raw_free(void* p) {
+  raw_free_from(g_alloc, p);
+}
+
+void raw_free_from(raw_allocator a, void* p) {
   if (p == nullptr) return;
-  if (g_alloc == raw_allocator::mimalloc)
+  if (a == raw_allocator::mimalloc)
     mi_free(p);
   else
     g_sys_free(p);

@@ -29,6 +29,9 @@ WEFT_API raw_allocator selected_allocator();
 // memory).
 WEFT_API void* raw_alloc(std::size_t bytes);
 WEFT_API void raw_free(void* p);
+// Frees `p` with allocator `a`, whichever is selected now (memory made
+// before a switch of allocator).
+WEFT_API void raw_free_from(raw_allocator a, void* p);
 
 // Size classes 64 B, 128 B, ... 128 KiB (a 64 KiB payload and its header fit
 // the last); larger blocks bypass the lists.

@@ -271,8 +271,9 @@ def sec_kneighbor_objects(rs, used, sizes, touches):
     obj = [r for r in rs if kn_level(r) == "objects" and isinstance(r.get("bytes"), int)]
     if not obj:
         return out
-    payloads = [p for p in ("buffer", "vector") if any(r.get("payload") == p for r in obj)]
-    payloads += sorted({r.get("payload") for r in obj if r.get("payload") not in ("buffer", "vector")}, key=str)
+    known = ("span", "buffer", "vector")
+    payloads = [p for p in known if any(r.get("payload") == p for r in obj)]
+    payloads += sorted({r.get("payload") for r in obj if r.get("payload") not in known}, key=str)
 
     def pick(variant, metric, **want):
         hit = None
@@ -293,9 +294,11 @@ def sec_kneighbor_objects(rs, used, sizes, touches):
     variants = sorted({kn_variant(r) for r in obj}, key=lambda v: (v != KN_DEFAULT, v))
     main = variants[0]
     out.append("Objects level (a chare array, one element per PE, entry methods; payload a "
-               "`weft::buffer<std::byte>` handed over without a copy, or a `std::vector<std::byte>` "
-               "packed and unpacked) beside core, variant %s: iteration µs, and objects ÷ core "
-               "(median of the per-repeat ratios, min–max):\n" % "/".join(main))
+               "`std::span<const std::byte>` copied into the message and viewed there, as core's "
+               "payload is; a `weft::buffer<std::byte>` handed over without a copy; or a "
+               "`std::vector<std::byte>` packed and unpacked) beside core, variant %s: iteration "
+               "µs, and objects ÷ core (median of the per-repeat ratios, min–max):\n"
+               % "/".join(main))
     head = ["touch", "bytes", "core µs"]
     for p in payloads:
         head += ["objects (%s) µs" % p, "÷ core (%s)" % p]

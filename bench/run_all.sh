@@ -7,7 +7,7 @@
 # lines go to OUT_DIR/<name>.jsonl (replaced, not appended across runs).
 # kneighbor runs once per variant (queue x bind x alloc, 8 runs), all into
 # kneighbor.jsonl; each run measures the core and the objects level side by
-# side (the default variant also with the std::vector payload). The objects
+# side with the span payload (the default variant with every payload). The objects
 # layer's benchmarks (entry_overhead, reduction_latency) follow. A missing binary is skipped with a note; a benchmark that
 # fails is reported and the others still run; the report is written from
 # whatever was collected, and the exit status is 1 if anything failed.
@@ -60,8 +60,8 @@ for name in "${names[@]}"; do
     for queue in mpsc spsc-pairs; do
       for bind in compact none; do
         for alloc in mimalloc system; do
-          payload=buffer
-          [[ $queue/$bind/$alloc == mpsc/compact/mimalloc ]] && payload=both
+          payload=span
+          [[ $queue/$bind/$alloc == mpsc/compact/mimalloc ]] && payload=all
           if ! "$exe" --json --repeat "$repeat" --level=both --payload="$payload" \
                --weft:queue="$queue" --weft:bind="$bind" --weft:alloc="$alloc" >>"$out"; then
             echo "run_all: kneighbor --weft:queue=$queue --weft:bind=$bind --weft:alloc=$alloc failed" >&2

@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build make pkg-config
   libhwloc-dev hwloc        # topology and binding
   libmimalloc-dev           # scalable allocator
+  libabsl-dev               # flat hash maps (objects: element and location tables)
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks
   python3 python3-matplotlib # tools/ (reports, plots)

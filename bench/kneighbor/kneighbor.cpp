@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 #include "common/harness.hpp"
@@ -38,11 +39,15 @@ const char* about =
     "  --iters=N         iterations per measurement (default 2000)\n"
     "  --touch=MODE      false | true | both (default both): receiver reads every byte\n"
     "  --level=L         core | objects | both (default both)\n"
-    "  --payload=P       buffer | vector | both (default buffer): the objects level's payload\n"
-    "                    argument, weft::buffer<std::byte> or std::vector<std::byte>";
+    "  --payload=LIST    the objects level's payload argument, one or more of: span\n"
+    "                    (std::span<const std::byte>: copied into the message, viewed there by\n"
+    "                    the receiver, as the core level's payload), buffer "
+    "(weft::buffer<std::byte>:\n"
+    "                    its block handed over), vector (std::vector<std::byte>: copied in and\n"
+    "                    out); all = span,buffer,vector (default span)";
 
 enum class level_kind : std::uint8_t { core, objects };
-enum class payload_kind : std::uint8_t { message, buffer, vector };
+enum class payload_kind : std::uint8_t { message, span, buffer, vector };
 
 const char* level_name(level_kind l) {
   return l == level_kind::core ? "core" : "objects";
@@ -51,6 +56,8 @@ const char* payload_name(payload_kind p) {
   switch (p) {
     case payload_kind::message:
       return "message";
+    case payload_kind::span:
+      return "span";
     case payload_kind::buffer:
       return "buffer";
     case payload_kind::vector:
@@ -231,6 +238,16 @@ struct Neighbour : weft::array_element<Neighbour, int> {
     arrived(b.data());
   }
 
+  // The payload viewed in the message (copied once into it by the sender,
+  // like the core level's payload).
+  void recv_span(std::span<const std::byte> s) {
+    if (stamp_round(s.data()) != round) {
+      early_vectors.emplace_back(s.begin(), s.end());
+      return;
+    }
+    arrived(s.data());
+  }
+
   void recv_vector(std::vector<std::byte> v) {
     if (stamp_round(v.data()) != round) {
       early_vectors.push_back(std::move(v));
@@ -255,7 +272,10 @@ struct Neighbour : weft::array_element<Neighbour, int> {
         } else {
           scratch.resize(p.bytes);
           write_payload(scratch.data(), p.bytes, p.round, iter, p.touch);
-          all[target].send<&Neighbour::recv_vector>(scratch);
+          if (p.payload == payload_kind::span)
+            all[target].send<&Neighbour::recv_span>(std::span<const std::byte>(scratch));
+          else
+            all[target].send<&Neighbour::recv_vector>(scratch);
         }
       }
     }
@@ -406,7 +426,30 @@ int main(int argc, char** argv) {
   d.iters = int(weft::bench::positive_arg(d.cli, "iters", 2000, 100000000));
   const std::string touch = weft::bench::arg(d.cli, "touch", "both");
   const std::string level = weft::bench::arg(d.cli, "level", "both");
-  const std::string payload = weft::bench::arg(d.cli, "payload", "buffer");
+  std::string payload = weft::bench::arg(d.cli, "payload", "span");
+  if (payload == "all") payload = "span,buffer,vector";
+  std::vector<payload_kind> payloads;
+  for (std::size_t pos = 0; pos <= payload.size();) {
+    std::size_t comma = payload.find(',', pos);
+    if (comma == std::string::npos) comma = payload.size();
+    const std::string one = payload.substr(pos, comma - pos);
+    payload_kind k;
+    if (one == "span")
+      k = payload_kind::span;
+    else if (one == "buffer")
+      k = payload_kind::buffer;
+    else if (one == "vector")
+      k = payload_kind::vector;
+    else {
+      std::fprintf(stderr,
+                   "error: --payload=%s: '%s' is not a payload; expected a list of span, "
+                   "buffer, vector, or all\n",
+                   payload.c_str(), one.c_str());
+      return 2;
+    }
+    if (std::find(payloads.begin(), payloads.end(), k) == payloads.end()) payloads.push_back(k);
+    pos = comma + 1;
+  }
   std::vector<std::uint32_t> sizes;
   std::string list = weft::bench::arg(d.cli, "bytes", "16,64,256,1024,4096,16384,65536");
   for (std::size_t pos = 0; pos <= list.size();) {
@@ -429,10 +472,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --level=%s: expected core, objects or both\n", level.c_str());
     return 2;
   }
-  if (payload != "both" && payload != "buffer" && payload != "vector") {
-    std::fprintf(stderr, "error: --payload=%s: expected buffer, vector or both\n", payload.c_str());
-    return 2;
-  }
   std::vector<bool> touches;
   if (touch != "true") touches.push_back(false);
   if (touch != "false") touches.push_back(true);
@@ -440,8 +479,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<level_kind, payload_kind>> variants;
   if (level != "objects") variants.push_back({level_kind::core, payload_kind::message});
   if (level != "core") {
-    if (payload != "vector") variants.push_back({level_kind::objects, payload_kind::buffer});
-    if (payload != "buffer") variants.push_back({level_kind::objects, payload_kind::vector});
+    for (payload_kind k : payloads) variants.push_back({level_kind::objects, k});
   }
   d.objects = level != "core";
   // One warm-up round per variant, then the repeats interleaved: every size

@@ -19,14 +19,9 @@
 namespace weft {
 
 namespace detail {
-namespace {
-thread_local pe_local t_local;
-}
-pe_local& this_pe_local() noexcept {
-  return t_local;
-}
+constinit thread_local pe_local t_pe_local;
 bool in_main_setup() noexcept {
-  if (t_local.pe != 0) return false;
+  if (t_pe_local.pe != 0) return false;
   core::node_state* node = core::g_node.load(std::memory_order_acquire);
   return node != nullptr && node->main_running.load(std::memory_order_relaxed);
 }

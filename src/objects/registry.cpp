@@ -53,6 +53,10 @@ const entry_info& entry(std::uint32_t id) noexcept {
   return e[id];
 }
 
+std::span<const entry_info> entry_table() noexcept {
+  return reg().entries;
+}
+
 bool mark_awaited(std::uint32_t id) {
   std::lock_guard<std::mutex> lock(reg().mutex);
   reg().entries.at(id).awaited = true;

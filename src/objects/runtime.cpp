@@ -28,18 +28,32 @@ namespace {
 thread_local pe_objects* t_obj = nullptr;
 thread_local element_record* t_constructing = nullptr;
 node_objects* g_node_objects = nullptr;  // set while a node runs
+std::span<const entry_info> g_entries;   // the entry table, fixed while a node runs
 
-handler_id h_element = 0;  // messages for an element (entry, destroy)
-handler_id h_control = 0;  // everything else
+// An entry method named by a message (checked: the id comes from outside).
+const entry_info& entry_of(std::uint32_t id) {
+  if (id >= g_entries.size()) [[unlikely]]
+    base::fatal("objects: a message names entry method id %u; only %zu are registered", id,
+                g_entries.size());
+  return g_entries[id];
+}
+
+handler_id h_element = 0;    // messages for an element (entry, destroy)
+handler_id h_nodegroup = 0;  // messages for a nodegroup (any PE of the node takes them)
+handler_id h_control = 0;    // everything else
 
 // Migrating elements overtake what is queued at their destination, so few
 // messages arrive before them and bounce.
 constexpr std::int32_t migration_priority = INT32_MAX;
 constexpr std::size_t bcast_history_limit = 256;
 
-pe_objects& pe_state() {
-  if (t_obj == nullptr)
-    object_error("the weft objects API was called off a PE (or while no node runs)");
+[[noreturn, gnu::cold, gnu::noinline]] void off_pe_error() {
+  object_error("the weft objects API was called off a PE (or while no node runs)");
+}
+
+[[gnu::always_inline]] inline pe_objects& pe_state() {
+  if (t_obj == nullptr) [[unlikely]]
+    off_pe_error();
   return *t_obj;
 }
 
@@ -86,21 +100,21 @@ message_ptr new_control(const collection_ref& ref, const index_key& key, op_kind
                         std::size_t payload) {
   message_ptr m = make_message(h_control, sizeof(obj_header) + payload);
   obj_header* h = new (m->data()) obj_header;
-  h->ref = ref;
+  h->collection = ref.id;
   h->key = key;
   h->op = op;
   h->origin_pe = my_pe();
   return m;
 }
 
-void send_to(int pe, message_ptr m) {
+[[gnu::always_inline]] inline void send_to(int pe, message_ptr m) {
   weft::send(pe, std::move(m));
 }
 
-local_collection* find_local(const collection_ref& ref) {
+[[gnu::always_inline]] inline local_collection* find_local(std::uint64_t id) {
   pe_objects& s = pe_state();
-  if (s.last != nullptr && s.last->ref.id == ref.id) return s.last;
-  auto it = s.collections.find(ref.id);
+  if (s.last != nullptr && s.last->ref.id == id) return s.last;
+  auto it = s.collections.find(id);
   if (it == s.collections.end()) return nullptr;
   s.last = it->second.get();
   return s.last;
@@ -117,9 +131,34 @@ node_combiner* combiner_for(std::uint64_t id) {
   return c.get();
 }
 
+// ---- the node's directory of collections ------------------------------------
+
+// Chare collections (one per element type) have ids of their own kind, and
+// their description follows from the id.
+constexpr std::uint64_t chare_id_tag = std::uint64_t(0xffffffffu) << 32;
+
+void register_collection(const collection_ref& ref) {
+  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  g_node_objects->directory.emplace(ref.id, ref);
+}
+
+// The description of collection `id`, for a PE that meets it first in a
+// message. The node learns every collection before a message can name it:
+// the creator registers it before create() returns.
+collection_ref lookup_collection(std::uint64_t id) {
+  if ((id & chare_id_tag) == chare_id_tag) return chare_collection(std::uint32_t(id));
+  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto it = g_node_objects->directory.find(id);
+  if (it == g_node_objects->directory.end())
+    base::fatal("objects: PE %d got a message for collection %#" PRIx64
+                ", which this node does not know (a corrupt message?)",
+                my_pe(), id);
+  return it->second;
+}
+
 // This PE's part of a collection, made on first touch (without creating it).
 local_collection& make_local(const collection_ref& ref) {
-  if (local_collection* lc = find_local(ref)) return *lc;
+  if (local_collection* lc = find_local(ref.id)) return *lc;
   pe_objects& s = pe_state();
   auto lc = std::make_unique<local_collection>();
   lc->ref = ref;
@@ -150,6 +189,13 @@ local_collection& get_local(const collection_ref& ref) {
     if (info) create_here(lc, info->ctor, info->args.data(), info->args.size());
   }
   return lc;
+}
+
+// The same, for a collection named by id in a message.
+local_collection& get_local(std::uint64_t id) {
+  local_collection* lc = find_local(id);
+  if (lc != nullptr && lc->created) return *lc;
+  return get_local(lc != nullptr ? collection_ref(lc->ref) : lookup_collection(id));
 }
 
 std::string entry_name(std::uint32_t id) {
@@ -410,14 +456,16 @@ void after_entry(element_record& rec) {
     migrate(lc, rec);
 }
 
-void invoke(element_record& rec, const entry_info& e, message_ptr m) {
+// Runs entry `e` of the element with the arguments in `m` (the caller
+// frees `m` afterwards).
+[[gnu::always_inline]] inline void invoke(element_record& rec, const entry_info& e, message& m) {
   rec.contributed_now = false;
   rec.running = e.name.c_str();
-  const obj_header& h = header_of(*m);
-  pupper p = pupper::unpacker(args_of(*m), args_size(*m),
+  const obj_header& h = header_of(m);
+  pupper p = pupper::unpacker(args_of(m), args_size(m),
                               h.in_process ? pupper::reach::this_process : pupper::reach::anywhere);
   try {
-    e.invoke(*rec.obj, p, *m);
+    e.invoke(*rec.obj, p, m);
   } catch (const serialization_error& ex) {
     base::fatal("%s: the arguments of %s do not unpack: %s", element_name(rec).c_str(),
                 e.name.c_str(), ex.what());
@@ -428,8 +476,8 @@ void invoke(element_record& rec, const entry_info& e, message_ptr m) {
   rec.running = nullptr;
 }
 
-// A message for an element that is here.
-void deliver(element_record& rec, message_ptr m) {
+// A message for an element that is here: every case.
+[[gnu::noinline]] void deliver_any(element_record& rec, message_ptr&& m) {
   obj_header& h = header_of(*m);
   if (h.hops > 0 && h.origin_pe >= 0 && h.origin_pe != my_pe()) {
     // It was forwarded: tell the sender where the element is now.
@@ -444,7 +492,7 @@ void deliver(element_record& rec, message_ptr m) {
     after_entry(rec);
     return;
   }
-  const entry_info& e = entry(h.entry);
+  const entry_info& e = entry_of(h.entry);
   if (e.awaited) {
     mailbox& mb = rec.mailboxes[h.entry];
     if (mb.waiter != nullptr) {
@@ -459,8 +507,28 @@ void deliver(element_record& rec, message_ptr m) {
     }
     return;
   }
-  invoke(rec, e, std::move(m));
-  after_entry(rec);
+  invoke(rec, e, *m);
+  m.reset();
+  if (rec.destroy_requested || rec.migrate_to >= 0) after_entry(rec);
+}
+
+// The same, inlined into the callers for the common case: an entry call
+// that was not forwarded, to an entry no coroutine awaits.
+[[gnu::always_inline]] inline void deliver(element_record& rec, message_ptr&& m) {
+  const obj_header& h = header_of(*m);
+  if ((h.hops | h.op) != 0) [[unlikely]] {
+    deliver_any(rec, std::move(m));
+    return;
+  }
+  const entry_info& e = entry_of(h.entry);
+  if (e.awaited) [[unlikely]] {
+    deliver_any(rec, std::move(m));
+    return;
+  }
+  invoke(rec, e, *m);
+  m.reset();
+  if (rec.destroy_requested || rec.migrate_to >= 0) [[unlikely]]
+    after_entry(rec);
 }
 
 [[noreturn]] void error_deleted(const local_collection& lc, const obj_header& h) {
@@ -515,7 +583,12 @@ void miss(local_collection& lc, message_ptr m) {
 
 void on_element_message(message_ptr m) {
   obj_header& h = header_of(*m);
-  local_collection& lc = get_local(h.ref);
+  // The collection of the previous message, most of the time.
+  pe_objects* s = t_obj;
+  local_collection* last = s != nullptr ? s->last : nullptr;
+  local_collection& lc = last != nullptr && last->ref.id == h.collection && last->created
+                             ? *last
+                             : get_local(h.collection);
   auto it = lc.local.find(h.key);
   if (it != lc.local.end() && it->second->obj != nullptr) {
     deliver(*it->second, std::move(m));
@@ -547,32 +620,46 @@ void redeliver(local_collection& lc, std::vector<message*> msgs) {
 
 // ---- nodegroups --------------------------------------------------------------------
 
-nodegroup_instance& nodegroup(const collection_ref& ref) {
-  node_objects& n = *g_node_objects;
-  std::lock_guard<std::mutex> lock(n.mutex);
-  auto& g = n.nodegroups[ref.id];
+// This node's instance of nodegroup `id` (made on first use, built later by
+// create_nodegroup_here). Under the node's lock.
+nodegroup_instance& nodegroup_locked(node_objects& n, std::uint64_t id) {
+  auto& g = n.nodegroups[id];
   if (!g) {
+    auto it = n.directory.find(id);
+    if (it == n.directory.end())
+      base::fatal("objects: PE %d got a message for nodegroup %#" PRIx64
+                  ", which this node does not know (a corrupt message?)",
+                  my_pe(), id);
     g = std::make_unique<nodegroup_instance>();
     g->rec = std::make_unique<element_record>();
-    g->rec->ref = ref;
+    g->rec->ref = it->second;
     g->rec->key = index_key::of(my_node());
   }
   return *g;
 }
 
+nodegroup_instance& nodegroup(const collection_ref& ref) {
+  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  return nodegroup_locked(*g_node_objects, ref.id);
+}
+
 void on_nodegroup_message(message_ptr m) {
   obj_header& h = header_of(*m);
-  nodegroup_instance& g = nodegroup(h.ref);
+  nodegroup_instance* found;
   {
     std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    nodegroup_instance& g = nodegroup_locked(*g_node_objects, h.collection);
     if (!g.created) {
       g.waiting.push_back(m.release());
       return;
     }
+    found = &g;
   }
+  nodegroup_instance& g = *found;
   if (h.op == op_destroy)
-    object_error("destroy of " + collection_name(h.ref) + ": nodegroups live as long as the run");
-  const entry_info& e = entry(h.entry);
+    object_error("destroy of " + collection_name(g.rec->ref) +
+                 ": nodegroups live as long as the run");
+  const entry_info& e = entry_of(h.entry);
   element_record& rec = *g.rec;
   pupper p = pupper::unpacker(args_of(*m), args_size(*m),
                               h.in_process ? pupper::reach::this_process : pupper::reach::anywhere);
@@ -586,7 +673,7 @@ void on_nodegroup_message(message_ptr m) {
     e.invoke(*rec.obj, p, *m);
   } catch (const std::exception& ex) {
     base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
-                collection_name(h.ref).c_str(), my_pe(), ex.what());
+                collection_name(rec.ref).c_str(), my_pe(), ex.what());
   }
 }
 
@@ -703,15 +790,20 @@ void create_here(local_collection& lc, std::uint32_t ctor, const std::byte* args
   reduction_flush(lc);
 }
 
+// The creation message carries the collection's description ahead of the
+// constructor's arguments: it is how a node learns the collection.
 void on_create(message_ptr m) {
   const obj_header& h = header_of(*m);
-  local_collection& lc = make_local(h.ref);
-  if (!lc.created) create_here(lc, h.entry, args_of(*m), args_size(*m));
+  collection_ref ref;
+  std::memcpy(&ref, args_of(*m), sizeof ref);
+  register_collection(ref);
+  local_collection& lc = make_local(ref);
+  if (!lc.created) create_here(lc, h.entry, args_of(*m) + sizeof ref, args_size(*m) - sizeof ref);
 }
 
 void on_insert(message_ptr m) {
   const obj_header& h = header_of(*m);
-  local_collection& lc = get_local(h.ref);
+  local_collection& lc = get_local(h.collection);
   element_record& rec = construct(lc, h.key, h.entry, args_of(*m), args_size(*m),
                                   std::uint32_t(h.reply_id & 0xffffffffu), 0);
   const index_key key = h.key;
@@ -743,9 +835,9 @@ void deliver_result(const collection_ref& ref, std::uint32_t round, partial&& p)
       message_ptr m = new_element_message(cb.ref, cb.key, cb.entry, p.value.size());
       std::memcpy(args_of(*m), p.value.data(), p.value.size());
       if (cb.kind == callback_kind::element)
-        send_element(std::move(m));
+        send_element(cb.ref, std::move(m));
       else
-        broadcast_collection(std::move(m));
+        broadcast_collection(cb.ref, std::move(m));
       break;
     }
     case callback_kind::future:
@@ -801,7 +893,7 @@ root_reduction& root_of(local_collection& lc) {
 
 void on_partial(message_ptr m) {
   const obj_header& h = header_of(*m);
-  local_collection& lc = get_local(h.ref);
+  local_collection& lc = get_local(h.collection);
   root_reduction& r = root_of(lc);
   partial p;
   pupper u = pupper::unpacker(args_of(*m), args_size(*m));
@@ -829,23 +921,23 @@ void on_control(message_ptr m) {
     case op_insert_home: {
       // From now on home keeps the element's messages until it exists, so a
       // send right after insert() is never taken for one to a deleted element.
-      local_collection& lc = get_local(h.ref);
+      local_collection& lc = get_local(h.collection);
       auto known_home = lc.home.find(h.key);
       const bool here = lc.local.count(h.key) != 0;
       const bool elsewhere = known_home != lc.home.end() && !known_home->second.deleted &&
                              !known_home->second.inserting && known_home->second.pe >= 0;
       if (here || elsewhere)
-        object_error("insert of " + key_string(h.ref, h.key) + ", which already exists on PE " +
+        object_error("insert of " + key_string(lc.ref, h.key) + ", which already exists on PE " +
                      std::to_string(here ? my_pe() : known_home->second.pe));
       location& l = lc.home[h.key];
       l.inserting = true;
       l.deleted = false;
       h.op = op_insert_root;
-      send_to(h.ref.root_pe, std::move(m));
+      send_to(lc.ref.root_pe, std::move(m));
       return;
     }
     case op_insert_root: {
-      local_collection& lc = get_local(h.ref);
+      local_collection& lc = get_local(h.collection);
       root_reduction& r = root_of(lc);
       // The new element joins at the first round the root has not seen, so
       // no round that may already be complete waits for it.
@@ -853,7 +945,7 @@ void on_control(message_ptr m) {
           std::uint32_t(std::max<std::int64_t>(r.max_seen + 1, r.next_deliver));
       r.deltas[start] += 1;
       int to = h.reply_pe;
-      if (to == -1) to = home_pe(h.ref, h.key);
+      if (to == -1) to = home_pe(lc.ref, h.key);
       h.op = op_insert;
       // Likewise for broadcasts: the element gets those numbered after this
       // point, and none before, whatever reaches its PE first.
@@ -862,11 +954,11 @@ void on_control(message_ptr m) {
       return;
     }
     case op_location: {
-      local_collection& lc = get_local(h.ref);
+      local_collection& lc = get_local(h.collection);
       const int pe = h.reply_pe;
       const auto epoch = std::uint32_t(h.reply_id & 0xffffffffu);
       const auto kind = location_kind(h.reply_id >> 32);
-      if (home_pe(h.ref, h.key) == my_pe()) {
+      if (home_pe(lc.ref, h.key) == my_pe()) {
         apply_home_update(lc, h.key, pe, epoch, kind);
       } else {
         location& l = lc.known[h.key];
@@ -875,11 +967,11 @@ void on_control(message_ptr m) {
       return;
     }
     case op_migrate_in: {
-      local_collection& lc = get_local(h.ref);
-      const element_type_info& type = element_type(h.ref.type);
+      local_collection& lc = get_local(h.collection);
+      const element_type_info& type = element_type(lc.ref.type);
       auto owned = std::make_unique<element_record>();
       element_record& rec = *owned;
-      rec.ref = h.ref;
+      rec.ref = lc.ref;
       rec.key = h.key;
       rec.coll = &lc;
       pupper p = pupper::unpacker(args_of(*m), args_size(*m));
@@ -908,12 +1000,12 @@ void on_control(message_ptr m) {
       return;
     }
     case op_bcast_request: {
-      local_collection& lc = get_local(h.ref);
+      local_collection& lc = get_local(h.collection);
       h.op = op_bcast;
       h.reply_id = ++lc.root_bcast_next;
-      if (h.ref.kind == collection_kind::nodegroup) {
+      if (lc.ref.kind == collection_kind::nodegroup) {
         h.op = op_entry;
-        m->handler = h_element;
+        m->handler = h_nodegroup;
         send_node(std::move(m));
         return;
       }
@@ -921,13 +1013,13 @@ void on_control(message_ptr m) {
       return;
     }
     case op_bcast:
-      handle_bcast(get_local(h.ref), std::move(m));
+      handle_bcast(get_local(h.collection), std::move(m));
       return;
     case op_red_partial:
       on_partial(std::move(m));
       return;
     case op_red_leave: {
-      local_collection& lc = get_local(h.ref);
+      local_collection& lc = get_local(h.collection);
       root_reduction& r = root_of(lc);
       r.deltas[std::uint32_t(h.reply_id)] -= 1;
       root_progress(lc);
@@ -935,7 +1027,7 @@ void on_control(message_ptr m) {
     }
     case op_allreduce_done: {
       pe_objects& s = pe_state();
-      auto it = s.allreduce.find({h.ref.id, std::uint32_t(h.reply_id)});
+      auto it = s.allreduce.find({h.collection, std::uint32_t(h.reply_id)});
       if (it == s.allreduce.end()) return;  // nobody on this PE awaits it
       std::vector<allreduce_slot*> slots = it->second;
       std::vector<std::byte> value(args_of(*m), args_of(*m) + args_size(*m));
@@ -944,7 +1036,7 @@ void on_control(message_ptr m) {
         slot->value = value;
       }
       for (allreduce_slot* slot : slots) {
-        auto again = s.allreduce.find({h.ref.id, std::uint32_t(h.reply_id)});
+        auto again = s.allreduce.find({h.collection, std::uint32_t(h.reply_id)});
         if (again == s.allreduce.end()) break;
         if (std::find(again->second.begin(), again->second.end(), slot) == again->second.end())
           continue;
@@ -972,17 +1064,11 @@ void on_control(message_ptr m) {
   }
 }
 
-void element_handler(message_ptr m) {
-  if (header_of(*m).ref.kind == collection_kind::nodegroup)
-    on_nodegroup_message(std::move(m));
-  else
-    on_element_message(std::move(m));
-}
-
 // ---- lifetime ----------------------------------------------------------------------
 
 void node_start() {
   freeze_registries(true);
+  g_entries = entry_table();
   g_node_objects = new node_objects;
 }
 
@@ -1038,7 +1124,8 @@ void node_stop() {
 }
 
 const bool registered = [] {
-  h_element = register_handler("objects.element", &element_handler);
+  h_element = register_handler("objects.element", &on_element_message);
+  h_nodegroup = register_handler("objects.nodegroup", &on_nodegroup_message);
   h_control = register_handler("objects.control", &on_control);
   register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop});
   return true;
@@ -1124,56 +1211,61 @@ bool same_callback(const callback_desc& a, const callback_desc& b) noexcept {
 message_ptr new_element_message(const collection_ref& ref, const index_key& key,
                                 std::uint32_t entry_id, std::size_t args_bytes) {
   message_ptr m = make_message(h_element, sizeof(obj_header) + args_bytes);
-  obj_header* h = new (m->data()) obj_header;
-  h->ref = ref;
-  h->key = key;
-  h->entry = entry_id;
-  h->origin_pe = my_pe();
+  // Every field in one go (a default-initialised header would write most
+  // of them twice).
+  new (m->data()) obj_header{ref.id, key, entry_id, my_pe(), 0, 0, op_entry, -1, 0};
   return m;
 }
 
-void send_element(message_ptr m) {
+namespace {
+// Groups (the PE is the index) and nodegroups (any PE of the node).
+[[gnu::noinline]] void send_to_group_element(const collection_ref& ref, message_ptr m) {
   require_pe("send to an element");
   obj_header& h = header_of(*m);
-  if (h.ref.kind == collection_kind::nodegroup) {
-    int node;
-    std::memcpy(&node, h.key.w, sizeof node);
-    if (node < 0 || node >= num_nodes())
-      object_error("send of " + entry_name(h.entry) + " to node " + std::to_string(node) + " of " +
-                   collection_name(h.ref) + ": the job has " + std::to_string(num_nodes()) +
+  int where;
+  std::memcpy(&where, h.key.w, sizeof where);
+  if (ref.kind == collection_kind::nodegroup) {
+    if (where < 0 || where >= num_nodes())
+      object_error("send of " + entry_name(h.entry) + " to node " + std::to_string(where) + " of " +
+                   collection_name(ref) + ": the job has " + std::to_string(num_nodes()) +
                    " node(s)");
+    m->handler = h_nodegroup;
     send_node(std::move(m));
     return;
   }
-  if (h.ref.kind == collection_kind::group) {
-    int pe;
-    std::memcpy(&pe, h.key.w, sizeof pe);
-    if (pe < 0 || pe >= num_pes() * num_nodes())
-      object_error("send of " + entry_name(h.entry) + " to PE " + std::to_string(pe) + " of " +
-                   collection_name(h.ref) + ": there are " + std::to_string(num_pes()) + " PEs");
-    send_to(pe, std::move(m));
+  if (where < 0 || where >= num_pes() * num_nodes())
+    object_error("send of " + entry_name(h.entry) + " to PE " + std::to_string(where) + " of " +
+                 collection_name(ref) + ": there are " + std::to_string(num_pes()) + " PEs");
+  send_to(where, std::move(m));
+}
+}  // namespace
+
+void send_element(const collection_ref& ref, message_ptr m) {
+  if (ref.kind == collection_kind::group || ref.kind == collection_kind::nodegroup) [[unlikely]] {
+    send_to_group_element(ref, std::move(m));
     return;
   }
-  int dest;
-  if (local_collection* lc = find_local(h.ref)) {
-    if (lc->local.count(h.key) != 0) {
-      dest = my_pe();
-    } else {
-      auto k = lc->known.find(h.key);
-      dest = (k != lc->known.end() && !k->second.deleted) ? k->second.pe : home_pe(h.ref, h.key);
+  // Where the element is: where this PE last saw it (the known table has
+  // every array element that lives here, too), else its home. One lookup.
+  const index_key& key = header_of(*m).key;
+  int dest = -1;
+  if (local_collection* lc = find_local(ref.id)) {
+    if (ref.kind == collection_kind::chare && lc->local.contains(key)) {
+      dest = my_pe();  // chares are not in the known table
+    } else if (auto k = lc->known.find(key); k != lc->known.end() && !k->second.deleted) {
+      dest = k->second.pe;
     }
-  } else {
-    dest = home_pe(h.ref, h.key);
   }
+  if (dest < 0) dest = home_pe(ref, key);
   send_to(dest, std::move(m));
 }
 
-void broadcast_collection(message_ptr m) {
+void broadcast_collection(const collection_ref& ref, message_ptr m) {
   require_pe("broadcast to a collection");
   obj_header& h = header_of(*m);
   h.op = op_bcast_request;
   m->handler = h_control;
-  send_to(h.ref.root_pe, std::move(m));
+  send_to(ref.root_pe, std::move(m));
 }
 
 collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
@@ -1182,6 +1274,7 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
   pe_objects& s = pe_state();
   ref.id = (std::uint64_t(my_pe() + 1) << 32) | ++s.collection_counter;
   ref.root_pe = my_pe();
+  register_collection(ref);
   if (ref.kind != collection_kind::nodegroup) {
     local_collection& lc = make_local(ref);
     lc.root = std::make_unique<root_reduction>();
@@ -1205,9 +1298,10 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
   }
   // Every PE builds its part when the message arrives, or earlier, at its
   // first touch of the collection.
-  message_ptr m = new_control(ref, index_key{}, op_create, args.size());
+  message_ptr m = new_control(ref, index_key{}, op_create, sizeof ref + args.size());
   header_of(*m).entry = ctor;
-  if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
+  std::memcpy(args_of(*m), &ref, sizeof ref);
+  if (!args.empty()) std::memcpy(args_of(*m) + sizeof ref, args.data(), args.size());
   weft::broadcast(std::move(m));
   return ref;
 }
@@ -1294,7 +1388,7 @@ void request_destroy(element_record& rec) {
 void send_destroy(const collection_ref& ref, const index_key& key) {
   message_ptr m = new_element_message(ref, key, 0, 0);
   header_of(*m).op = op_destroy;
-  send_element(std::move(m));
+  send_element(ref, std::move(m));
 }
 
 void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& p,

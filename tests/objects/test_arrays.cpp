@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -298,6 +299,91 @@ TEST_P(Arrays, PointToPointPayloadsExactlyOnceInSenderOrder) {
         if (talk_target(from, stream, n) == r) want[{from, stream}] = rounds;
     EXPECT_EQ(g_talk.got[r], want) << "receiver " << r;
   }
+}
+
+// ---- span arguments: viewed in the message -------------------------------------------
+
+struct span_log {
+  std::mutex mu;
+  std::map<int, long> sums;  // receiver -> sum of every value received
+  std::map<int, int> count;  // receiver -> messages
+};
+span_log g_span;
+
+std::vector<double> span_values(int from, int seq) {
+  // Lengths 0 .. 40: empty spans, and spans past the message's first lines.
+  std::vector<double> v(std::size_t((from * 7 + seq) % 41));
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = double(from * 1000 + seq) + double(k) / 64;
+  return v;
+}
+
+struct Spanner : weft::array_element<Spanner, int> {
+  explicit Spanner(int r) : rounds(r) {}
+  int rounds;
+  std::map<int, int> last;  // sender -> last sequence number received
+  long sum = 0;
+  int got = 0;
+  void start() {
+    const int n = array_size(), i = this_index();
+    for (int s = 0; s < rounds; ++s) {
+      const std::vector<double> v = span_values(i, s);
+      const char tag = char('a' + s % 26);
+      // A vector converts to the span parameter; the int before it makes
+      // the doubles need padding to be aligned in the message.
+      this_proxy()[(i + 1 + s) % n].send<&Spanner::take>(i, s, v, tag);
+    }
+  }
+  void take(int from, int seq, std::span<const double> values, char tag) {
+    const std::vector<double> want = span_values(from, seq);
+    PE_CHECK(values.size() == want.size(), "span length");
+    PE_CHECK(std::equal(values.begin(), values.end(), want.begin(), want.end()), "span values");
+    PE_CHECK(reinterpret_cast<std::uintptr_t>(values.data()) % alignof(double) == 0,
+             "span data aligned for its elements");
+    PE_CHECK(tag == char('a' + seq % 26), "the argument after the span");
+    // A sender's messages to one element come in the order it sent them.
+    auto [it, first] = last.emplace(from, seq);
+    PE_CHECK(first || seq > it->second, "per-sender order");
+    it->second = seq;
+    for (double x : values) sum += long(x);
+    ++got;
+  }
+  void report() {
+    std::lock_guard<std::mutex> lock(g_span.mu);
+    g_span.sums[this_index()] += sum;
+    g_span.count[this_index()] += got;
+  }
+};
+
+TEST_P(Arrays, SpanArgumentsArriveIntactAlignedAndInOrder) {
+  {
+    std::lock_guard<std::mutex> lock(g_span.mu);
+    g_span.sums.clear();
+    g_span.count.clear();
+  }
+  const int n = elements();
+  const int rounds = int(scaled(120, 30));
+  int rc = run_pes(pes(), [&]() -> weft::task<> {
+    auto a = weft::array<Spanner>::create(n, rounds);
+    a.broadcast<&Spanner::start>();
+    auto q = quiescence();
+    co_await q;
+    a.broadcast<&Spanner::report>();
+    auto q2 = quiescence();
+    co_await q2;
+    weft::exit(0);
+  });
+  ASSERT_EQ(rc, 0);
+  expect_no_pe_errors();
+  std::map<int, long> want_sum;
+  std::map<int, int> want_count;
+  for (int from = 0; from < n; ++from)
+    for (int s = 0; s < rounds; ++s) {
+      const int to = (from + 1 + s) % n;
+      for (double x : span_values(from, s)) want_sum[to] += long(x);
+      ++want_count[to];
+    }
+  EXPECT_EQ(g_span.count, want_count);
+  EXPECT_EQ(g_span.sums, want_sum);
 }
 
 // ---- sparse arrays with a user index ------------------------------------------------

@@ -4,7 +4,9 @@
 // crash: ASan/UBSan watch the fuzz loops).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+#include <span>
 #include "test_scale.hpp"
 #include "weft/objects/pup.hpp"
 
@@ -198,6 +200,81 @@ TEST(PupFuzz, CorruptBuffersNeverCrash) {
   }
   EXPECT_EQ(ok + errors, rounds);
   EXPECT_GT(errors, 0);
+}
+
+// ---- std::span<const T>: packed like a vector, unpacked as a view -------------------
+
+TEST(PupSpan, PacksLikeAVectorAndUnpacksAsAViewIntoTheBytes) {
+  const std::vector<int> src{1, 2, 3, 4, 5};
+  std::span<const int> in(src);
+  auto bytes = weft::to_bytes(in);
+  EXPECT_EQ(bytes, weft::to_bytes(src));  // same bytes as the vector (int needs no padding)
+  std::span<const int> out;
+  weft::from_bytes(bytes, out);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), src.begin()));
+  // A view: it points into the buffer, nothing was copied.
+  EXPECT_GE(reinterpret_cast<const std::byte*>(out.data()), bytes.data());
+  EXPECT_LT(reinterpret_cast<const std::byte*>(out.data()), bytes.data() + bytes.size());
+  // Unpacked into a vector, the same bytes give the values back too.
+  std::vector<int> as_vector;
+  weft::from_bytes(bytes, as_vector);
+  EXPECT_EQ(as_vector, src);
+}
+
+TEST(PupSpan, EmptySpan) {
+  std::span<const double> in;
+  auto bytes = weft::to_bytes(in);
+  EXPECT_EQ(bytes.size(), 8u);  // the length only
+  const double old = 1.0;
+  std::span<const double> out(&old, 1);
+  weft::from_bytes(bytes, out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(PupSpan, ElementsArePaddedToTheirAlignment) {
+  const std::vector<double> src{1.5, 2.5, -3.25};
+  const std::uint8_t before = 7;
+  std::span<const double> in(src);
+  auto bytes = weft::to_bytes(before, in);
+  // 1 byte, 8 of length, 7 of padding, then the doubles at offset 16.
+  EXPECT_EQ(bytes.size(), 1 + 8 + 7 + 3 * sizeof(double));
+  std::uint8_t b = 0;
+  std::span<const double> out;
+  weft::unpack(std::span<const std::byte>(bytes), b, out);  // vector data: 16-byte aligned
+  EXPECT_EQ(b, before);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(out.data()) % alignof(double), 0u);
+  EXPECT_EQ(out[2], -3.25);
+}
+
+TEST(PupSpan, MisalignedBufferIsAnErrorNamingTheType) {
+  const std::vector<double> src{1.0, 2.0};
+  auto bytes = weft::to_bytes(std::span<const double>(src));
+  std::vector<std::byte> shifted(bytes.size() + 1);
+  std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
+  std::span<const double> out;
+  try {
+    weft::unpack(std::span<const std::byte>(shifted.data() + 1, bytes.size()), out);
+    FAIL() << "a misaligned view was made";
+  } catch (const weft::serialization_error& e) {
+    EXPECT_NE(std::string(e.what()).find("span"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("aligned"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PupSpan, TruncatedOrOversizedLengthsThrow) {
+  const std::vector<std::int32_t> src{1, 2, 3, 4};
+  auto bytes = weft::to_bytes(std::span<const std::int32_t>(src));
+  for (std::size_t len = 0; len < bytes.size(); ++len) {
+    std::vector<std::byte> prefix(bytes.begin(), bytes.begin() + long(len));
+    std::span<const std::int32_t> out;
+    EXPECT_THROW(weft::from_bytes(prefix, out), weft::serialization_error) << "length " << len;
+  }
+  std::uint64_t huge = std::uint64_t(1) << 60;
+  std::memcpy(bytes.data(), &huge, sizeof huge);
+  std::span<const std::int32_t> out;
+  EXPECT_THROW(weft::from_bytes(bytes, out), weft::serialization_error);
 }
 
 }  // namespace

@@ -53,7 +53,12 @@ struct pe_local {
   int node = 0;
   int num_nodes = 1;
 };
-WEFT_API pe_local& this_pe_local() noexcept;
+// Constant-initialised, so reading it is one thread-pointer-relative load
+// (no call, no initialisation guard): my_pe() is on every send path.
+WEFT_API extern constinit thread_local pe_local t_pe_local;
+inline pe_local& this_pe_local() noexcept {
+  return t_pe_local;
+}
 // True on PE 0 while main_fn runs (its setup, before it first returns).
 WEFT_API bool in_main_setup() noexcept;
 }  // namespace detail

@@ -68,13 +68,12 @@ class target {
   template <auto M, class... Args>
   void send(Args&&... args) const {
     using tr = member_traits<decltype(M)>;
-    const std::uint32_t id = entry_id<T, M>();
-    (void)entry_registered<T, M>;
     check(member_name_v<M>);
-    message_ptr m =
-        pack_message<typename tr::params>(ref_, key_, id, true, std::forward<Args>(args)...);
+    // Registered during static initialisation, before any send can run.
+    message_ptr m = pack_message<typename tr::params>(ref_, key_, entry_registered<T, M>, true,
+                                                      std::forward<Args>(args)...);
     m->priority = priority_;
-    send_element(std::move(m));
+    send_element(ref_, std::move(m));
   }
 
   // As send, and the method's return value fills the returned future (on
@@ -95,7 +94,7 @@ class target {
     obj_header& h = header_of(*m);
     h.reply_pe = f.owner_pe();
     h.reply_id = f.id();
-    send_element(std::move(m));
+    send_element(ref_, std::move(m));
     return f;
   }
 
@@ -118,17 +117,24 @@ class target {
   const index_key& key() const noexcept { return key_; }
 
  protected:
-  void check(std::string_view method) const {
+  [[gnu::always_inline]] void check(std::string_view method) const {
+    bool bad = ref_.id == 0;
+    if (ref_.dims > 0) {
+      // A fixed-size copy: a copy of dims * 4 bytes would be a variable-length
+      // one, whose stores the loads below cannot be forwarded from.
+      int c[3];
+      std::memcpy(c, key_.w, sizeof c);
+      for (int d = 0; d < ref_.dims; ++d)
+        bad |= unsigned(c[d]) >= unsigned(ref_.bounds[d]);  // c < 0 too
+    }
+    if (bad) [[unlikely]]
+      fail_check(method);
+  }
+  [[gnu::noinline, noreturn]] void fail_check(std::string_view method) const {
     if (ref_.id == 0)
       object_error("send of " + std::string(method) + " through a proxy that names no collection");
-    if (ref_.dims > 0) {
-      int c[3];
-      std::memcpy(c, key_.w, sizeof(int) * std::size_t(ref_.dims));
-      for (int d = 0; d < ref_.dims; ++d)
-        if (c[d] < 0 || c[d] >= ref_.bounds[d])
-          object_error("index " + show_(key_) + " is out of range for " + collection_name(ref_) +
-                       " (bounds " + bounds_string() + ") in a call of " + std::string(method));
-    }
+    object_error("index " + show_(key_) + " is out of range for " + collection_name(ref_) +
+                 " (bounds " + bounds_string() + ") in a call of " + std::string(method));
   }
   std::string bounds_string() const {
     std::string s = "[" + std::to_string(ref_.bounds[0]);
@@ -151,7 +157,7 @@ void broadcast_to(const collection_ref& ref, Args&&... args) {
                  " through a proxy that names no collection");
   message_ptr m = pack_message<typename tr::params>(ref, index_key{}, entry_id<T, M>(), false,
                                                     std::forward<Args>(args)...);
-  broadcast_collection(std::move(m));
+  broadcast_collection(ref, std::move(m));
 }
 
 template <class T, auto M>
@@ -230,6 +236,10 @@ class element_ops : public element_base {
   template <auto M>
   auto next(std::size_t n = 1) {
     using params = typename member_traits<decltype(M)>::params;
+    static_assert(!has_view<params>,
+                  "next<> cannot take the messages of an entry method with a std::span "
+                  "parameter: the span would outlive its message; take a std::vector or a "
+                  "weft::buffer");
     (void)awaited_registered<T, M>;
     (void)entry_registered<T, M>;
     struct awaiter {

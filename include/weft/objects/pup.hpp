@@ -96,7 +96,8 @@ class pupper {
       pos_ += n;
       return;
     }
-    if (n > size_ - pos_) fail_truncated(n, what);
+    if (n > size_ - pos_) [[unlikely]]
+      fail_truncated(n, what);
     if (n == 0) return;
     if (pass_ == pass::packing)
       std::memcpy(buf_ + pos_, p, n);
@@ -117,6 +118,35 @@ class pupper {
     return n;
   }
 
+  // Pads to a multiple of A bytes from the start of the buffer (zeros when
+  // packing), so that data viewed in place is aligned when the buffer's
+  // start is.
+  template <std::size_t A>
+  [[gnu::always_inline]] void align(std::string_view what) {
+    static_assert((A & (A - 1)) == 0, "alignments are powers of two");
+    if constexpr (A == 1) return;
+    const std::size_t pad = (A - (pos_ & (A - 1))) & (A - 1);
+    if (pad == 0) return;
+    if (pass_ == pass::sizing) {
+      pos_ += pad;
+      return;
+    }
+    if (pad > size_ - pos_) [[unlikely]]
+      fail_truncated(pad, what);
+    if (pass_ == pass::packing) std::memset(buf_ + pos_, 0, pad);
+    pos_ += pad;
+  }
+
+  // Unpacking: the next n bytes, viewed where they are (no copy), and skips
+  // them.
+  [[gnu::always_inline]] const std::byte* view(std::size_t n, std::string_view what) {
+    if (n > size_ - pos_) [[unlikely]]
+      fail_truncated(n, what);
+    const std::byte* at = buf_ + pos_;
+    pos_ += n;
+    return at;
+  }
+
   // A 0/1 flag (optional, unique_ptr), checked on unpacking.
   bool flag(bool b, std::string_view what) {
     std::uint8_t v = b ? 1 : 0;
@@ -125,7 +155,8 @@ class pupper {
     return v == 1;
   }
 
-  [[noreturn]] void fail(const std::string& problem, std::string_view what) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const std::string& problem,
+                                                   std::string_view what) const {
     throw serialization_error("corrupt buffer while unpacking " + std::string(what) +
                               " at offset " + std::to_string(pos_) + ": " + problem);
   }
@@ -136,7 +167,8 @@ class pupper {
  private:
   pupper(pass p, std::byte* buf, std::size_t size, reach r)
       : pass_(p), reach_(r), buf_(buf), size_(size) {}
-  [[noreturn]] void fail_truncated(std::size_t n, std::string_view what) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_truncated(std::size_t n,
+                                                             std::string_view what) const {
     throw serialization_error(std::string(unpacking() ? "truncated buffer while unpacking "
                                                       : "buffer too small while packing ") +
                               std::string(what) + ": need " + std::to_string(n) +
@@ -180,7 +212,7 @@ constexpr std::size_t min_packed_bytes() {
 
 template <class T>
 requires detail::bitwise<T>
-void pup(pupper& p, T& v) {
+[[gnu::always_inline]] inline void pup(pupper& p, T& v) {
   p.bytes(&v, sizeof v, objects::detail::type_name_v<T>);
 }
 
@@ -217,6 +249,41 @@ void pup(pupper& p, std::vector<T, A>& v) {
   } else {
     for (auto& x : v) p | x;
   }
+}
+
+// A span is packed like a vector (a length, then one memcpy) and unpacked
+// as a VIEW of the packed bytes: no allocation and no copy, but it points
+// into the buffer being unpacked and lives no longer than it. That makes it
+// the cheapest way to pass an array to an entry method, which sees it in the
+// message while it runs (see docs/objects.md); it cannot be kept, and it has
+// no place in an element's migrated state. The elements are aligned for T
+// within the buffer.
+template <class T, std::size_t E>
+[[gnu::always_inline]] inline void pup(pupper& p, std::span<const T, E>& s) {
+  static_assert(E == std::dynamic_extent, "weft::pup: only std::span<const T> (dynamic extent)");
+  static_assert(detail::bitwise<T>,
+                "weft::pup: std::span<const T> needs a trivially copyable T (it is viewed in "
+                "place); use a std::vector for other element types");
+  constexpr auto what = objects::detail::type_name_v<std::span<const T>>;
+  const std::uint64_t n = p.length(s.size(), sizeof(T), what);
+  p.template align<alignof(T)>(what);
+  if (!p.unpacking()) {
+    p.bytes(const_cast<T*>(s.data()), s.size_bytes(), what);
+    return;
+  }
+  const std::byte* at = p.view(std::size_t(n) * sizeof(T), what);
+  if (reinterpret_cast<std::uintptr_t>(at) % alignof(T) != 0) [[unlikely]]
+    p.fail("the buffer is not aligned for its elements (it must start aligned to " +
+               std::to_string(alignof(T)) + " bytes)",
+           what);
+  s = std::span<const T>(reinterpret_cast<const T*>(at), std::size_t(n));
+}
+
+template <class T, std::size_t E>
+requires(!std::is_const_v<T>) void pup(pupper&, std::span<T, E>&) {
+  static_assert(std::is_const_v<T>,
+                "weft::pup: a span is unpacked as a read-only view of the bytes: declare it "
+                "std::span<const T>");
 }
 
 template <class A>
@@ -344,8 +411,10 @@ void pup(pupper& p, std::set<K, Cmp, A>& s) {
       p, s, objects::detail::type_name_v<std::set<K, Cmp, A>>);
 }
 
+// Inlined, so that a pup function that is itself inlined (spans, bitwise
+// values) folds away the pass tests when the pass is known at the call.
 template <class T>
-pupper& pupper::operator|(T& v) {
+[[gnu::always_inline]] inline pupper& pupper::operator|(T& v) {
   using weft::pup;
   pup(*this, v);
   return *this;

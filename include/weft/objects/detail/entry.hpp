@@ -2,6 +2,7 @@
 // registration, and the packing of their arguments.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -102,17 +103,47 @@ constexpr bool is_exclusive() {
     return false;
 }
 
+// Every element of a tuple through one pupper. Inlined into the caller,
+// where the pass is known, so that the pass tests of inlined pup functions
+// fold away.
+template <class Tuple, std::size_t... I>
+[[gnu::always_inline]] inline void pup_each(pupper& p, Tuple& t, std::index_sequence<I...>) {
+  ((p | const_cast<std::remove_cvref_t<std::tuple_element_t<I, Tuple>>&>(std::get<I>(t))), ...);
+}
+template <class Tuple>
+[[gnu::always_inline]] inline void pup_each(pupper& p, Tuple& t) {
+  pup_each(p, t, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail_left_over(const pupper& p,
+                                                                  std::string_view what) {
+  p.fail(std::to_string(p.remaining()) + " bytes left over after the arguments", what);
+}
+
 // Unpacks a tuple of arguments; the bytes must be consumed exactly.
 template <class Tuple>
-void unpack_args(pupper& p, Tuple& args, std::string_view what) {
-  std::apply([&](auto&... a) { ((p | a), ...); }, args);
-  if (p.remaining() != 0)
-    p.fail(std::to_string(p.remaining()) + " bytes left over after the arguments", what);
+[[gnu::always_inline]] inline void unpack_args(pupper& p, Tuple& args, std::string_view what) {
+  pup_each(p, args);
+  if (p.remaining() != 0) [[unlikely]]
+    fail_left_over(p, what);
 }
+
+// Parameters unpacked as views into the message (valid while the call runs).
+template <class T>
+inline constexpr bool is_view = false;
+template <class T, std::size_t E>
+inline constexpr bool is_view<std::span<T, E>> = true;
+template <class Tuple>
+inline constexpr bool has_view = false;
+template <class... A>
+inline constexpr bool has_view<std::tuple<A...>> = (is_view<A> || ...);
 
 template <class T, auto M>
 void invoke_entry(element_base& obj, pupper& p, message& m) {
   using tr = member_traits<decltype(M)>;
+  static_assert(!is_task<typename tr::ret> || !has_view<typename tr::params>,
+                "a coroutine entry method cannot take a std::span: it views the message, which "
+                "is gone once the coroutine first suspends; take a std::vector or a weft::buffer");
   static constexpr std::string_view name = member_name_v<M>;
   typename tr::params args;
   unpack_args(p, args, name);
@@ -230,16 +261,12 @@ message_ptr pack_message(const collection_ref& ref, const index_key& key, std::u
   auto holders = make_holders<Params>(std::make_index_sequence<sizeof...(Args)>{},
                                       std::forward<Args>(args)...);
   const auto r = in_process ? pupper::reach::this_process : pupper::reach::anywhere;
-  auto each = [](pupper& p, auto& tuple) {
-    std::apply([&](auto&... h) { ((p | const_cast<std::remove_cvref_t<decltype(h)>&>(h)), ...); },
-               tuple);
-  };
   pupper sizer = pupper::sizer(r);
-  each(sizer, holders);
+  pup_each(sizer, holders);
   message_ptr m = new_element_message(ref, key, entry, sizer.offset());
   header_of(*m).in_process = in_process ? 1 : 0;
   pupper packer = pupper::packer(args_of(*m), args_size(*m), r);
-  each(packer, holders);
+  pup_each(packer, holders);
   return m;
 }
 

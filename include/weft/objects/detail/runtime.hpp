@@ -122,10 +122,13 @@ struct element_record {
 
 // ---- messages ----------------------------------------------------------------
 
-// Object-level header at the start of an element message's payload; the
-// packed arguments follow.
+// Object-level header at the start of an object message's payload; the
+// packed arguments follow. It names the collection by id only: the rest of
+// the collection's description comes from this PE's table or the node's
+// directory (filled when the collection is created), which keeps a message
+// with a small argument within two cache lines, header included.
 struct alignas(8) obj_header {
-  collection_ref ref;
+  std::uint64_t collection = 0;  // collection_ref::id
   index_key key;
   std::uint32_t entry = 0;
   std::int32_t origin_pe = -1;  // the sender, told the element's place after forwarding
@@ -135,6 +138,7 @@ struct alignas(8) obj_header {
   std::int32_t reply_pe = -1;   // call<>: the future that gets the result
   std::uint64_t reply_id = 0;
 };
+static_assert(sizeof(obj_header) == 56, "an element message's header is 56 bytes");
 
 inline obj_header& header_of(message& m) noexcept {
   return *std::launder(reinterpret_cast<obj_header*>(m.data()));
@@ -149,10 +153,10 @@ inline std::size_t args_size(const message& m) noexcept {
 // A message for entry `entry` of element `key` with room for `args_bytes`.
 WEFT_API message_ptr new_element_message(const collection_ref& ref, const index_key& key,
                                          std::uint32_t entry, std::size_t args_bytes);
-// Routes it to the element (wherever it lives now). PE.
-WEFT_API void send_element(message_ptr m);
-// Delivers it to every element of the collection exactly once. PE.
-WEFT_API void broadcast_collection(message_ptr m);
+// Routes it to the element of `ref` (wherever it lives now). PE.
+WEFT_API void send_element(const collection_ref& ref, message_ptr m);
+// Delivers it to every element of `ref` exactly once. PE.
+WEFT_API void broadcast_collection(const collection_ref& ref, message_ptr m);
 
 // Creates a collection: assigns its id, and constructs its elements (dense
 // arrays: every index; groups: one per PE; nodegroups: one per node) on

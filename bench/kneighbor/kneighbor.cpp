@@ -263,19 +263,22 @@ struct Neighbour : weft::array_element<Neighbour, int> {
   void send_iteration() {
     const int me = this_index(), n = array_size();
     const auto all = this_proxy();
+    if (p.payload != payload_kind::buffer) {
+      // One payload for the iteration, copied into each message by the send
+      // (as the core level fills each of its messages).
+      scratch.resize(p.bytes);
+      write_payload(scratch.data(), p.bytes, p.round, iter, p.touch);
+    }
     for (int d = 1; d <= p.k; ++d) {
       for (int target : {(me + d) % n, ((me - d) % n + n) % n}) {
         if (p.payload == payload_kind::buffer) {
-          weft::buffer<std::byte> b(p.bytes);
+          weft::buffer<std::byte> b(p.bytes);  // handed over: each message needs its own
           write_payload(b.data(), p.bytes, p.round, iter, p.touch);
           all[target].send<&Neighbour::recv_buffer>(std::move(b));
+        } else if (p.payload == payload_kind::span) {
+          all[target].send<&Neighbour::recv_span>(std::span<const std::byte>(scratch));
         } else {
-          scratch.resize(p.bytes);
-          write_payload(scratch.data(), p.bytes, p.round, iter, p.touch);
-          if (p.payload == payload_kind::span)
-            all[target].send<&Neighbour::recv_span>(std::span<const std::byte>(scratch));
-          else
-            all[target].send<&Neighbour::recv_vector>(scratch);
+          all[target].send<&Neighbour::recv_vector>(scratch);
         }
       }
     }

@@ -23,6 +23,8 @@
 
 namespace weft::detail {
 
+handler_id element_handler_id = 0;
+
 namespace {
 
 thread_local pe_objects* t_obj = nullptr;
@@ -38,7 +40,7 @@ const entry_info& entry_of(std::uint32_t id) {
   return g_entries[id];
 }
 
-handler_id h_element = 0;    // messages for an element (entry, destroy)
+handler_id& h_element = element_handler_id;  // messages for an element (entry, destroy)
 handler_id h_nodegroup = 0;  // messages for a nodegroup (any PE of the node takes them)
 handler_id h_control = 0;    // everything else
 
@@ -322,6 +324,7 @@ element_record& construct(local_collection& lc, const index_key& key, std::uint3
     hist_add(lc, round);
     lc.known[key] = {my_pe(), epoch, false};
   }
+  lc.cache.drop(key);
   const entry_info& e = entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing = &rec;
@@ -341,6 +344,7 @@ void remove_element(local_collection& lc, element_record& rec) {
   index_key key = rec.key;
   rec.obj = nullptr;
   delete obj;
+  lc.cache.drop(key);
   lc.local.erase(key);  // frees rec
 }
 
@@ -401,6 +405,7 @@ void destroy_element(local_collection& lc, element_record& rec) {
     lc.known.erase(key);  // chare ids are never reused: home alone knows it is gone
   else
     lc.known[key] = {my_pe(), epoch, true};
+  lc.cache.drop(key);
   tell_home(lc, key, my_pe(), epoch, loc_deleted);
   if (lc.ref.kind == collection_kind::array) {
     message_ptr m = new_control(lc.ref, key, op_red_leave, 0);
@@ -443,6 +448,7 @@ void migrate(local_collection& lc, element_record& rec) {
   const index_key key = rec.key;
   remove_element(lc, rec);
   lc.known[key] = {to, epoch, false};
+  lc.cache.drop(key);
   send_to(to, std::move(m));
   for (message* f : follow) send_to(to, message_ptr(f));
   reduction_flush(lc);
@@ -461,11 +467,8 @@ void after_entry(element_record& rec) {
 [[gnu::always_inline]] inline void invoke(element_record& rec, const entry_info& e, message& m) {
   rec.contributed_now = false;
   rec.running = e.name.c_str();
-  const obj_header& h = header_of(m);
-  pupper p = pupper::unpacker(args_of(m), args_size(m),
-                              h.in_process ? pupper::reach::this_process : pupper::reach::anywhere);
   try {
-    e.invoke(*rec.obj, p, m);
+    e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
     base::fatal("%s: the arguments of %s do not unpack: %s", element_name(rec).c_str(),
                 e.name.c_str(), ex.what());
@@ -589,9 +592,18 @@ void on_element_message(message_ptr m) {
   local_collection& lc = last != nullptr && last->ref.id == h.collection && last->created
                              ? *last
                              : get_local(h.collection);
-  auto it = lc.local.find(h.key);
-  if (it != lc.local.end() && it->second->obj != nullptr) {
-    deliver(*it->second, std::move(m));
+  route_cache::slot& sl = lc.cache.at(h.key);
+  element_record* rec = sl.key == h.key ? sl.rec : nullptr;
+  if (rec == nullptr) {
+    auto it = lc.local.find(h.key);
+    if (it != lc.local.end()) {
+      rec = it->second.get();
+      if (sl.key != h.key) sl = {h.key, rec, -1};
+      sl.rec = rec;
+    }
+  }
+  if (rec != nullptr && rec->obj != nullptr) [[likely]] {
+    deliver(*rec, std::move(m));
     return;
   }
   miss(lc, std::move(m));
@@ -661,8 +673,6 @@ void on_nodegroup_message(message_ptr m) {
                  ": nodegroups live as long as the run");
   const entry_info& e = entry_of(h.entry);
   element_record& rec = *g.rec;
-  pupper p = pupper::unpacker(args_of(*m), args_size(*m),
-                              h.in_process ? pupper::reach::this_process : pupper::reach::anywhere);
   std::unique_lock<std::mutex> excl(g.exclusive, std::defer_lock);
   if (e.exclusive && !excl.try_lock()) {
     // Another PE runs an exclusive entry: requeue rather than block this PE.
@@ -670,7 +680,7 @@ void on_nodegroup_message(message_ptr m) {
     return;
   }
   try {
-    e.invoke(*rec.obj, p, *m);
+    e.invoke(*rec.obj, *m);
   } catch (const std::exception& ex) {
     base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
                 collection_name(rec.ref).c_str(), my_pe(), ex.what());
@@ -963,6 +973,7 @@ void on_control(message_ptr m) {
       } else {
         location& l = lc.known[h.key];
         if (l.pe < 0 || epoch >= l.epoch) l = {pe, epoch, kind == loc_deleted};
+        lc.cache.drop(h.key);
       }
       return;
     }
@@ -989,6 +1000,7 @@ void on_control(message_ptr m) {
       lc.local.emplace(h.key, std::move(owned));
       hist_add(lc, rec.red_round);
       lc.known[h.key] = {my_pe(), rec.epoch, false};
+      lc.cache.drop(h.key);
       tell_home(lc, h.key, my_pe(), rec.epoch, loc_moved);
       const index_key key = h.key;
       obj->on_migrated();
@@ -1208,15 +1220,6 @@ bool same_callback(const callback_desc& a, const callback_desc& b) noexcept {
          a.future_id == b.future_id && a.ref.id == b.ref.id && a.key == b.key;
 }
 
-message_ptr new_element_message(const collection_ref& ref, const index_key& key,
-                                std::uint32_t entry_id, std::size_t args_bytes) {
-  message_ptr m = make_message(h_element, sizeof(obj_header) + args_bytes);
-  // Every field in one go (a default-initialised header would write most
-  // of them twice).
-  new (m->data()) obj_header{ref.id, key, entry_id, my_pe(), 0, 0, op_entry, -1, 0};
-  return m;
-}
-
 namespace {
 // Groups (the PE is the index) and nodegroups (any PE of the node).
 [[gnu::noinline]] void send_to_group_element(const collection_ref& ref, message_ptr m) {
@@ -1250,10 +1253,22 @@ void send_element(const collection_ref& ref, message_ptr m) {
   const index_key& key = header_of(*m).key;
   int dest = -1;
   if (local_collection* lc = find_local(ref.id)) {
-    if (ref.kind == collection_kind::chare && lc->local.contains(key)) {
-      dest = my_pe();  // chares are not in the known table
-    } else if (auto k = lc->known.find(key); k != lc->known.end() && !k->second.deleted) {
-      dest = k->second.pe;
+    if (ref.kind == collection_kind::chare) {
+      if (lc->local.contains(key)) dest = my_pe();  // chares are not in the known table
+    } else if (route_cache::slot& sl = lc->cache.at(key); sl.key == key && sl.pe >= 0) {
+      dest = sl.pe;
+    } else {
+      // Not cached: the known location, else the home (also cached: the
+      // known table gaining the key drops the entry).
+      auto k = lc->known.find(key);
+      if (k == lc->known.end())
+        dest = home_pe(ref, key);
+      else if (!k->second.deleted)
+        dest = k->second.pe;
+      if (dest >= 0) {
+        if (sl.key != key) sl = {key, nullptr, -1};
+        sl.pe = dest;
+      }
     }
   }
   if (dest < 0) dest = home_pe(ref, key);

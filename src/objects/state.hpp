@@ -2,6 +2,7 @@
 // elements and location knowledge, reductions, futures) and per node
 // (nodegroups, reduction combiners). See docs/design/objects.md.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -85,8 +86,38 @@ struct root_reduction {
 template <class V>
 using key_map = absl::flat_hash_map<index_key, V, index_key_hash>;
 
+// A direct-mapped cache in front of the element and location tables: a
+// message to an element this PE recently delivered to (rec) or sent to
+// (pe) skips the table lookup. An entry says nothing it did not copy from
+// the tables, and it is dropped whenever they change for its key.
+struct route_cache {
+  struct slot {
+    index_key key;
+    element_record* rec = nullptr;  // the element, here (non-null: in `local`)
+    std::int32_t pe = -1;           // where to send it (>= 0): the known place, else home
+  };
+  static constexpr std::size_t size = 64;
+  std::array<slot, size> slots{};
+
+  // Dense indices differ in their low bits: consecutive elements fill
+  // consecutive slots.
+  static std::size_t index_of(const index_key& k) noexcept {
+    std::uint64_t h = k.w[0] ^ (k.w[0] >> 29) ^ (k.w[1] * 0x9E3779B97F4A7C15ull) ^ (k.w[2] << 7);
+    return std::size_t(h ^ (h >> 17)) & (size - 1);
+  }
+  slot& at(const index_key& k) noexcept { return slots[index_of(k)]; }
+  void drop(const index_key& k) noexcept {
+    slot& s = at(k);
+    if (s.key == k) {
+      s.rec = nullptr;
+      s.pe = -1;
+    }
+  }
+};
+
 struct local_collection {
   collection_ref ref;
+  route_cache cache;     // in front of `local` and `known`: drop a key whenever they change for it
   bool created = false;  // the creation message was handled here
   key_map<std::unique_ptr<element_record>> local;
   key_map<location> known;                 // where elements went or were last seen

@@ -66,7 +66,7 @@ class target {
   // Calls entry method M of the element with `args` (asynchronous; the
   // arguments are packed now).
   template <auto M, class... Args>
-  void send(Args&&... args) const {
+  [[gnu::always_inline]] void send(Args&&... args) const {
     using tr = member_traits<decltype(M)>;
     check(member_name_v<M>);
     // Registered during static initialisation, before any send can run.

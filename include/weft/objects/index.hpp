@@ -44,10 +44,18 @@ struct index_key {
   std::uint64_t w[3] = {0, 0, 0};
   friend bool operator==(const index_key&, const index_key&) = default;
 
+  // Built a word at a time in registers. A narrow copy into a zeroed array,
+  // read back in wider pieces (as a header copy does), would stall
+  // store-to-load forwarding on every send.
   template <array_index I>
   static index_key of(const I& i) {
     index_key k;
-    std::memcpy(k.w, &i, sizeof(I));
+    const auto* b = reinterpret_cast<const unsigned char*>(&i);
+    for (std::size_t word = 0; word * 8 < sizeof(I); ++word) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, b + word * 8, sizeof(I) - word * 8 < 8 ? sizeof(I) - word * 8 : 8);
+      k.w[word] = v;
+    }
     return k;
   }
   template <array_index I>

@@ -100,9 +100,9 @@ class pupper {
       fail_truncated(n, what);
     if (n == 0) return;
     if (pass_ == pass::packing)
-      std::memcpy(buf_ + pos_, p, n);
+      copy(buf_ + pos_, p, n);
     else
-      std::memcpy(p, buf_ + pos_, n);
+      copy(p, buf_ + pos_, n);
     pos_ += n;
   }
 
@@ -111,10 +111,8 @@ class pupper {
   [[gnu::always_inline]] std::uint64_t length(std::uint64_t n, std::size_t min_element_bytes,
                                               std::string_view what) {
     bytes(&n, sizeof n, what);
-    if (unpacking() && min_element_bytes > 0 && n > remaining() / min_element_bytes)
-      fail("length " + std::to_string(n) + " is more than the " + std::to_string(remaining()) +
-               " bytes left could hold",
-           what);
+    if (unpacking() && min_element_bytes > 0 && n > remaining() / min_element_bytes) [[unlikely]]
+      fail_length(n, what);
     return n;
   }
 
@@ -165,8 +163,30 @@ class pupper {
   pupper& operator|(T& v);
 
  private:
+  // memcpy, with copies of up to 16 bytes done in place: a library call
+  // costs more than the copy of a small argument.
+  [[gnu::always_inline]] static void copy(void* to, const void* from, std::size_t n) {
+    auto* d = static_cast<std::byte*>(to);
+    const auto* s = static_cast<const std::byte*>(from);
+    if (n >= 8 && n <= 16) {
+      std::uint64_t a, b;  // two overlapping words
+      std::memcpy(&a, s, 8);
+      std::memcpy(&b, s + n - 8, 8);
+      std::memcpy(d, &a, 8);
+      std::memcpy(d + n - 8, &b, 8);
+    } else {
+      std::memcpy(d, s, n);
+    }
+  }
+
   pupper(pass p, std::byte* buf, std::size_t size, reach r)
       : pass_(p), reach_(r), buf_(buf), size_(size) {}
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_length(std::uint64_t n,
+                                                          std::string_view what) const {
+    fail("length " + std::to_string(n) + " is more than the " + std::to_string(remaining()) +
+             " bytes left could hold",
+         what);
+  }
   [[noreturn, gnu::cold, gnu::noinline]] void fail_truncated(std::size_t n,
                                                              std::string_view what) const {
     throw serialization_error(std::string(unpacking() ? "truncated buffer while unpacking "

@@ -139,12 +139,17 @@ template <class... A>
 inline constexpr bool has_view<std::tuple<A...>> = (is_view<A> || ...);
 
 template <class T, auto M>
-void invoke_entry(element_base& obj, pupper& p, message& m) {
+void invoke_entry(element_base& obj, message& m) {
   using tr = member_traits<decltype(M)>;
   static_assert(!is_task<typename tr::ret> || !has_view<typename tr::params>,
                 "a coroutine entry method cannot take a std::span: it views the message, which "
                 "is gone once the coroutine first suspends; take a std::vector or a weft::buffer");
   static constexpr std::string_view name = member_name_v<M>;
+  // The unpacker is made here, so that the pass is known where the
+  // arguments' pup functions are inlined.
+  pupper p = pupper::unpacker(
+      args_of(m), args_size(m),
+      header_of(m).in_process ? pupper::reach::this_process : pupper::reach::anywhere);
   typename tr::params args;
   unpack_args(p, args, name);
   auto& self = static_cast<T&>(obj);
@@ -254,9 +259,13 @@ auto make_holders(std::index_sequence<I...>, Args&&... args) {
 }
 
 // A message for `entry` carrying `args` packed as `Params`.
+// Inlined into the send: the proxy's fields then go to the header without a
+// round trip through memory (a stored aggregate read back in wider pieces
+// stalls the store-to-load forwarding).
 template <class Params, class... Args>
-message_ptr pack_message(const collection_ref& ref, const index_key& key, std::uint32_t entry,
-                         bool in_process, Args&&... args) {
+[[gnu::always_inline]] inline message_ptr pack_message(const collection_ref& ref,
+                                                       const index_key& key, std::uint32_t entry,
+                                                       bool in_process, Args&&... args) {
   check_args<Params, Args...>();
   auto holders = make_holders<Params>(std::make_index_sequence<sizeof...(Args)>{},
                                       std::forward<Args>(args)...);

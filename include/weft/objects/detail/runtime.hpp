@@ -12,12 +12,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 #include "weft/base/export.hpp"
 #include "weft/core/message.hpp"
+#include "weft/core/runtime.hpp"
 #include "weft/objects/index.hpp"
 #include "weft/objects/pup.hpp"
 
@@ -62,8 +64,8 @@ inline const char type_tag = 0;
 struct entry_info {
   std::string name;           // "Block::ghost"
   const void* cls = nullptr;  // type_tag of the declaring class
-  // A method: unpacks its arguments from `p` and calls it on `obj`.
-  void (*invoke)(element_base& obj, pupper& p, message& m) = nullptr;
+  // A method: unpacks its arguments from the message and calls it on `obj`.
+  void (*invoke)(element_base& obj, message& m) = nullptr;
   // A constructor: unpacks its arguments from `p` and builds the element.
   element_base* (*construct)(pupper& p) = nullptr;
   bool awaited = false;    // some coroutine awaits next<this>: its messages wait in a mailbox
@@ -150,9 +152,26 @@ inline std::size_t args_size(const message& m) noexcept {
   return m.size - sizeof(obj_header);
 }
 
+// The core handler of element messages (registered during static
+// initialisation).
+WEFT_API extern handler_id element_handler_id;
+
 // A message for entry `entry` of element `key` with room for `args_bytes`.
-WEFT_API message_ptr new_element_message(const collection_ref& ref, const index_key& key,
-                                         std::uint32_t entry, std::size_t args_bytes);
+// Inline: it is on every send.
+inline message_ptr new_element_message(const collection_ref& ref, const index_key& key,
+                                       std::uint32_t entry, std::size_t args_bytes) {
+  message_ptr m = make_message(element_handler_id, sizeof(obj_header) + args_bytes);
+  // The key is read a word at a time: it was just written that way (a
+  // proxy made for this send), and a wider load over narrower stores
+  // stalls store-to-load forwarding. The empty asm keeps the compiler from
+  // merging the loads into vector ones.
+  std::uint64_t k0 = key.w[0], k1 = key.w[1], k2 = key.w[2];
+  asm("" : "+r"(k0), "+r"(k1), "+r"(k2));
+  // Every field in one go (a default-initialised header would write most
+  // of them twice); op 0 is an entry call.
+  new (m->data()) obj_header{ref.id, index_key{{k0, k1, k2}}, entry, my_pe(), 0, 0, 0, -1, 0};
+  return m;
+}
 // Routes it to the element of `ref` (wherever it lives now). PE.
 WEFT_API void send_element(const collection_ref& ref, message_ptr m);
 // Delivers it to every element of `ref` exactly once. PE.

@@ -268,7 +268,16 @@ void reduction_flush(local_collection& lc) {
       else
         merge_partial(c.acc[r], std::move(p), lc.ref, r);
     }
-    const std::int64_t all = *std::min_element(c.passed.begin(), c.passed.end());
+    std::int64_t all = *std::min_element(c.passed.begin(), c.passed.end());
+    if (all == passed_all) {
+      // No element on the node now (a sparse array before its insertions,
+      // or every element gone): what is here may leave, but the node has
+      // not passed the rounds after it. An element inserted or migrating
+      // here later contributes to them here, combined with its neighbours,
+      // instead of straight to the root as a late partial.
+      all =
+          c.acc.empty() ? c.completed : std::max<std::int64_t>(c.completed, c.acc.rbegin()->first);
+    }
     if (all > c.completed) {
       c.completed = all;
       while (!c.acc.empty() && std::int64_t(c.acc.begin()->first) <= all) {
@@ -905,6 +914,7 @@ void on_partial(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local(h.collection);
   root_reduction& r = root_of(lc);
+  ++r.partials_received;
   partial p;
   pupper u = pupper::unpacker(args_of(*m), args_size(*m));
   u | p.reducer | p.cb | p.count | p.value;
@@ -1366,6 +1376,14 @@ collection_ref chare_collection(std::uint32_t type) {
   ref.map = map_kind::owner_field;
   ref.dynamic = true;
   return ref;
+}
+
+std::uint64_t reduction_partials_received(const collection_ref& ref) {
+  local_collection* lc = find_local(ref.id);
+  if (lc == nullptr || !lc->root)
+    object_error("reduction_partials_received: PE " + std::to_string(my_pe()) +
+                 " is not the root of " + collection_name(ref));
+  return lc->root->partials_received;
 }
 
 element_record* constructing_record() noexcept {

@@ -77,6 +77,7 @@ struct root_reduction {
   std::map<std::uint32_t, partial> acc;
   std::uint32_t next_deliver = 0;
   std::int64_t max_seen = -1;
+  std::uint64_t partials_received = 0;  // messages: one per node per round when combined
 };
 
 // Element and location tables are looked up on every send and every

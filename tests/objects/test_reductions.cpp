@@ -705,6 +705,41 @@ TEST_P(LateInsertion, NewElementsJoinLaterRoundsAndDestroyedOnesLeave) {
   EXPECT_EQ(members_seen, want);
 }
 
+// Elements inserted after creation are combined inside the node like those
+// of a dense array: the root gets one partial per node and round, not one
+// per element.
+TEST_P(LateInsertion, InsertedElementsAreCombinedInsideTheNode) {
+  const int members = 3 * pes() + 1;
+  const int rounds = 4;
+  std::vector<int> counts;
+  std::uint64_t partials_before = 0, partials_after = 0;
+  int rc = run_pes(pes(), [&]() -> weft::task<> {
+    auto a = weft::array<Member>::create_sparse();
+    std::vector<weft::future<int>> born;
+    for (int k = 0; k < members; ++k) {
+      born.push_back(weft::make_future<int>());
+      a[slot{k, -k}].insert_on(k % weft::num_pes(), born.back());
+    }
+    for (auto& b : born) (void)co_await b;
+    auto q = quiescence();
+    co_await q;
+    partials_before = weft::detail::reduction_partials_received(a.ref());
+    for (int r = 0; r < rounds; ++r) {
+      auto f = weft::make_future<int>();
+      a.broadcast<&Member::count>(weft::callback<int>(f));
+      counts.push_back(co_await f);
+    }
+    partials_after = weft::detail::reduction_partials_received(a.ref());
+    weft::exit(0);
+  });
+  ASSERT_EQ(rc, 0);
+  expect_no_pe_errors();
+  EXPECT_EQ(counts, std::vector<int>(rounds, members));
+  EXPECT_EQ(partials_before, 0u);
+  EXPECT_EQ(partials_after - partials_before, std::uint64_t(rounds))
+      << "each round should reach the root as one combined partial (one node)";
+}
+
 INSTANTIATE_TEST_SUITE_P(Pes, LateInsertion, testing::Values(1, 2, 8), pes_name);
 
 // ---- fatal errors ------------------------------------------------------------------------

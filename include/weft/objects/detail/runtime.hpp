@@ -227,6 +227,10 @@ WEFT_API bool same_callback(const callback_desc& a, const callback_desc& b) noex
 // Returns the round.
 WEFT_API std::uint32_t contribute(element_record& rec, std::uint32_t reducer,
                                   const callback_desc& cb, std::vector<std::byte> value);
+// Partial results the root of `ref` received so far (this PE must be the
+// root): with combining inside nodes, one per node per round. For tests.
+WEFT_API std::uint64_t reduction_partials_received(const collection_ref& ref);
+
 // all_reduce results on this PE: a slot filled when the round completes.
 struct allreduce_slot {
   std::uint64_t collection = 0;

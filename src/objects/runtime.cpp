@@ -1134,6 +1134,7 @@ void node_stop() {
   if (n != nullptr) {
     for (auto& [id, g] : n->nodegroups) {
       for (message* w : g->waiting) message_ptr{w};
+      if (g->rec) destroy_frames(*g->rec);  // coroutines still suspended at the end
       if (g->rec) {
         element_base* obj = g->rec->obj;
         g->rec->obj = nullptr;
@@ -1433,13 +1434,21 @@ void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& 
     pe_state().main_tasks.push_back(h);
     return;
   }
-  if (owner->ref.kind == collection_kind::nodegroup)
-    object_error(std::string("not implemented: coroutine entry methods of nodegroups (") + what +
-                 ")");
+  if (owner->ref.kind == collection_kind::nodegroup) {
+    // Every PE of the node may run the nodegroup's coroutines.
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    owner->coroutines.push_back(h);
+    return;
+  }
   owner->coroutines.push_back(h);
 }
 
 void resume(element_record* owner, std::coroutine_handle<> h) {
+  if (owner != nullptr && owner->ref.kind == collection_kind::nodegroup) {
+    // A nodegroup neither reduces nor migrates: nothing to do after it.
+    h.resume();
+    return;
+  }
   if (owner != nullptr) owner->contributed_now = false;
   h.resume();
   if (owner != nullptr && owner->obj != nullptr) after_entry(*owner);
@@ -1447,9 +1456,16 @@ void resume(element_record* owner, std::coroutine_handle<> h) {
 
 void promise_base::finished_detached(promise_base& p) noexcept {
   if (t_obj == nullptr) return;
-  auto& list = p.owner != nullptr ? p.owner->coroutines : t_obj->main_tasks;
-  auto it = std::find(list.begin(), list.end(), p.self);
-  if (it != list.end()) list.erase(it);
+  auto erase = [&p](std::vector<std::coroutine_handle<>>& list) {
+    auto it = std::find(list.begin(), list.end(), p.self);
+    if (it != list.end()) list.erase(it);
+  };
+  if (p.owner != nullptr && p.owner->ref.kind == collection_kind::nodegroup) {
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    erase(p.owner->coroutines);
+    return;
+  }
+  erase(p.owner != nullptr ? p.owner->coroutines : t_obj->main_tasks);
 }
 
 void promise_base::fail_detached(promise_base& p, std::exception_ptr e) noexcept {

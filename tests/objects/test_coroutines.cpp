@@ -431,6 +431,56 @@ TEST_P(Futures, MainAwaitsASubTaskOfFuturesSetOnEveryPe) {
   EXPECT_EQ(total, 10L * pes() * (pes() + 1) / 2);
 }
 
+// A nodegroup's coroutine entry methods: any PE of the node runs them,
+// several at once, each resumed where it awaited.
+struct Broker : weft::nodegroup_element<Broker> {
+  std::atomic<int> started{0};
+  weft::task<> ask_all(weft::group_proxy<Setter> g, long v, weft::future<long> out) {
+    started.fetch_add(1, std::memory_order_relaxed);
+    std::vector<weft::future<long>> fs;
+    for (int pe = 0; pe < weft::num_pes(); ++pe) {
+      fs.push_back(weft::make_future<long>());
+      g[pe].send<&Setter::set_it>(fs.back(), v);
+    }
+    const int here = weft::my_pe();
+    long sum = co_await gather(fs);
+    PE_CHECK(weft::my_pe() == here, "a nodegroup coroutine resumes on the PE it awaited on");
+    out.set(sum);
+  }
+  // Never resumed: its frame is freed when the node stops.
+  weft::task<> wait_forever(weft::future<int> started_here) {
+    auto never = weft::make_future<int>();
+    started_here.set(1);
+    (void)co_await never;
+    PE_CHECK(false, "a future nobody sets was set");
+  }
+};
+
+TEST_P(Futures, NodegroupCoroutinesRunOnAnyPeAndAwaitFutures) {
+  const int calls = 3 * pes();
+  std::vector<long> sums;
+  int rc = run_pes(pes(), [&]() -> weft::task<> {
+    auto g = weft::group_proxy<Setter>::create();
+    auto b = weft::nodegroup_proxy<Broker>::create();
+    std::vector<weft::future<long>> outs;
+    for (int c = 0; c < calls; ++c) {
+      outs.push_back(weft::make_future<long>());
+      b[0].send<&Broker::ask_all>(g, long(c + 1), outs.back());
+    }
+    auto parked = weft::make_future<int>();
+    b[0].send<&Broker::wait_forever>(parked);
+    for (auto& f : outs) sums.push_back(co_await f);
+    (void)co_await parked;
+    PE_CHECK(b.local()->started.load() == calls, "every call started");
+    weft::exit(0);
+  });
+  ASSERT_EQ(rc, 0);
+  expect_no_pe_errors();
+  ASSERT_EQ(int(sums.size()), calls);
+  for (int c = 0; c < calls; ++c)
+    EXPECT_EQ(sums[std::size_t(c)], long(c + 1) * pes() * (pes() + 1) / 2) << "call " << c;
+}
+
 INSTANTIATE_TEST_SUITE_P(Pes, Futures, testing::Values(1, 2, 8), pes_name);
 
 // ---- destroying an element with a suspended coroutine -----------------------------------

@@ -174,6 +174,9 @@ std::uint32_t entry_id() {
   using tr = member_traits<decltype(M)>;
   static_assert(std::is_base_of_v<typename tr::cls, T>,
                 "this entry method belongs to another class than the collection's element type");
+  static_assert(!(is_task<typename tr::ret> && is_exclusive<T, M>()),
+                "an exclusive nodegroup entry method cannot be a coroutine: its exclusion "
+                "would end at its first co_await");
   static const std::uint32_t id =
       register_entry(entry_info{std::string(member_name_v<M>), &type_tag<T>, &invoke_entry<T, M>,
                                 nullptr, false, is_exclusive<T, M>()});

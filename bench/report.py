@@ -634,6 +634,8 @@ SECTIONS = OrderedDict([
     ("wakeup", ("Wake-up costs behind the idle back-off", sec_wakeup)),
     ("entry_overhead", ("Objects layer: entry-method and chare-creation overhead", sec_entry_overhead)),
     ("reduction_latency", ("Objects layer: reduction latency", sec_reduction_latency)),
+    ("mpi_pingpong", ("Plain MPI ping-pong, 2 ranks on this host (the baseline for the transports)",
+                      sec_generic)),
 ])
 
 

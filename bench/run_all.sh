@@ -8,7 +8,9 @@
 # kneighbor runs once per variant (queue x bind x alloc, 8 runs), all into
 # kneighbor.jsonl; each run measures the core and the objects level side by
 # side with the span payload (the default variant with every payload). The objects
-# layer's benchmarks (entry_overhead, reduction_latency) follow. A missing binary is skipped with a note; a benchmark that
+# layer's benchmarks (entry_overhead, reduction_latency) follow, then
+# mpi_pingpong under mpirun -n 2 (the plain MPI baseline for the
+# transports). A missing binary is skipped with a note; a benchmark that
 # fails is reported and the others still run; the report is written from
 # whatever was collected, and the exit status is 1 if anything failed.
 # Then: python3 bench/report.py OUT_DIR > REPORT_MD (`make bench` does all this).
@@ -33,7 +35,8 @@ mkdir -p "$out_dir" "$(dirname "$report_md")" || exit 2
 
 # Fixed order first (cheap micro-benchmarks, then workloads), then any other
 # benchmark binary found in bin_dir.
-known=(alloc_scaling pe_private wakeup queues pingpong kneighbor entry_overhead reduction_latency)
+known=(alloc_scaling pe_private wakeup queues pingpong kneighbor entry_overhead reduction_latency
+       mpi_pingpong)
 names=("${known[@]}")
 for f in "$bin_dir"/*; do
   n=$(basename "$f")
@@ -70,6 +73,15 @@ for name in "${names[@]}"; do
         done
       done
     done
+  elif [[ $name == mpi_pingpong ]]; then
+    # The plain MPI baseline: two ranks on this host, under the launcher
+    # (Open MPI needs to be told it may run as root).
+    echo "run_all: [$i/$total] mpi_pingpong: 2 ranks under mpirun" >&2
+    if ! OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+         mpirun --oversubscribe -n 2 "$exe" --json --repeat "$repeat" >"$out"; then
+      echo "run_all: mpi_pingpong failed" >&2
+      failed+=("mpi_pingpong")
+    fi
   else
     echo "run_all: [$i/$total] $name" >&2
     if ! "$exe" --json --repeat "$repeat" >"$out"; then

@@ -8,6 +8,7 @@ packages=(
   libhwloc-dev hwloc        # topology and binding
   libmimalloc-dev           # scalable allocator
   libabsl-dev               # flat hash maps (objects: element and location tables)
+  openmpi-bin libopenmpi-dev # MPI: bench/mpi_pingpong baseline, launch by mpirun (net)
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks
   python3 python3-matplotlib # tools/ (reports, plots)

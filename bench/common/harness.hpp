@@ -96,6 +96,47 @@ inline long positive_arg(const cli& c, const char* name, long fallback, long lim
   return v;
 }
 
+// "a,b,c" -> {"a", "b", "c"} ("" -> {""}: an empty item is the caller's
+// to reject).
+inline std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos <= list.size();) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    out.push_back(list.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// Parses one item of a --name=LIST of integers, each in [lo, hi]; false
+// (after printing which item and what is accepted) when it is not one.
+inline bool parse_list_item(const char* name, const std::string& item, long lo, long hi,
+                            long& out) {
+  errno = 0;
+  char* end = nullptr;
+  const long v = item.empty() ? 0 : std::strtol(item.c_str(), &end, 10);
+  if (item.empty() || errno != 0 || *end != '\0' || v < lo || v > hi) {
+    std::fprintf(stderr, "error: --%s: each item must be an integer from %ld to %ld (got '%s')\n",
+                 name, lo, hi, item.c_str());
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+// Value of --name=LIST: integers in [lo, hi], or exit 2 naming the bad item.
+inline std::vector<long> int_list_arg(const cli& c, const char* name, const std::string& fallback,
+                                      long lo, long hi) {
+  std::vector<long> out;
+  for (const std::string& item : split_list(arg(c, name, fallback))) {
+    long v = 0;
+    if (!parse_list_item(name, item, lo, hi, v)) std::exit(2);
+    out.push_back(v);
+  }
+  return out;
+}
+
 // Rejects program arguments that are not in `known` (names without "--").
 inline void reject_unknown(const cli& c, std::initializer_list<const char*> known) {
   for (auto& a : c.args) {

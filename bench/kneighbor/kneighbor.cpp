@@ -432,10 +432,7 @@ int main(int argc, char** argv) {
   std::string payload = weft::bench::arg(d.cli, "payload", "span");
   if (payload == "all") payload = "span,buffer,vector";
   std::vector<payload_kind> payloads;
-  for (std::size_t pos = 0; pos <= payload.size();) {
-    std::size_t comma = payload.find(',', pos);
-    if (comma == std::string::npos) comma = payload.size();
-    const std::string one = payload.substr(pos, comma - pos);
+  for (const std::string& one : weft::bench::split_list(payload)) {
     payload_kind k;
     if (one == "span")
       k = payload_kind::span;
@@ -451,22 +448,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (std::find(payloads.begin(), payloads.end(), k) == payloads.end()) payloads.push_back(k);
-    pos = comma + 1;
   }
   std::vector<std::uint32_t> sizes;
-  std::string list = weft::bench::arg(d.cli, "bytes", "16,64,256,1024,4096,16384,65536");
-  for (std::size_t pos = 0; pos <= list.size();) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    long b = std::atol(list.substr(pos, comma - pos).c_str());
-    if (b < 8 || b > (1l << 24)) {
-      std::fprintf(stderr, "error: --bytes: each size must be 8 .. 16777216 (got '%s')\n",
-                   list.substr(pos, comma - pos).c_str());
-      return 2;
-    }
+  for (long b :
+       weft::bench::int_list_arg(d.cli, "bytes", "16,64,256,1024,4096,16384,65536", 8, 1l << 24))
     sizes.push_back(std::uint32_t(b));
-    pos = comma + 1;
-  }
   if (touch != "both" && touch != "true" && touch != "false") {
     std::fprintf(stderr, "error: --touch=%s: expected false, true or both\n", touch.c_str());
     return 2;

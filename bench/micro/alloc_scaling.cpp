@@ -198,14 +198,8 @@ int main(int argc, char** argv) {
   v = wb::arg(cli, "pairs", "");
   if (!v.empty() && !wb::parse_positive(v, pairs)) bad("pairs", v);
   std::vector<std::size_t> sizes;
-  std::string list = wb::arg(cli, "bytes", "64,1024,16384");
-  for (std::size_t pos = 0; pos <= list.size();) {
-    std::size_t comma = std::min(list.find(',', pos), list.size());
-    long b = 0;
-    if (!wb::parse_positive(list.substr(pos, comma - pos), b)) bad("bytes", list);
+  for (long b : wb::int_list_arg(cli, "bytes", "64,1024,16384", 1, 1l << 30))
     sizes.push_back(std::size_t(b));
-    pos = comma + 1;
-  }
 
   bind_glibc();
   check_distinct_heaps();

@@ -50,22 +50,16 @@ int main(int argc, char** argv) {
   weft::bench::cli cli = weft::bench::parse_cli(argc, argv, about);
   weft::bench::reject_unknown(cli, {"bytes", "iters"});
   const long iters = weft::bench::positive_arg(cli, "iters", 2000, 100000000);
+  // Not int_list_arg: a bad size must end every rank through MPI_Finalize.
   std::vector<long> sizes;
-  const std::string list =
-      weft::bench::arg(cli, "bytes", "8,64,512,4096,32768,262144,1048576,4194304");
-  for (std::size_t pos = 0; pos <= list.size();) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
+  for (const std::string& item : weft::bench::split_list(
+           weft::bench::arg(cli, "bytes", "8,64,512,4096,32768,262144,1048576,4194304"))) {
     long b = 0;
-    if (!weft::bench::parse_positive(list.substr(pos, comma - pos), b) || b > (1l << 30)) {
-      if (rank == 0)
-        std::fprintf(stderr, "error: --bytes: each size must be 1 .. 1073741824 (got '%s')\n",
-                     list.substr(pos, comma - pos).c_str());
+    if (!weft::bench::parse_list_item("bytes", item, 1, 1l << 30, b)) {
       MPI_Finalize();
       return 2;
     }
     sizes.push_back(b);
-    pos = comma + 1;
   }
   if (size < 2) {
     if (rank == 0)

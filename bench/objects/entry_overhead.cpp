@@ -296,11 +296,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --calls must be at least 2\n");
     return 2;
   }
-  const std::string list = weft::bench::arg(d.cli, "cases", "same_pe,other_pe,create");
-  for (std::size_t pos = 0; pos <= list.size();) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string c = list.substr(pos, comma - pos);
+  for (const std::string& c :
+       weft::bench::split_list(weft::bench::arg(d.cli, "cases", "same_pe,other_pe,create"))) {
     if (c == "same_pe")
       d.cases.push_back(case_kind::same_pe);
     else if (c == "other_pe")
@@ -312,7 +309,6 @@ int main(int argc, char** argv) {
                    c.c_str());
       return 2;
     }
-    pos = comma + 1;
   }
   return weft::run(argc, argv, [](weft::args) -> weft::task<> { return drive(); });
 }

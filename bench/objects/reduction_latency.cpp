@@ -259,26 +259,10 @@ int main(int argc, char** argv) {
   d.cli = weft::bench::parse_cli(argc, argv, about);
   weft::bench::reject_unknown(d.cli, {"elems", "rounds", "callback"});
   d.rounds = weft::bench::positive_arg(d.cli, "rounds", 2000, 100000000);
-  auto split = [](const std::string& list) {
-    std::vector<std::string> out;
-    for (std::size_t pos = 0; pos <= list.size();) {
-      std::size_t comma = list.find(',', pos);
-      if (comma == std::string::npos) comma = list.size();
-      out.push_back(list.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-    return out;
-  };
-  for (const std::string& e : split(weft::bench::arg(d.cli, "elems", "1,8,64"))) {
-    long v = 0;
-    if (!weft::bench::parse_positive(e, v) || v > 100000) {
-      std::fprintf(stderr, "error: --elems: '%s' is not an integer from 1 to 100000\n", e.c_str());
-      return 2;
-    }
+  for (long v : weft::bench::int_list_arg(d.cli, "elems", "1,8,64", 1, 100000))
     d.elems.push_back(int(v));
-  }
   for (const std::string& c :
-       split(weft::bench::arg(d.cli, "callback", "element,future,all_reduce"))) {
+       weft::bench::split_list(weft::bench::arg(d.cli, "callback", "element,future,all_reduce"))) {
     if (c == "element")
       d.vias.push_back(via::element);
     else if (c == "future")

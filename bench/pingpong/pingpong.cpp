@@ -169,19 +169,9 @@ int main(int argc, char** argv) {
   d.cli = weft::bench::parse_cli(argc, argv, about);
   weft::bench::reject_unknown(d.cli, {"bytes", "iters"});
   d.iters = int(weft::bench::positive_arg(d.cli, "iters", 5000, 100000000));
-  std::string list =
-      weft::bench::arg(d.cli, "bytes", "8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304");
-  for (std::size_t pos = 0; pos <= list.size();) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    long b = std::atol(list.substr(pos, comma - pos).c_str());
-    if (b < 1 || b > (1l << 30)) {
-      std::fprintf(stderr, "error: --bytes: sizes must be 1 .. 1073741824\n");
-      return 2;
-    }
+  for (long b : weft::bench::int_list_arg(
+           d.cli, "bytes", "8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304", 1, 1l << 30))
     d.sizes.push_back(std::uint32_t(b));
-    pos = comma + 1;
-  }
   if (d.iters < 1) {
     std::fprintf(stderr, "error: --iters must be >= 1\n");
     return 2;

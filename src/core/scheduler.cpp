@@ -143,10 +143,6 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
 }
 
 void handle(node_state& node, pe_state& pe, message* m) {
-  // The header's line is here (the queue read it); ask for the payload's
-  // next line now, so that its transfer from the sender's core overlaps the
-  // dispatch instead of stalling the handler's first read of it.
-  if (m->size > 64 - sizeof(message)) __builtin_prefetch(reinterpret_cast<const char*>(m) + 64);
   const auto& table = handlers().entries;
   if (m->handler >= table.size())
     base::fatal(

@@ -40,7 +40,7 @@ const entry_info& entry_of(std::uint32_t id) {
   return g_entries[id];
 }
 
-handler_id& h_element = element_handler_id;  // messages for an element (entry, destroy)
+// element_handler_id (runtime.hpp): messages for an element (entry, destroy)
 handler_id h_nodegroup = 0;  // messages for a nodegroup (any PE of the node takes them)
 handler_id h_control = 0;    // everything else
 
@@ -144,18 +144,24 @@ void register_collection(const collection_ref& ref) {
   g_node_objects->directory.emplace(ref.id, ref);
 }
 
-// The description of collection `id`, for a PE that meets it first in a
-// message. The node learns every collection before a message can name it:
-// the creator registers it before create() returns.
-collection_ref lookup_collection(std::uint64_t id) {
-  if ((id & chare_id_tag) == chare_id_tag) return chare_collection(std::uint32_t(id));
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
-  auto it = g_node_objects->directory.find(id);
-  if (it == g_node_objects->directory.end())
+// The directory's entry for `id`. Under the node's lock. The node learns
+// every collection before a message can name it (the creator registers it
+// before create() returns), so a miss is a corrupt message.
+const collection_ref& directory_entry_locked(node_objects& n, std::uint64_t id) {
+  auto it = n.directory.find(id);
+  if (it == n.directory.end())
     base::fatal("objects: PE %d got a message for collection %#" PRIx64
                 ", which this node does not know (a corrupt message?)",
                 my_pe(), id);
   return it->second;
+}
+
+// The description of collection `id`, for a PE that meets it first in a
+// message.
+collection_ref lookup_collection(std::uint64_t id) {
+  if ((id & chare_id_tag) == chare_id_tag) return chare_collection(std::uint32_t(id));
+  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  return directory_entry_locked(*g_node_objects, id);
 }
 
 // This PE's part of a collection, made on first touch (without creating it).
@@ -193,11 +199,16 @@ local_collection& get_local(const collection_ref& ref) {
   return lc;
 }
 
-// The same, for a collection named by id in a message.
-local_collection& get_local(std::uint64_t id) {
-  local_collection* lc = find_local(id);
-  if (lc != nullptr && lc->created) return *lc;
+// The same, for a collection named by id in a message: inline for the
+// common case (the collection of the previous message, created here).
+[[gnu::noinline]] local_collection& get_local_first(std::uint64_t id, local_collection* lc) {
   return get_local(lc != nullptr ? collection_ref(lc->ref) : lookup_collection(id));
+}
+[[gnu::always_inline]] inline local_collection& get_local(std::uint64_t id) {
+  local_collection* lc = find_local(id);
+  if (lc != nullptr && lc->created) [[likely]]
+    return *lc;
+  return get_local_first(id, lc);
 }
 
 std::string entry_name(std::uint32_t id) {
@@ -488,53 +499,53 @@ void after_entry(element_record& rec) {
   rec.running = nullptr;
 }
 
-// A message for an element that is here: every case.
-[[gnu::noinline]] void deliver_any(element_record& rec, message_ptr&& m) {
+// What a message for an element that is here needs before (or instead of)
+// an ordinary entry call: the sender told where the element is now, if it
+// was forwarded; a destroy carried out. False when it consumed the message.
+[[gnu::noinline]] bool deliver_special(element_record& rec, message_ptr& m) {
   obj_header& h = header_of(*m);
   if (h.hops > 0 && h.origin_pe >= 0 && h.origin_pe != my_pe()) {
-    // It was forwarded: tell the sender where the element is now.
     message_ptr u = new_control(rec.ref, rec.key, op_location, 0);
     header_of(*u).reply_pe = my_pe();
     header_of(*u).reply_id = rec.epoch;
     send_to(h.origin_pe, std::move(u));
-    h.hops = 0;
   }
+  h.hops = 0;
   if (h.op == op_destroy) {
+    m.reset();
     rec.destroy_requested = true;
     after_entry(rec);
-    return;
+    return false;
   }
-  const entry_info& e = entry_of(h.entry);
-  if (e.awaited) {
-    mailbox& mb = rec.mailboxes[h.entry];
-    if (mb.waiter != nullptr) {
-      mb.waiter->got.push_back(std::move(m));
-      if (mb.waiter->got.size() >= mb.waiter->need) {
-        std::coroutine_handle<> c = mb.waiter->h;
-        mb.waiter = nullptr;
-        resume(&rec, c);
-      }
-    } else {
-      mb.queued.push_back(std::move(m));
-    }
-    return;
-  }
-  invoke(rec, e, *m);
-  m.reset();
-  if (rec.destroy_requested || rec.migrate_to >= 0) after_entry(rec);
+  return true;
 }
 
-// The same, inlined into the callers for the common case: an entry call
-// that was not forwarded, to an entry no coroutine awaits.
-[[gnu::always_inline]] inline void deliver(element_record& rec, message_ptr&& m) {
-  const obj_header& h = header_of(*m);
-  if ((h.hops | h.op) != 0) [[unlikely]] {
-    deliver_any(rec, std::move(m));
+// A message for an entry some coroutine awaits: to the waiting coroutine,
+// or kept in the element's mailbox until one awaits it.
+[[gnu::noinline]] void deliver_to_mailbox(element_record& rec, message_ptr m) {
+  const std::uint32_t entry_id = header_of(*m).entry;
+  mailbox& mb = rec.mailboxes[entry_id];
+  if (mb.waiter == nullptr) {
+    mb.queued.push_back(std::move(m));
     return;
   }
+  mb.waiter->got.push_back(std::move(m));
+  if (mb.waiter->got.size() >= mb.waiter->need) {
+    std::coroutine_handle<> c = mb.waiter->h;
+    mb.waiter = nullptr;
+    resume(&rec, c);
+  }
+}
+
+// A message for an element that is here. Inlined into its callers: the
+// plain entry call (not forwarded, not awaited) takes no other branch.
+[[gnu::always_inline]] inline void deliver(element_record& rec, message_ptr&& m) {
+  const obj_header& h = header_of(*m);
+  if ((h.hops | h.op) != 0 && !deliver_special(rec, m)) [[unlikely]]
+    return;
   const entry_info& e = entry_of(h.entry);
   if (e.awaited) [[unlikely]] {
-    deliver_any(rec, std::move(m));
+    deliver_to_mailbox(rec, std::move(m));
     return;
   }
   invoke(rec, e, *m);
@@ -595,20 +606,12 @@ void miss(local_collection& lc, message_ptr m) {
 
 void on_element_message(message_ptr m) {
   obj_header& h = header_of(*m);
-  // The collection of the previous message, most of the time.
-  pe_objects* s = t_obj;
-  local_collection* last = s != nullptr ? s->last : nullptr;
-  local_collection& lc = last != nullptr && last->ref.id == h.collection && last->created
-                             ? *last
-                             : get_local(h.collection);
-  route_cache::slot& sl = lc.cache.at(h.key);
-  element_record* rec = sl.key == h.key ? sl.rec : nullptr;
+  local_collection& lc = get_local(h.collection);
+  element_record* rec = lc.cache.rec(h.key);
   if (rec == nullptr) {
-    auto it = lc.local.find(h.key);
-    if (it != lc.local.end()) {
+    if (auto it = lc.local.find(h.key); it != lc.local.end()) {
       rec = it->second.get();
-      if (sl.key != h.key) sl = {h.key, rec, -1};
-      sl.rec = rec;
+      lc.cache.remember_rec(h.key, rec);
     }
   }
   if (rec != nullptr && rec->obj != nullptr) [[likely]] {
@@ -646,14 +649,10 @@ void redeliver(local_collection& lc, std::vector<message*> msgs) {
 nodegroup_instance& nodegroup_locked(node_objects& n, std::uint64_t id) {
   auto& g = n.nodegroups[id];
   if (!g) {
-    auto it = n.directory.find(id);
-    if (it == n.directory.end())
-      base::fatal("objects: PE %d got a message for nodegroup %#" PRIx64
-                  ", which this node does not know (a corrupt message?)",
-                  my_pe(), id);
+    const collection_ref& ref = directory_entry_locked(n, id);
     g = std::make_unique<nodegroup_instance>();
     g->rec = std::make_unique<element_record>();
-    g->rec->ref = it->second;
+    g->rec->ref = ref;
     g->rec->key = index_key::of(my_node());
   }
   return *g;
@@ -1147,7 +1146,7 @@ void node_stop() {
 }
 
 const bool registered = [] {
-  h_element = register_handler("objects.element", &on_element_message);
+  element_handler_id = register_handler("objects.element", &on_element_message);
   h_nodegroup = register_handler("objects.nodegroup", &on_nodegroup_message);
   h_control = register_handler("objects.control", &on_control);
   register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop});
@@ -1266,9 +1265,7 @@ void send_element(const collection_ref& ref, message_ptr m) {
   if (local_collection* lc = find_local(ref.id)) {
     if (ref.kind == collection_kind::chare) {
       if (lc->local.contains(key)) dest = my_pe();  // chares are not in the known table
-    } else if (route_cache::slot& sl = lc->cache.at(key); sl.key == key && sl.pe >= 0) {
-      dest = sl.pe;
-    } else {
+    } else if (dest = lc->cache.pe(key); dest < 0) {
       // Not cached: the known location, else the home (also cached: the
       // known table gaining the key drops the entry).
       auto k = lc->known.find(key);
@@ -1276,10 +1273,7 @@ void send_element(const collection_ref& ref, message_ptr m) {
         dest = home_pe(ref, key);
       else if (!k->second.deleted)
         dest = k->second.pe;
-      if (dest >= 0) {
-        if (sl.key != key) sl = {key, nullptr, -1};
-        sl.pe = dest;
-      }
+      if (dest >= 0) lc->cache.remember_pe(key, dest);
     }
   }
   if (dest < 0) dest = home_pe(ref, key);

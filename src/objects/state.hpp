@@ -107,12 +107,32 @@ struct route_cache {
     return std::size_t(h ^ (h >> 17)) & (size - 1);
   }
   slot& at(const index_key& k) noexcept { return slots[index_of(k)]; }
+  // Cached facts about `k` (null, -1: not cached).
+  element_record* rec(const index_key& k) noexcept {
+    const slot& s = at(k);
+    return s.key == k ? s.rec : nullptr;
+  }
+  std::int32_t pe(const index_key& k) noexcept {
+    const slot& s = at(k);
+    return s.key == k ? s.pe : -1;
+  }
+  // Records a fact about `k`, evicting whatever the slot held for another
+  // key.
+  void remember_rec(const index_key& k, element_record* r) noexcept { claim(k).rec = r; }
+  void remember_pe(const index_key& k, std::int32_t p) noexcept { claim(k).pe = p; }
   void drop(const index_key& k) noexcept {
     slot& s = at(k);
     if (s.key == k) {
       s.rec = nullptr;
       s.pe = -1;
     }
+  }
+
+ private:
+  slot& claim(const index_key& k) noexcept {
+    slot& s = at(k);
+    if (s.key != k) s = {k, nullptr, -1};
+    return s;
   }
 };
 

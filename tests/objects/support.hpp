@@ -16,6 +16,15 @@
 
 namespace objects_test {
 
+// The core suites' helpers every objects suite uses, so that one
+// `using namespace objects_test;` brings them all.
+using weft_test::first_error;
+using weft_test::g_errors;
+using weft_test::record_error;
+using weft_test::reset_errors;
+using weft_test::scaled;
+using weft_test::threads_opt;
+
 // Runs a node of `pes` PEs whose main function is the coroutine `body`;
 // returns weft::run's exit code.
 template <class F>

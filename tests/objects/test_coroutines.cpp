@@ -23,14 +23,7 @@
 
 namespace {
 
-using weft_test::first_error;
-using weft_test::g_errors;
-using weft_test::record_error;
-using weft_test::reset_errors;
-using weft_test::scaled;
-using weft_test::threads_opt;
-
-using namespace objects_test;
+using namespace objects_test;  // with the weft_test helpers it names
 
 // ---- next<&T::m>(n) ---------------------------------------------------------------------
 

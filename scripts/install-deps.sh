@@ -8,7 +8,8 @@ packages=(
   libhwloc-dev hwloc        # topology and binding
   libmimalloc-dev           # scalable allocator
   libabsl-dev               # flat hash maps (objects: element and location tables)
-  openmpi-bin libopenmpi-dev # MPI: bench/mpi_pingpong baseline, launch by mpirun (net)
+  openmpi-bin libopenmpi-dev # MPI: the mpi transport, launch by mpirun, bench/mpi_pingpong
+  libucx-dev libpmix-dev    # the ucx transport (UCP), and PMIx for its address exchange
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks
   python3 python3-matplotlib # tools/ (reports, plots)

@@ -1,6 +1,7 @@
 // The "local" transport: one node, no network. Every message is intra-node,
 // so core never calls send(); a call is a program error and says so.
 #include <cstdlib>
+#include <cstring>
 #include "weft/base/error.hpp"
 #include "weft/net/transport.hpp"
 
@@ -10,15 +11,24 @@ namespace {
 class local_transport final : public transport {
  public:
   const char* name() const override { return "local"; }
-  void init(deliver_fn) override {}
+  void init(const launch_info& launch, const hooks&, double) override {
+    if (launch.size > 1)
+      base::usage_error(
+          "this process is rank %d of %d started by %s, but --weft:transport=local runs one "
+          "process; choose a transport between processes: --weft:transport=shm|mpi|ucx",
+          launch.rank, launch.size, launch.launcher.c_str());
+  }
   int node_rank() const override { return 0; }
   int num_nodes() const override { return 1; }
   void send(int node, void*, std::size_t) override {
     base::fatal("message to node %d, but this is a one-node run (--weft:transport=local)", node);
   }
-  void progress() override {}
+  int progress() override { return 0; }
+  void allgather(const void* mine, std::size_t bytes, void* all) override {
+    std::memcpy(all, mine, bytes);
+  }
   void barrier() override {}
-  [[noreturn]] void abort(int code) override { std::_Exit(code); }
+  [[noreturn]] void abort(int code, const char*) override { std::_Exit(code); }
   void finalize() override {}
 };
 }  // namespace

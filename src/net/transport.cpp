@@ -1,22 +1,62 @@
 #include "weft/net/transport.hpp"
 
+#include <string>
 #include "weft/base/error.hpp"
 
 namespace weft::net {
 
 std::unique_ptr<transport> make_local_transport();  // local.cpp
+#if WEFT_HAVE_SHM_TRANSPORT
+std::unique_ptr<transport> make_shm_transport();  // shm.cpp
+#endif
+#if WEFT_HAVE_MPI_TRANSPORT
+std::unique_ptr<transport> make_mpi_transport();  // mpi.cpp
+#endif
+#if WEFT_HAVE_UCX_TRANSPORT
+std::unique_ptr<transport> make_ucx_transport();  // ucx.cpp
+#endif
 
 transport::~transport() = default;
 
+// Backends without a cheaper persistent path send through the ordinary one;
+// the handle is the destination node.
+int transport::create_persistent(int node, std::size_t) {
+  return node;
+}
+void transport::send_persistent(int channel, void* buffer, std::size_t bytes) {
+  send(channel, buffer, bytes);
+}
+void transport::wait_for_incoming(std::uint64_t) {}
+void transport::wake_waiter() {}
+
 std::string available_transports() {
-  return "local";
+  std::string s = "local";
+#if WEFT_HAVE_SHM_TRANSPORT
+  s += ", shm";
+#endif
+#if WEFT_HAVE_MPI_TRANSPORT
+  s += ", mpi";
+#endif
+#if WEFT_HAVE_UCX_TRANSPORT
+  s += ", ucx";
+#endif
+  return s;
 }
 
 std::unique_ptr<transport> create_transport(const std::string& name) {
   if (name == "local") return make_local_transport();
+#if WEFT_HAVE_SHM_TRANSPORT
+  if (name == "shm") return make_shm_transport();
+#endif
+#if WEFT_HAVE_MPI_TRANSPORT
+  if (name == "mpi") return make_mpi_transport();
+#endif
+#if WEFT_HAVE_UCX_TRANSPORT
+  if (name == "ucx") return make_ucx_transport();
+#endif
   if (name == "shm" || name == "mpi" || name == "ucx")
-    base::usage_error("not implemented: --weft:transport=%s (this build has: %s)", name.c_str(),
-                      available_transports().c_str());
+    base::usage_error("--weft:transport=%s: this build of weft has no %s transport (it has: %s)",
+                      name.c_str(), name.c_str(), available_transports().c_str());
   base::usage_error("--weft:transport=%s: unknown transport; accepted: local, shm, mpi, ucx",
                     name.c_str());
 }

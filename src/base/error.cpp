@@ -13,11 +13,13 @@ namespace weft::base {
 namespace {
 std::atomic<fatal_hook> g_fatal_hook{nullptr};
 std::atomic<bool> g_dying{false};
+// "node 3: " in a job of several processes, so every line names its process.
+char g_origin[32] = "";
 
 void vprint(const char* prefix, const char* fmt, va_list ap) {
   // One write per message so lines from several PEs do not interleave.
   char buf[2048];
-  int n = std::snprintf(buf, sizeof buf, "weft: %s", prefix);
+  int n = std::snprintf(buf, sizeof buf, "weft: %s%s", g_origin, prefix);
   if (n < 0) n = 0;
   int m = std::vsnprintf(buf + n, sizeof buf - size_t(n) - 1, fmt, ap);
   size_t len = size_t(n) + (m < 0 ? 0 : std::min<size_t>(size_t(m), sizeof buf - size_t(n) - 2));
@@ -69,6 +71,13 @@ void info(const char* fmt, ...) {
   va_start(ap, fmt);
   vprint("", fmt, ap);
   va_end(ap);
+}
+
+void set_message_origin(int node) {
+  if (node < 0)
+    g_origin[0] = '\0';
+  else
+    std::snprintf(g_origin, sizeof g_origin, "node %d: ", node);
 }
 
 void set_fatal_hook(fatal_hook hook) {

@@ -128,6 +128,10 @@ void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
   return raw_alloc(class_bytes(c));
 }
 
+std::uint8_t block_class_for(std::size_t bytes) {
+  return !g_pool || bytes > block_max ? block_unpooled : class_of(bytes);
+}
+
 void block_free(void* p, std::uint8_t size_class) {
   if (size_class == block_unpooled || !g_pool) {
     raw_free(p);

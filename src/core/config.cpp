@@ -52,14 +52,21 @@ void define_runtime_options(base::option_set& set) {
               base::one_of({"mimalloc", "system"})});
   set.define({"msg-pool", "on", "on|off", "per-PE size-class free lists for message blocks",
               base::boolean()});
-  set.define({"transport", "local", "local|shm|mpi|ucx", "network between nodes",
-              base::one_of({"local", "shm", "mpi", "ucx"})});
+  set.define({"transport", "auto", "auto|local|shm|mpi|ucx",
+              "network between nodes (processes); auto: local for one process, shm when "
+              "every process is on one host, else mpi",
+              base::one_of({"auto", "local", "shm", "mpi", "ucx"})});
   set.define({"comm", "", "thread|workers|hybrid",
-              "who drives the network: a comm thread, the PEs, or both",
+              "who drives the network: a dedicated comm thread, the PEs between messages, or "
+              "both (PEs help when idle)",
               base::one_of({"thread", "workers", "hybrid"}), false,
-              "none in a one-node run; workers otherwise"});
-  set.define(
-      {"commap", "", "CPU list", "CPU of the comm thread (with comm=thread|hybrid)", nullptr});
+              "none in a one-node run; thread when the process has a CPU to spare for it, "
+              "else workers"});
+  set.define({"commap", "", "CPU number", "CPU the comm thread is bound to (comm=thread|hybrid)",
+              base::integer_in(0, 1 << 20)});
+  set.define({"startup-timeout", "60", "seconds",
+              "how long a process waits for the others of the job at startup",
+              base::number_in(0.1, 1e6)});
   set.define({"stats", "0", "bool",
               "print per-PE busy/idle/overhead, messages, CPU changes at exit", base::boolean(),
               true});
@@ -103,6 +110,9 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.alloc = set.get("alloc") == "mimalloc" ? alloc_kind::mimalloc : alloc_kind::system;
   c.msg_pool = set.get_bool("msg-pool");
   c.transport = set.get("transport");
+  c.comm = set.given("comm") ? set.get("comm") : "";
+  c.commap = set.given("commap") ? int(set.get_int("commap")) : -1;
+  c.startup_timeout_s = set.get_double("startup-timeout");
   c.stats = set.get_bool("stats");
   c.quiet = set.get_bool("quiet");
   c.print_config = set.get_bool("print-config");
@@ -120,12 +130,12 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
           "%s: a comm thread CPU applies only with comm=thread|hybrid on a network "
           "transport; this run is one node (--weft:transport=local)",
           set.origin("commap").c_str());
-  } else {
-    // Checked here so the error names the option; the factory says the same.
-    base::usage_error("not implemented: --weft:transport=%s (this build has: %s)",
-                      c.transport.c_str(), net::available_transports().c_str());
   }
+  if (set.given("commap") && c.comm == "workers")
+    base::usage_error("%s: comm=workers has no comm thread to bind; use comm=thread or hybrid",
+                      set.origin("commap").c_str());
 
+  c.idle_spin_given = set.given("idle-spin-us");
   c.idle_spin_us = set.given("idle-spin-us") ? set.get_int("idle-spin-us")
                                              : (c.oversubscribed ? 0 : default_spin_us);
   c.idle_yield_us = set.given("idle-yield-us") ? set.get_int("idle-yield-us") : default_yield_us;

@@ -124,7 +124,8 @@ inline void count_send(node_state& node) {
 void pe_thread_main(node_state& node, pe_state& pe) {
   t_pe = &pe;
   detail::pe_local& local = detail::this_pe_local();
-  local = {pe.rank, int(node.pes.size()), 0, 1};
+  local = {node.first_pe + pe.rank, node.total_pes, node.node_id,
+           node.num_nodes,          pe.rank,        int(node.pes.size())};
   pe.thread = pthread_self();
   pe.has_thread.store(true, std::memory_order_release);
   base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
@@ -156,17 +157,24 @@ void print_startup(const node_state& node) {
     map += " " + std::to_string(i) + "->" +
            (c.pe_cpus[i] < 0 ? std::string("*") : std::to_string(c.pe_cpus[i]));
   }
-  base::info("node 0: %d PE%s, bind=%s, queue=%s, alloc=%s; PE->CPU:%s", c.threads,
+  // In a job of several nodes every line already starts with "node N: ".
+  std::string who =
+      node.num_nodes > 1
+          ? "of " + std::to_string(node.num_nodes) + " nodes (transport=" + node.transport->name() +
+                ", comm=" + to_string(node.comm) + "), PEs " + std::to_string(node.first_pe) +
+                ".." + std::to_string(node.first_pe + c.threads - 1)
+          : "node 0";
+  base::info("%s: %d PE%s, bind=%s, queue=%s, alloc=%s; PE->CPU:%s", who.c_str(), c.threads,
              c.threads == 1 ? "" : "s", c.bind.c_str(), to_string(c.queue), to_string(c.alloc),
              map.c_str());
 }
 
 }  // namespace
 
-void deliver_local(node_state& node, int pe, message* m) {
+void deliver_local(node_state& node, int pe, message* m, bool from_network) {
   pe_state& dst = *node.pes[std::size_t(pe)];
   pe_state* self = t_pe;
-  if (dst.pairs && self != nullptr) {
+  if (dst.pairs && self != nullptr && !from_network) {
     dst.pairs->push(self->rank, m);
     if (!dst.pairs->flush(self->rank)) self->pairs_backlog = true;
     // The ring's release store is not enough to order it before the read of
@@ -176,9 +184,7 @@ void deliver_local(node_state& node, int pe, message* m) {
     dst.queue.push(&m->link);  // seq_cst exchange
   }
   // A producer pays for a wake-up only when the consumer really sleeps.
-  if (dst.sleeping.load(std::memory_order_seq_cst) != 0 &&
-      dst.sleeping.exchange(0, std::memory_order_seq_cst) != 0)
-    futex_wake(&dst.sleeping);
+  wake_pe(node, dst);
 }
 
 }  // namespace core
@@ -188,13 +194,41 @@ void deliver_local(node_state& node, int pe, message* m) {
 void send(int pe, message_ptr m) {
   core::node_ref ref("weft::send");
   core::node_state& node = *ref;
-  const int n = int(node.pes.size());
-  if (pe < 0 || pe >= n) base::fatal("weft::send to PE %d, but this node has PEs 0..%d", pe, n - 1);
+  const int local = pe - node.first_pe;
+  if (local >= 0 && local < int(node.pes.size())) {
+    core::check_message(node, *m, "weft::send");
+    m->src_pe = my_pe();
+    m->flags &= std::uint16_t(~(message_flags::broadcast | message_flags::node));
+    core::count_send(node);
+    core::deliver_local(node, local, m.release());
+    return;
+  }
+  int dst_node = 0, dst_local = 0;
+  if (!node.node_of_pe(pe, dst_node, dst_local))
+    base::fatal("weft::send to PE %d, but the job has PEs 0..%d", pe, node.total_pes - 1);
   core::check_message(node, *m, "weft::send");
   m->src_pe = my_pe();
   m->flags &= std::uint16_t(~(message_flags::broadcast | message_flags::node));
+  m->bcast_root = pe;
   core::count_send(node);
-  core::deliver_local(node, pe, m.release());
+  core::send_remote(node, dst_node, m.release());
+}
+
+void send_to_node(int node_id, message_ptr m) {
+  core::node_ref ref("weft::send_to_node");
+  core::node_state& node = *ref;
+  if (node_id < 0 || node_id >= node.num_nodes)
+    base::fatal("weft::send_to_node to node %d, but the job has nodes 0..%d", node_id,
+                node.num_nodes - 1);
+  if (node_id == node.node_id) {
+    send_node(std::move(m));
+    return;
+  }
+  core::check_message(node, *m, "weft::send_to_node");
+  m->src_pe = my_pe();
+  m->flags = std::uint16_t((m->flags & ~message_flags::broadcast) | message_flags::node);
+  core::count_send(node);
+  core::send_remote(node, node_id, m.release());
 }
 
 void send_node(message_ptr m) {
@@ -204,24 +238,19 @@ void send_node(message_ptr m) {
   m->src_pe = my_pe();
   m->flags = std::uint16_t((m->flags & ~message_flags::broadcast) | message_flags::node);
   core::count_send(node);
-  {
-    std::lock_guard<std::mutex> lock(node.node_mutex);
-    node.node_queue.push_back(m.release());
-    node.node_queue_size.fetch_add(1, std::memory_order_seq_cst);
-  }
-  if (node.sleepers.load(std::memory_order_seq_cst) > 0) core::wake_one_sleeper(node);
+  core::enqueue_node(node, m.release());
 }
 
 void broadcast(message_ptr m) {
   core::node_ref ref("weft::broadcast");
   core::node_state& node = *ref;
   core::check_message(node, *m, "weft::broadcast");
-  const int root = my_pe() >= 0 ? my_pe() : 0;
+  const int root = my_pe() >= 0 ? my_pe() : node.first_pe;
   m->src_pe = my_pe();
   m->flags = std::uint16_t((m->flags & ~message_flags::node) | message_flags::broadcast);
   m->bcast_root = root;
   core::count_send(node);
-  core::deliver_local(node, root, m.release());
+  core::deliver_local(node, root - node.first_pe, m.release());
 }
 
 void exit(int code) {
@@ -230,8 +259,12 @@ void exit(int code) {
   core::node_ref ref("weft::exit", /*tolerate_ended=*/true);
   if (!ref) return;
   core::node_state& node = *ref;
-  if (!node.exit_called.exchange(true, std::memory_order_acq_rel))
+  if (!node.exit_called.exchange(true, std::memory_order_acq_rel)) {
     node.exit_code.store(code, std::memory_order_relaxed);
+    // The whole job ends: the other nodes hear it before this one stops
+    // driving the transport (net_stop sends what is queued).
+    if (node.num_nodes > 1) core::send_exit(node, code);
+  }
   node.stop.store(true, std::memory_order_seq_cst);
   core::wake_all(node);
 }
@@ -245,10 +278,7 @@ void on_quiescence(std::function<void()> fn) {
   }
   node.qd_requested.store(true, std::memory_order_seq_cst);
   // PE 0 runs the detection; make sure it is not asleep with no timeout.
-  core::pe_state& pe0 = *node.pes[0];
-  if (pe0.sleeping.load(std::memory_order_seq_cst) != 0 &&
-      pe0.sleeping.exchange(0, std::memory_order_seq_cst) != 0)
-    core::futex_wake(&pe0.sleeping);
+  core::wake_pe(node, *node.pes[0]);
 }
 
 void exit_at_quiescence(int code) {
@@ -296,8 +326,6 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
 
   auto node = std::make_unique<core::node_state>();
   node->cfg = cfg;
-  node->transport = net::create_transport(cfg.transport);
-  node->transport->init([](void*, std::size_t) {});
   node->main_fn = std::move(main_fn);
   node->main_args = {argc, argv};
   node->start_ns = base::wall_ns();
@@ -305,17 +333,22 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
     node->pes.push_back(std::make_unique<core::pe_state>(i, cfg.threads, cfg.queue));
   node->qd_last.assign(std::size_t(cfg.threads) * 2 + 1, 0);
 
-  if (cfg.print_config) std::fputs(cfg.config_text.c_str(), stdout);
+  // The handler table is complete now: nodes compare it as they meet.
+  core::handlers().frozen.store(true, std::memory_order_release);
+  core::net_start(*node);
+
+  if (cfg.print_config && node->node_id == 0) std::fputs(cfg.config_text.c_str(), stdout);
   if (!cfg.quiet) core::print_startup(*node);
   const int cpus = int(base::topology::get().allowed().size());
-  if (cfg.oversubscribed)
+  // net_start may have found the host oversubscribed by all its processes.
+  if (node->cfg.oversubscribed)
     base::warn(
-        "%d PEs on %d CPU%s of this process's CPU set (bind=%s): the run is "
+        "%d PEs on %d CPU%s of this process's CPU set (bind=%s)%s: the run is "
         "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
-        cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
+        cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str(),
+        cfg.oversubscribed ? "" : ", beside the other processes of this host");
   std::fflush(stdout);
 
-  core::handlers().frozen.store(true, std::memory_order_release);
   core::g_node.store(node.get(), std::memory_order_seq_cst);
   core::g_ever_ran.store(true);
   core::install_backtrace_handler();
@@ -330,6 +363,7 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
     if (l.node_start) l.node_start();
   std::thread watchdog;
   core::start_watchdog(*node, watchdog);
+  core::net_start_threads(*node);
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(cfg.threads - 1));
   for (int i = 1; i < cfg.threads; ++i)
@@ -337,6 +371,9 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
                          std::ref(*node->pes[std::size_t(i)]));
   core::pe_thread_main(*node, *node->pes[0]);
   for (auto& t : threads) t.join();
+  // Before the layers free their state: finalize still delivers (and drops)
+  // what arrives, and the watchdog still covers a peer that never comes.
+  core::net_stop(*node);
   core::stop_watchdog(*node, watchdog);
   {
     const auto& layers = core::handlers().layers;
@@ -362,7 +399,6 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
     }
   }
   for (message* m : node->node_queue) core::release_message(m);
-  node->transport->finalize();
   core::handlers().frozen.store(false, std::memory_order_release);
   base::block_cache_release();
   return node->exit_code.load();

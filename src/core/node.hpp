@@ -90,10 +90,59 @@ struct pe_state {
   std::atomic<bool> bt_ready{false};
 };
 
+// Who drives the transport (--weft:comm). none: a one-node run.
+enum class comm_mode { none, thread, workers, hybrid };
+const char* to_string(comm_mode m);
+
+// Messages for another node wait here until whoever drives the transport
+// hands them to it: one lock-free queue per destination node, so the node
+// needs no room in the message header while it waits.
+struct outbox {
+  base::mpsc_queue queue;
+};
+
 struct node_state {
   runtime_config cfg;
   std::unique_ptr<net::transport> transport;
   std::vector<std::unique_ptr<pe_state>> pes;  // fixed once PEs start
+
+  // --- the job (fixed before PEs start). PEs are numbered across the job:
+  // node n has PEs first_pe .. first_pe + pes.size() - 1, every node the same
+  // count.
+  int node_id = 0;
+  int num_nodes = 1;
+  int first_pe = 0;
+  int total_pes = 1;
+  comm_mode comm = comm_mode::none;
+  std::unique_ptr<outbox[]> outboxes;  // one per node (this node's stays empty)
+  // Messages in the outboxes (a hint that spares the scan when zero).
+  alignas(base::cache_line) std::atomic<std::int64_t> outbox_count{0};
+  // Held by the thread inside the transport (calls are serialised, see
+  // net/transport.hpp).
+  alignas(base::cache_line) std::atomic<bool> comm_busy{false};
+  // The comm thread: its sleep word (1 while it sleeps, as for a PE) and stop.
+  alignas(base::cache_line) std::atomic<int> comm_sleeping{0};
+  std::atomic<bool> comm_stop{false};
+  bool transport_waits = false;  // the transport can block until something arrives
+  // comm=workers: 1 while a PE sleeps inside the transport (its sleep word
+  // is then 2): a send for another node must ring the transport to wake it.
+  alignas(base::cache_line) std::atomic<int> transport_sleeping{0};
+  // Quiescence across nodes (node 0): the wave in flight and its replies.
+  std::mutex qd_wave_mutex;
+  std::uint64_t qd_wave = 0;           // guarded by qd_wave_mutex
+  int qd_replies = 0;                  // guarded by qd_wave_mutex
+  std::uint64_t qd_wave_sent = 0;      // guarded by qd_wave_mutex
+  std::uint64_t qd_wave_done = 0;      // guarded by qd_wave_mutex
+  bool qd_wave_open = false;           // guarded by qd_wave_mutex
+  std::uint64_t qd_prev_sent = ~0ull;  // PE 0 of node 0 only
+  std::uint64_t qd_prev_done = 0;      // PE 0 of node 0 only
+  bool node_of_pe(int pe, int& node, int& local) const {
+    if (pe < 0 || pe >= total_pes) return false;
+    const int per = int(pes.size());
+    node = pe / per;
+    local = pe - node * per;
+    return true;
+  }
 
   // Node queue: any PE may take. A short lock around a deque (lesson 2:
   // locks only around what is not thread-safe); the size is read without the
@@ -143,7 +192,47 @@ void futex_wait(std::atomic<int>* word, int expected, std::uint64_t timeout_ns);
 void futex_wake(std::atomic<int>* word);
 
 void scheduler_loop(node_state& node, pe_state& pe);
-void deliver_local(node_state& node, int pe, message* m);
+
+// Wakes `pe` if it sleeps: on its futex (sleep word 1), or inside the
+// transport (2, comm=workers). Any thread; the caller has already published
+// the work (seq_cst), as the wake-up protocol in scheduler.cpp requires.
+inline void wake_pe(node_state& node, pe_state& pe) {
+  if (pe.sleeping.load(std::memory_order_seq_cst) == 0) return;
+  const int was = pe.sleeping.exchange(0, std::memory_order_seq_cst);
+  if (was == 1)
+    futex_wake(&pe.sleeping);
+  else if (was == 2)
+    node.transport->wake_waiter();
+}
+
+// --- between nodes (comm.cpp) ---
+// Starts the transport and learns the job (before PEs start); stops it
+// after they have stopped.
+void net_start(node_state& node);
+void net_stop(node_state& node);
+void net_start_threads(node_state& node);  // the comm thread, if the mode has one
+// Queues `m` for node `dst` (never this node) and gets it moving: wakes the
+// comm thread, or drives the transport if this PE may.
+void send_remote(node_state& node, int dst, message* m);
+// One turn of the transport if nobody else is in it: outboxes out, then
+// progress(). Returns what it did (0 when busy elsewhere or idle).
+int try_progress(node_state& node);
+inline bool workers_progress(const node_state& node) {
+  return node.comm == comm_mode::workers || node.comm == comm_mode::hybrid;
+}
+// Tells every other node to stop with `code` (weft::exit on this node).
+void send_exit(node_state& node, int code);
+// Quiescence across nodes, on PE 0 of node 0: true once two waves over every
+// node saw the same balanced counts.
+bool global_quiescence_check(node_state& node);
+// This node's counts: messages sent (incl. by non-PE threads) and handled.
+void local_counts(node_state& node, std::uint64_t& sent, std::uint64_t& done);
+// Pushes `m` on the queue of PE `pe` (local rank) and wakes it. A message
+// from the network goes through the MPSC queue whatever the queue kind, so
+// messages handed over by different threads keep their order.
+void deliver_local(node_state& node, int pe, message* m, bool from_network = false);
+// Pushes `m` on the node queue and wakes a sleeping PE.
+void enqueue_node(node_state& node, message* m);
 void wake_one_sleeper(node_state& node);
 void wake_all(node_state& node);
 void release_message(message* m);

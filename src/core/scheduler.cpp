@@ -54,17 +54,15 @@ void futex_wake(std::atomic<int>* word) {
 
 void wake_one_sleeper(node_state& node) {
   for (auto& pe : node.pes) {
-    if (pe->sleeping.load(std::memory_order_seq_cst) != 0 &&
-        pe->sleeping.exchange(0, std::memory_order_seq_cst) != 0) {
-      futex_wake(&pe->sleeping);
+    if (pe->sleeping.load(std::memory_order_seq_cst) != 0) {
+      wake_pe(node, *pe);
       return;
     }
   }
 }
 
 void wake_all(node_state& node) {
-  for (auto& pe : node.pes)
-    if (pe->sleeping.exchange(0, std::memory_order_seq_cst) != 0) futex_wake(&pe->sleeping);
+  for (auto& pe : node.pes) wake_pe(node, *pe);
 }
 
 void release_message(message* m) {
@@ -74,6 +72,8 @@ void release_message(message* m) {
 namespace {
 
 constexpr int batch = 64;  // messages from the own queue per turn
+// comm=workers: how long a sleeping node goes without polling the network.
+constexpr std::uint64_t workers_poll_ns = 200'000;
 
 // Runs a callback of the program (timer, condition, quiescence callback):
 // an exception escaping it is a fatal error naming where it came from, as
@@ -126,17 +126,34 @@ message* pop_node_queue(node_state& node) {
   return m;
 }
 
-// Forwards a broadcast to this PE's children in the tree rooted at
-// m->bcast_root, before the local handler may consume the message.
+// Forwards a broadcast to this PE's children, before the local handler may
+// consume the message. The tree is rooted at global PE m->bcast_root: its
+// node forwards to up to broadcast_fanout child nodes, and inside every node
+// the tree is rooted at the root's rank in its node (where the message
+// enters from the network), which first forwards to the child nodes.
 void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
   const int n = int(node.pes.size());
-  const int rel = (pe.rank - m.bcast_root + n) % n;
+  const int local_root = m.bcast_root % n;
+  if (node.num_nodes > 1 && pe.rank == local_root) {
+    const int nodes = node.num_nodes;
+    const int root_node = m.bcast_root / n;
+    const int rel = (node.node_id - root_node + nodes) % nodes;
+    for (int c = 1; c <= broadcast_fanout; ++c) {
+      const long child_rel = long(rel) * broadcast_fanout + c;
+      if (child_rel >= nodes) break;
+      message_ptr copy = copy_message(m);
+      copy->src_pe = node.first_pe + pe.rank;
+      count_one(pe.sent);
+      send_remote(node, int((child_rel + root_node) % nodes), copy.release());
+    }
+  }
+  const int rel = (pe.rank - local_root + n) % n;
   for (int c = 1; c <= broadcast_fanout; ++c) {
     const long child_rel = long(rel) * broadcast_fanout + c;
     if (child_rel >= n) break;
-    const int child = int((child_rel + m.bcast_root) % n);
+    const int child = int((child_rel + local_root) % n);
     message_ptr copy = copy_message(m);
-    copy->src_pe = pe.rank;
+    copy->src_pe = node.first_pe + pe.rank;
     count_one(pe.sent);
     deliver_local(node, child, copy.release());
   }
@@ -213,9 +230,7 @@ void flush_backlog(node_state& node, pe_state& pe) {
     if (!dst->pairs->flush(pe.rank)) clear = false;
     if (dst->pairs->overflow_size(pe.rank) == before) continue;
     base::full_fence();  // the ring stores before the read of the sleep word
-    if (dst->sleeping.load(std::memory_order_seq_cst) != 0 &&
-        dst->sleeping.exchange(0, std::memory_order_seq_cst) != 0)
-      futex_wake(&dst->sleeping);
+    wake_pe(node, *dst);
   }
   pe.pairs_backlog = !clear;
 }
@@ -223,6 +238,8 @@ void flush_backlog(node_state& node, pe_state& pe) {
 inline bool has_work(node_state& node, pe_state& pe) {
   return own_queue_has_work(pe) || !pe.prioritized.empty() ||
          node.node_queue_size.load(std::memory_order_relaxed) != 0 ||
+         (node.comm == comm_mode::workers &&
+          node.outbox_count.load(std::memory_order_relaxed) != 0) ||
          (!pe.timers.empty() && pe.timers.top().deadline_ns <= base::wall_ns()) ||
          node.stop.load(std::memory_order_relaxed);
 }
@@ -234,7 +251,7 @@ void maybe_detect_quiescence(node_state& node, pe_state& pe) {
   const std::uint64_t now = base::wall_ns();
   if (now - node.qd_last_check < 20'000) return;  // at most one wave per 20 us
   node.qd_last_check = now;
-  if (!quiescence_check(node)) return;
+  if (!(node.num_nodes > 1 ? global_quiescence_check(node) : quiescence_check(node))) return;
   std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(node.qd_mutex);
@@ -251,12 +268,43 @@ std::uint64_t sleep_limit_ns(node_state& node, pe_state& pe) {
   if (!pe.conditions.empty() || pe.pairs_backlog ||
       (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed)))
     limit = 1'000'000;
+  // With comm=workers over a transport that cannot wait, nothing else polls
+  // the network: the node's first PE sleeps at most this long (comm=thread
+  // keeps a poller awake instead, and a transport that can wait wakes the
+  // PE sleeping in it).
+  if (pe.rank == 0 && node.comm == comm_mode::workers && !node.transport_waits)
+    limit = workers_poll_ns;
   if (!pe.timers.empty()) {
     std::uint64_t now = base::wall_ns(), due = pe.timers.top().deadline_ns;
     std::uint64_t d = due > now ? due - now : 1;
     if (limit == 0 || d < limit) limit = d;
   }
   return limit;
+}
+
+// comm=workers: sleeps in the transport's wait_for_incoming if no other
+// thread is in the transport. Sleep word 2 tells producers to wake this PE
+// through the transport (wake_pe); transport_sleeping tells senders to other
+// nodes the same (send_remote). Returns false if the transport was busy.
+bool sleep_in_transport(node_state& node, pe_state& pe) {
+  if (node.comm_busy.load(std::memory_order_relaxed) ||
+      node.comm_busy.exchange(true, std::memory_order_acquire))
+    return false;
+  node.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  pe.sleeping.store(2, std::memory_order_seq_cst);
+  node.transport_sleeping.store(1, std::memory_order_seq_cst);
+  base::full_fence();
+  if (!has_work(node, pe)) {
+    pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
+    std::uint64_t limit = sleep_limit_ns(node, pe);
+    node.transport->wait_for_incoming(limit != 0 ? limit : 50'000'000);
+  }
+  node.transport_sleeping.store(0, std::memory_order_seq_cst);
+  pe.sleeping.store(0, std::memory_order_seq_cst);
+  node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  node.comm_busy.store(false, std::memory_order_release);
+  try_progress(node);
+  return true;
 }
 
 // The idle back-off. Returns when there may be work, when stop is set, or —
@@ -290,17 +338,22 @@ void idle(node_state& node, pe_state& pe) {
       // Poll the queue after every pause (a pause is ~10-140 cycles depending
       // on the core): the message that ends the spin must be seen at once,
       // since this phase exists to make its latency one cache-line transfer.
-      // The clock is read only every 64 polls.
-      for (int i = 0; i < 64; ++i) {
+      // The clock is read only every 64 polls (every 4 when this PE also
+      // polls the network: a message from another node ends the spin too).
+      const int polls = workers_progress(node) ? 4 : 64;
+      for (int i = 0; i < polls; ++i) {
         if (own_queue_has_work(pe)) break;
         base::cpu_relax();
       }
+      // An idle PE drives the network (comm=workers|hybrid).
+      if (workers_progress(node) && try_progress(node) != 0) break;
       if (polling) break;
       continue;
     }
     if (now < yield_end) {
       pe.phase.store(int(pe_phase::yielding), std::memory_order_relaxed);
       sched_yield();
+      if (workers_progress(node) && try_progress(node) != 0) break;
       if (polling) break;
       continue;
     }
@@ -310,6 +363,11 @@ void idle(node_state& node, pe_state& pe) {
       sched_yield();
       break;
     }
+    // comm=workers over a transport that can wait: one PE sleeps inside it
+    // (it holds the transport meanwhile), so a message from another node
+    // wakes it at once; the others sleep on their futex as usual.
+    if (node.comm == comm_mode::workers && node.transport_waits && sleep_in_transport(node, pe))
+      break;
     // Sleep (protocol at the top of this file).
     node.sleepers.fetch_add(1, std::memory_order_seq_cst);
     pe.sleeping.store(1, std::memory_order_seq_cst);
@@ -320,6 +378,7 @@ void idle(node_state& node, pe_state& pe) {
     }
     pe.sleeping.store(0, std::memory_order_seq_cst);
     node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (node.comm == comm_mode::workers) try_progress(node);
     break;
   }
   pe.phase.store(int(pe_phase::running), std::memory_order_relaxed);
@@ -363,7 +422,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
   if (node.cfg.stats) pe.start_cycles = base::cycles();
   pe.phase.store(int(pe_phase::running), std::memory_order_relaxed);
 
-  if (pe.rank == 0 && node.main_fn) {
+  if (pe.rank == 0 && node.node_id == 0 && node.main_fn) {
     // main_fn counts as a message in flight until it returns.
     count_one(pe.sent);
     pe.current_handler.store(-2, std::memory_order_relaxed);
@@ -421,6 +480,8 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     did += run_timers(pe);
     run_conditions(pe);
     flush_backlog(node, pe);
+    // comm=workers: the PEs are the progress engine, a turn each.
+    if (node.comm == comm_mode::workers) did += try_progress(node);
     if (did != 0) {
       pe.idle_since_ns = 0;
       continue;

@@ -103,7 +103,7 @@ void watchdog_main(node_state* node) {
   lock.unlock();
   dump(*node);
   std::fflush(stdout);
-  node->transport->abort(base::exit_timeout);
+  node->transport->abort(base::exit_timeout, "--weft:timeout expired");
 }
 
 }  // namespace

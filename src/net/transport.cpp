@@ -27,6 +27,9 @@ void transport::send_persistent(int channel, void* buffer, std::size_t bytes) {
   send(channel, buffer, bytes);
 }
 void transport::wait_for_incoming(std::uint64_t) {}
+bool transport::can_wait() const {
+  return false;
+}
 void transport::wake_waiter() {}
 
 std::string available_transports() {

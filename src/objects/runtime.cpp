@@ -1163,10 +1163,18 @@ void object_error(const std::string& what) {
 
 void require_pe(const char* what) {
   if (t_obj == nullptr) object_error(std::string(what) + " was called off a PE");
+  // Location, reductions and creation assume one node today; across
+  // processes they would lose messages, so they refuse to start.
+  if (num_nodes() > 1)
+    base::fatal(
+        "not implemented: %s in a job of %d processes: the objects layer (chares, "
+        "collections, readonly values) runs in one process so far; core messages "
+        "(weft::send, broadcast) work across processes",
+        what, num_nodes());
 }
 
 int home_pe(const collection_ref& ref, const index_key& key) noexcept {
-  const int pes = num_pes() * num_nodes();
+  const int pes = num_pes();
   switch (ref.map) {
     case map_kind::owner_field: {
       int pe;
@@ -1246,7 +1254,7 @@ namespace {
     send_node(std::move(m));
     return;
   }
-  if (where < 0 || where >= num_pes() * num_nodes())
+  if (where < 0 || where >= num_pes())
     object_error("send of " + entry_name(h.entry) + " to PE " + std::to_string(where) + " of " +
                  collection_name(ref) + ": there are " + std::to_string(num_pes()) + " PEs");
   send_to(where, std::move(m));
@@ -1299,7 +1307,7 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
     local_collection& lc = make_local(ref);
     lc.root = std::make_unique<root_reduction>();
     if (ref.kind == collection_kind::group)
-      lc.root->base_expected = num_pes() * num_nodes();
+      lc.root->base_expected = num_pes();
     else if (!ref.dynamic)
       lc.root->base_expected = std::int64_t(dense_count(ref));
   }
@@ -1329,7 +1337,7 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
 void insert_element(const collection_ref& ref, const index_key& key, int pe, std::uint32_t ctor,
                     std::vector<std::byte> args) {
   require_pe("inserting an element");
-  const int pes = num_pes() * num_nodes();
+  const int pes = num_pes();
   if (pe >= pes || pe < -2)
     object_error("insert of " + key_string(ref, key) + " on PE " + std::to_string(pe) +
                  ": there are " + std::to_string(pes) + " PEs");
@@ -1398,7 +1406,7 @@ element_base* local_element(const collection_ref& ref) noexcept {
 }
 
 void request_migration(element_record& rec, int pe) {
-  const int pes = num_pes() * num_nodes();
+  const int pes = num_pes();
   if (rec.ref.kind != collection_kind::array)
     object_error(element_name(rec) + ": only array elements migrate");
   if (pe < 0 || pe >= pes)
@@ -1522,7 +1530,7 @@ std::uint64_t future_new() {
 }
 
 void future_set(int pe, std::uint64_t id, std::vector<std::byte> value) {
-  const int pes = num_pes() * num_nodes();
+  const int pes = num_pes();
   if (pe < 0 || pe >= pes)
     object_error("set of a weft::future owned by PE " + std::to_string(pe) +
                  ", which does not exist (an unset or corrupt future)");

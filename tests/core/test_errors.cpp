@@ -60,11 +60,11 @@ const testing::ExitedWithCode usage_exit(2);
 
 TEST_F(ErrorsDeathTest, SendToAPeOutOfRange) {
   EXPECT_EXIT(run_with(2, [] { weft::send(5, weft::make_message(h_noop, 0)); }), fatal_exit,
-              "weft: fatal: weft::send to PE 5, but this node has PEs 0\\.\\.1");
+              "weft: fatal: weft::send to PE 5, but the job has PEs 0\\.\\.1");
   EXPECT_EXIT(run_with(2, [] { weft::send(-1, weft::make_message(h_noop, 0)); }), fatal_exit,
-              "weft: fatal: weft::send to PE -1, but this node has PEs 0\\.\\.1");
+              "weft: fatal: weft::send to PE -1, but the job has PEs 0\\.\\.1");
   EXPECT_EXIT(run_with(1, [] { weft::send(1, weft::make_message(h_noop, 0)); }), fatal_exit,
-              "weft::send to PE 1, but this node has PEs 0\\.\\.0");
+              "weft::send to PE 1, but the job has PEs 0\\.\\.0");
 }
 
 void on_send_far(weft::message_ptr) {
@@ -74,7 +74,7 @@ const weft::handler_id h_send_far = weft::register_handler("send_far", on_send_f
 
 TEST_F(ErrorsDeathTest, SendFromAnotherPeToAPeOutOfRange) {
   EXPECT_EXIT(run_with(3, [] { weft::send(2, weft::make_message(h_send_far, 0)); }), fatal_exit,
-              "weft::send to PE 3, but this node has PEs 0\\.\\.2");
+              "weft::send to PE 3, but the job has PEs 0\\.\\.2");
 }
 
 TEST_F(ErrorsDeathTest, MessageForAnUnregisteredHandler) {
@@ -236,11 +236,16 @@ TEST_F(ErrorsDeathTest, BindToACpuOutsideTheSet) {
 }
 
 TEST_F(ErrorsDeathTest, OptionsThatDoNotApplyOrAreNotImplemented) {
-  EXPECT_EXIT(parse({"--weft:comm=thread"}), usage_exit,
+  EXPECT_EXIT(parse({"--weft:transport=local", "--weft:comm=thread"}), usage_exit,
               "weft: error: --weft:comm=thread: a comm mode applies only to runs with a network "
               "transport");
-  EXPECT_EXIT(parse({"--weft:transport=mpi"}), usage_exit,
-              "weft: error: not implemented: --weft:transport=mpi");
+  EXPECT_EXIT(parse({"--weft:comm=workers", "--weft:commap=0"}), usage_exit,
+              "--weft:commap=0: comm=workers has no comm thread to bind");
+  // The transport is chosen at startup (auto: local for one process), so a
+  // comm mode in a one-process run is refused when the node starts.
+  EXPECT_EXIT(run_node({"--weft:comm=hybrid"}, [] { weft::exit(0); }), usage_exit,
+              "weft: error: --weft:comm=hybrid: a comm mode applies only to runs of several "
+              "processes; this run is one process");
   EXPECT_EXIT(parse({"--weft:transport=carrier-pigeon"}), usage_exit,
               "--weft:transport=carrier-pigeon: unknown value");
 }

@@ -28,6 +28,11 @@ WEFT_API void info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 using fatal_hook = void (*)();
 WEFT_API void set_fatal_hook(fatal_hook hook);
 
+// In a job of several processes, every message starts with "node N: "
+// (N < 0: no prefix, a one-process run). Main thread, before other weft
+// threads run.
+WEFT_API void set_message_origin(int node);
+
 // fatal() with strerror(errno) appended: for a failed system call.
 [[noreturn]] WEFT_API void fatal_errno(int err, const char* what);
 

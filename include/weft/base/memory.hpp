@@ -46,6 +46,9 @@ WEFT_API void set_block_pool(bool enabled);
 // A block of at least `bytes`; stores its class (to hand back to block_free)
 // in `size_class`. Any thread; never returns null.
 WEFT_API void* block_alloc(std::size_t bytes, std::uint8_t& size_class);
+// The class block_alloc(bytes, c) gives c (a transport overwrites a whole
+// received block, header included, and core restores its class from this).
+WEFT_API std::uint8_t block_class_for(std::size_t bytes);
 // Any thread (the block joins the calling thread's lists).
 WEFT_API void block_free(void* p, std::uint8_t size_class);
 // Returns the calling thread's cached blocks to the raw allocator (called by

@@ -19,15 +19,19 @@ struct runtime_config {
   bool oversubscribed = false;   // more PEs than CPUs in the inherited set
   queue_kind queue = queue_kind::mpsc;
   alloc_kind alloc = alloc_kind::mimalloc;
-  bool msg_pool = true;  // per-PE size-class free lists for messages
-  std::string transport = "local";
+  bool msg_pool = true;            // per-PE size-class free lists for messages
+  std::string transport = "auto";  // auto | local | shm | mpi | ucx
+  std::string comm;                // thread | workers | hybrid; "": chosen at startup
+  int commap = -1;                 // CPU of the comm thread (-1: unbound)
+  double startup_timeout_s = 60;   // wait for the job's other processes
   bool stats = false;
   bool quiet = false;
   bool print_config = false;
-  double timeout_s = 0;     // 0: no watchdog
-  long idle_spin_us = 0;    // idle back-off: spin this long,
-  long idle_yield_us = 0;   //   then yield this long, then sleep
-  std::string config_text;  // --weft:print-config text: values and their origins
+  double timeout_s = 0;          // 0: no watchdog
+  long idle_spin_us = 0;         // idle back-off: spin this long,
+  bool idle_spin_given = false;  // set by the user (else chosen from oversubscription)
+  long idle_yield_us = 0;        //   then yield this long, then sleep
+  std::string config_text;       // --weft:print-config text: values and their origins
 };
 
 // Defines every runtime option in `set` (core's and the layers below it).

@@ -24,6 +24,7 @@ using handler_id = std::uint32_t;
 namespace message_flags {
 inline constexpr std::uint16_t broadcast = 1u << 0;  // forwarded down the spanning tree
 inline constexpr std::uint16_t node = 1u << 1;       // any PE of the node may take it
+inline constexpr std::uint16_t control = 1u << 2;    // between nodes: runtime control, no handler
 }  // namespace message_flags
 
 struct alignas(16) message {
@@ -35,7 +36,9 @@ struct alignas(16) message {
   std::uint16_t flags = 0;      // message_flags
   std::uint8_t size_class = 0;  // block class for the allocator
   std::uint8_t reserved_ = 0;
-  std::int32_t bcast_root = -1;  // broadcast: the PE at the root of the tree
+  // Broadcast: the PE at the root of the tree. A message to one PE of
+  // another node carries that PE here while it crosses the network.
+  std::int32_t bcast_root = -1;
 
   std::byte* data() noexcept { return reinterpret_cast<std::byte*>(this + 1); }
   const std::byte* data() const noexcept { return reinterpret_cast<const std::byte*>(this + 1); }

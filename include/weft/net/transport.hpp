@@ -28,8 +28,8 @@ namespace weft::net {
 // Where this process stands in the job, as the launcher (mpirun, srun, or
 // none) told it through the environment.
 struct launch_info {
-  int rank = 0;  // this process in the job: its node number
-  int size = 1;  // processes in the job
+  int rank = 0;        // this process in the job: its node number
+  int size = 1;        // processes in the job
   int local_rank = 0;  // this process among those on its host
   int local_size = 1;
   std::string job_id;    // the same in every process of one job, unique per job
@@ -86,8 +86,9 @@ class WEFT_API transport {
 
   // Blocks the caller at most `timeout_ns` until something may have arrived
   // or wake_waiter() is called (for an idle comm thread). Default: returns
-  // at once, and the caller backs off by itself.
+  // at once, and the caller backs off by itself; can_wait() says which.
   virtual void wait_for_incoming(std::uint64_t timeout_ns);
+  virtual bool can_wait() const;
   // Ends a wait_for_incoming in progress (or the next one). Any thread.
   virtual void wake_waiter();
 

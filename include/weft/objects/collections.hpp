@@ -510,7 +510,7 @@ class group_proxy {
     ref.type = detail::element_type_id<T>();
     ref.map = detail::map_kind::owner_field;
     ref.dims = 1;
-    ref.bounds[0] = num_pes() * num_nodes();
+    ref.bounds[0] = num_pes();
     return group_proxy(
         detail::create_collection(ref, detail::ctor_id<T, std::decay_t<Args>...>(),
                                   detail::pack_ctor_args(std::forward<Args>(args)...)));
@@ -636,10 +636,10 @@ chare_proxy<T> create(Args&&... args) {
 // A chare on PE `pe`.
 template <class T, class... Args>
 chare_proxy<T> create_on(int pe, Args&&... args) {
-  if (pe < 0 || pe >= num_pes() * num_nodes())
+  if (pe < 0 || pe >= num_pes())
     detail::object_error("create_on<" + std::string(objects::detail::type_name_v<T>) + ">(" +
                          std::to_string(pe) + "): no such PE (the job has " +
-                         std::to_string(num_pes() * num_nodes()) + ")");
+                         std::to_string(num_pes()) + ")");
   return detail::create_chare<T>(pe, std::forward<Args>(args)...);
 }
 

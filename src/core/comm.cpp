@@ -1,0 +1,489 @@
+// Between nodes: starting the transport, handing it messages, taking
+// messages from it, and the few control messages nodes exchange (exit,
+// quiescence waves).
+//
+// A message for another node waits in that node's outbox (a lock-free MPSC
+// queue) until the thread driving the transport sends it: the comm thread
+// (comm=thread), any PE between messages (comm=workers), or both
+// (comm=hybrid: PEs help only when idle). The transport is called by one
+// thread at a time (comm_busy), so backends need no locks of their own.
+//
+// On the wire a message is its header and payload as they are. The header's
+// bcast_root field, unused by a message sent to one PE, carries the
+// destination PE; a broadcast keeps its root there and enters each node at
+// the root's local rank; a node-queue message (flag node) enters the node
+// queue. A control message (flag control) is handled by whoever drives the
+// transport and is never counted for quiescence.
+#include <sched.h>
+#include <cstring>
+#include <string>
+#include "core/handler_table.hpp"
+#include "core/node.hpp"
+#include "weft/base/error.hpp"
+#include "weft/base/memory.hpp"
+#include "weft/base/timer.hpp"
+#include "weft/base/topology.hpp"
+
+namespace weft::core {
+
+const char* to_string(comm_mode m) {
+  switch (m) {
+    case comm_mode::none:
+      return "none";
+    case comm_mode::thread:
+      return "thread";
+    case comm_mode::workers:
+      return "workers";
+    case comm_mode::hybrid:
+      return "hybrid";
+  }
+  return "?";
+}
+
+namespace {
+
+// The node the transport's hooks deliver to: set before init, cleared after
+// finalize (hooks are plain function pointers).
+node_state* g_net_node = nullptr;
+
+enum control_kind : handler_id { ctl_exit = 1, ctl_qd_probe = 2, ctl_qd_reply = 3 };
+
+struct qd_reply_body {
+  std::uint64_t wave;
+  std::uint64_t sent;
+  std::uint64_t done;
+};
+
+message* make_control(control_kind kind, const void* body, std::size_t bytes) {
+  message_ptr m = make_message(kind, bytes);
+  m->flags = message_flags::control;
+  m->src_pe = -1;
+  if (bytes != 0) std::memcpy(m->data(), body, bytes);
+  return m.release();
+}
+
+void* hook_alloc(std::size_t bytes) {
+  std::uint8_t cls = 0;
+  return base::block_alloc(bytes, cls);
+}
+
+void hook_release(void* buffer) {
+  release_message(static_cast<message*>(buffer));
+}
+
+[[noreturn]] void hook_node_lost(int node, const char* why) {
+  base::fatal("lost node %d: %s; ending the job", node, why);
+}
+
+void handle_control(node_state& node, int src, message* m) {
+  switch (m->handler) {
+    case ctl_exit: {
+      int code = 0;
+      std::memcpy(&code, m->data(), sizeof code);
+      if (!node.exit_called.exchange(true, std::memory_order_acq_rel))
+        node.exit_code.store(code, std::memory_order_relaxed);
+      node.stop.store(true, std::memory_order_seq_cst);
+      wake_all(node);
+      break;
+    }
+    case ctl_qd_probe: {
+      qd_reply_body r{};
+      std::memcpy(&r.wave, m->data(), sizeof r.wave);
+      local_counts(node, r.sent, r.done);
+      send_remote(node, src, make_control(ctl_qd_reply, &r, sizeof r));
+      break;
+    }
+    case ctl_qd_reply: {
+      qd_reply_body r{};
+      std::memcpy(&r, m->data(), sizeof r);
+      std::lock_guard<std::mutex> lock(node.qd_wave_mutex);
+      if (node.qd_wave_open && r.wave == node.qd_wave) {
+        node.qd_wave_sent += r.sent;
+        node.qd_wave_done += r.done;
+        ++node.qd_replies;
+      }
+      break;
+    }
+    default:
+      base::fatal("node %d sent control message kind %u, which this build does not know", src,
+                  m->handler);
+  }
+  release_message(m);
+}
+
+void hook_deliver(int src, void* buffer, std::size_t bytes) {
+  node_state& node = *g_net_node;
+  auto* m = static_cast<message*>(buffer);
+  if (bytes < sizeof(message) || bytes != sizeof(message) + m->size)
+    base::fatal(
+        "node %d sent a message of %zu bytes whose header says %zu: the nodes disagree "
+        "about the message layout (different builds?)",
+        src, bytes, bytes < sizeof(message) ? 0 : sizeof(message) + m->size);
+  // The block is ours now: its class is the one our allocator chose.
+  m->size_class = base::block_class_for(bytes);
+  new (&m->link) base::queue_link;
+  if (m->flags & message_flags::control) {
+    handle_control(node, src, m);
+    return;
+  }
+  // After the run has stopped, messages still arriving are dropped, as those
+  // still queued at exit are (exit ends the run by design).
+  if (node.stop.load(std::memory_order_relaxed)) {
+    release_message(m);
+    return;
+  }
+  if (m->handler >= handlers().entries.size())
+    base::fatal("node %d sent a message for handler id %u, which this node never registered", src,
+                m->handler);
+  if (m->flags & message_flags::node) {
+    enqueue_node(node, m);
+    return;
+  }
+  const int per = int(node.pes.size());
+  if (m->flags & message_flags::broadcast) {
+    deliver_local(node, m->bcast_root % per, m, /*from_network=*/true);
+    return;
+  }
+  int dst_node = 0, local = 0;
+  if (!node.node_of_pe(m->bcast_root, dst_node, local) || dst_node != node.node_id)
+    base::fatal("node %d sent a message for PE %d, which is not on this node (PEs %d..%d)", src,
+                m->bcast_root, node.first_pe, node.first_pe + int(node.pes.size()) - 1);
+  // Through the MPSC queue even with spsc-pairs: deliveries from different
+  // PEs driving the transport must not be reordered among rings.
+  deliver_local(node, local, m, /*from_network=*/true);
+}
+
+// Hands every queued outgoing message to the transport. Caller holds
+// comm_busy.
+int drain_outboxes(node_state& node) {
+  if (node.outbox_count.load(std::memory_order_acquire) == 0) return 0;
+  int did = 0;
+  for (int n = 0; n < node.num_nodes; ++n) {
+    while (base::queue_link* l = node.outboxes[std::size_t(n)].queue.pop()) {
+      auto* m = reinterpret_cast<message*>(l);
+      node.outbox_count.fetch_sub(1, std::memory_order_relaxed);
+      node.transport->send(n, m, sizeof(message) + m->size);
+      ++did;
+    }
+  }
+  return did;
+}
+
+inline bool outboxes_empty(const node_state& node) {
+  return node.outbox_count.load(std::memory_order_acquire) == 0;
+}
+
+void wake_comm_thread(node_state& node) {
+  if (node.comm_sleeping.load(std::memory_order_seq_cst) != 0 &&
+      node.comm_sleeping.exchange(0, std::memory_order_seq_cst) != 0) {
+    if (node.transport_waits)
+      node.transport->wake_waiter();
+    else
+      futex_wake(&node.comm_sleeping);
+  }
+}
+
+// The comm thread: drives the transport until told to stop; backs off like
+// a PE (spin, yield, then sleep: in the transport when it can wait for
+// incoming messages, else on a futex with a short timeout, since the network
+// cannot wake it).
+void comm_thread_main(node_state& node) {
+  base::block_cache_release();
+  if (node.cfg.commap >= 0) base::topology::get().bind_this_thread(node.cfg.commap);
+  std::uint64_t idle_since = 0;
+  while (!node.comm_stop.load(std::memory_order_acquire)) {
+    int did = 0;
+    if (!node.comm_busy.load(std::memory_order_relaxed) &&
+        !node.comm_busy.exchange(true, std::memory_order_acquire)) {
+      did += drain_outboxes(node);
+      did += node.transport->progress();
+      node.comm_busy.store(false, std::memory_order_release);
+    }
+    if (did != 0) {
+      idle_since = 0;
+      continue;
+    }
+    const std::uint64_t now = base::wall_ns();
+    if (idle_since == 0) idle_since = now;
+    const std::uint64_t idle = now - idle_since;
+    if (idle < std::uint64_t(node.cfg.idle_spin_us) * 1000) {
+      for (int i = 0; i < 32; ++i) base::cpu_relax();
+      continue;
+    }
+    if (idle < std::uint64_t(node.cfg.idle_spin_us + node.cfg.idle_yield_us) * 1000) {
+      sched_yield();
+      continue;
+    }
+    // The wait is a transport call like any other: it happens only while
+    // this thread holds the transport (PEs of a hybrid node then find it
+    // busy and go on; a send wakes this thread instead).
+    if (node.comm_busy.load(std::memory_order_relaxed) ||
+        node.comm_busy.exchange(true, std::memory_order_acquire)) {
+      sched_yield();
+      continue;
+    }
+    node.comm_sleeping.store(1, std::memory_order_seq_cst);
+    base::full_fence();
+    if (outboxes_empty(node) && !node.comm_stop.load(std::memory_order_seq_cst)) {
+      if (node.transport_waits)
+        node.transport->wait_for_incoming(10'000'000);
+      else
+        futex_wait(&node.comm_sleeping, 1, 100'000);
+    }
+    node.comm_sleeping.store(0, std::memory_order_seq_cst);
+    node.comm_busy.store(false, std::memory_order_release);
+  }
+  base::block_cache_release();
+}
+
+std::thread g_comm_thread;
+
+// FNV-1a over the handler names in registration order: two builds whose
+// tables differ would run the wrong handler for a message.
+std::uint64_t handler_table_hash() {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const auto& e : handlers().entries) {
+    for (const char* c = e.name; c != nullptr && *c != '\0'; ++c) {
+      h ^= std::uint8_t(*c);
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+struct node_card {
+  std::uint64_t magic;
+  std::uint64_t handler_hash;
+  std::uint32_t handlers;
+  std::uint32_t threads;
+  std::uint32_t header_bytes;
+  std::uint32_t pid;
+};
+constexpr std::uint64_t card_magic = 0x7765667431ull;  // "weft1"
+
+// Several processes on one host share its CPUs: with compact or scatter
+// binding, process r of the host takes the r-th slice of the placement of
+// all the host's PEs (PE 0 of every process on CPU 0 would put them all on
+// one core). The oversubscription rule then counts the whole host's PEs.
+// An explicit CPU list is taken as given, in every process.
+void place_among_local_processes(node_state& node, const net::launch_info& launch) {
+  runtime_config& cfg = node.cfg;
+  if (launch.local_size <= 1) return;
+  const int per = cfg.threads, all = per * launch.local_size;
+  const int cpus = int(base::topology::get().allowed().size());
+  if (cfg.bind == "compact" || cfg.bind == "scatter") {
+    std::vector<int> host = base::topology::get().place(all, cfg.bind);
+    for (int i = 0; i < per; ++i)
+      cfg.pe_cpus[std::size_t(i)] = host[std::size_t(launch.local_rank * per + i)];
+  }
+  if (all > cpus && !cfg.oversubscribed) {
+    cfg.oversubscribed = true;
+    if (!cfg.idle_spin_given) cfg.idle_spin_us = 0;
+  }
+}
+
+std::string resolve_transport(const runtime_config& cfg, const net::launch_info& launch) {
+  if (cfg.transport != "auto") return cfg.transport;
+  if (launch.size <= 1) return "local";
+  if (launch.local_size == launch.size) return "shm";
+  return "mpi";
+}
+
+}  // namespace
+
+void enqueue_node(node_state& node, message* m) {
+  {
+    std::lock_guard<std::mutex> lock(node.node_mutex);
+    node.node_queue.push_back(m);
+    node.node_queue_size.fetch_add(1, std::memory_order_seq_cst);
+  }
+  if (node.sleepers.load(std::memory_order_seq_cst) > 0) wake_one_sleeper(node);
+}
+
+void send_remote(node_state& node, int dst, message* m) {
+  node.outboxes[std::size_t(dst)].queue.push(&m->link);
+  node.outbox_count.fetch_add(1, std::memory_order_seq_cst);
+  if (node.comm == comm_mode::workers) {
+    // A PE asleep in the transport holds it: ring it instead.
+    if (node.transport_sleeping.load(std::memory_order_seq_cst) != 0)
+      node.transport->wake_waiter();
+    else
+      try_progress(node);
+  } else {
+    wake_comm_thread(node);
+  }
+}
+
+int try_progress(node_state& node) {
+  if (node.comm_busy.load(std::memory_order_relaxed) ||
+      node.comm_busy.exchange(true, std::memory_order_acquire))
+    return 0;
+  int did = drain_outboxes(node);
+  did += node.transport->progress();
+  node.comm_busy.store(false, std::memory_order_release);
+  return did;
+}
+
+void send_exit(node_state& node, int code) {
+  for (int n = 0; n < node.num_nodes; ++n)
+    if (n != node.node_id) send_remote(node, n, make_control(ctl_exit, &code, sizeof code));
+}
+
+void local_counts(node_state& node, std::uint64_t& sent, std::uint64_t& done) {
+  sent = node.external_sent.load(std::memory_order_acquire);
+  done = 0;
+  for (auto& pe : node.pes) {
+    sent += pe->sent.load(std::memory_order_acquire);
+    done += pe->processed.load(std::memory_order_acquire);
+  }
+}
+
+// Mattern's four-counter method over the nodes: a wave collects every
+// node's (sent, handled) counts; the counts only grow, so two consecutive
+// waves with equal, balanced totals mean nothing was in flight or running in
+// between. Called by PE 0 of node 0 at most every 20 us.
+bool global_quiescence_check(node_state& node) {
+  std::uint64_t wave = 0;
+  {
+    std::lock_guard<std::mutex> lock(node.qd_wave_mutex);
+    if (node.qd_wave_open) {
+      if (node.qd_replies < node.num_nodes - 1) return false;
+      node.qd_wave_open = false;
+      std::uint64_t s = 0, d = 0;
+      local_counts(node, s, d);
+      // This node is read last: anything it received meanwhile is in its counts.
+      const std::uint64_t sent = node.qd_wave_sent + s, done = node.qd_wave_done + d;
+      const bool quiet = sent == done && sent == node.qd_prev_sent && done == node.qd_prev_done;
+      node.qd_prev_sent = sent == done ? sent : ~0ull;
+      node.qd_prev_done = done;
+      if (quiet) {
+        node.qd_prev_sent = ~0ull;
+        return true;
+      }
+    }
+    // Start the next wave.
+    wave = ++node.qd_wave;
+    node.qd_wave_open = true;
+    node.qd_replies = 0;
+    node.qd_wave_sent = node.qd_wave_done = 0;
+  }
+  // Outside the lock: sending may drive the transport, which may deliver a
+  // reply that takes the lock.
+  for (int n = 0; n < node.num_nodes; ++n)
+    if (n != node.node_id) send_remote(node, n, make_control(ctl_qd_probe, &wave, sizeof wave));
+  return false;
+}
+
+void net_start(node_state& node) {
+  const runtime_config& cfg = node.cfg;
+  net::launch_info launch = net::launch_from_environment();
+  const std::string name = resolve_transport(cfg, launch);
+  if (name == "local" && !cfg.comm.empty())
+    base::usage_error(
+        "--weft:comm=%s: a comm mode applies only to runs of several processes; "
+        "this run is one process",
+        cfg.comm.c_str());
+  if (name == "local" && cfg.commap >= 0)
+    base::usage_error(
+        "--weft:commap=%d: a comm thread exists only in runs of several processes; "
+        "this run is one process",
+        cfg.commap);
+  node.transport = net::create_transport(name);
+  // Errors during the bootstrap already name the process.
+  if (launch.size > 1) base::set_message_origin(launch.rank);
+  g_net_node = &node;
+  net::hooks h;
+  h.alloc = hook_alloc;
+  h.deliver = hook_deliver;
+  h.release = hook_release;
+  h.node_lost = hook_node_lost;
+  node.transport->init(launch, h, cfg.startup_timeout_s);
+  node.node_id = node.transport->node_rank();
+  node.num_nodes = node.transport->num_nodes();
+  node.first_pe = node.node_id * int(node.pes.size());
+  node.total_pes = node.num_nodes * int(node.pes.size());
+  if (node.num_nodes == 1) {
+    node.comm = comm_mode::none;
+    return;
+  }
+  base::set_message_origin(node.node_id);
+
+  // Every node must run the same build with the same PE count: compare
+  // cards before any message flows.
+  node_card mine{card_magic,
+                 handler_table_hash(),
+                 std::uint32_t(handlers().entries.size()),
+                 std::uint32_t(node.pes.size()),
+                 std::uint32_t(sizeof(message)),
+                 std::uint32_t(::getpid())};
+  std::vector<node_card> cards(std::size_t(node.num_nodes));
+  node.transport->allgather(&mine, sizeof mine, cards.data());
+  for (int n = 0; n < node.num_nodes; ++n) {
+    const node_card& c = cards[std::size_t(n)];
+    if (c.magic != card_magic || c.header_bytes != mine.header_bytes)
+      base::usage_error(
+          "node %d (pid %u) runs a different version of weft than node %d: every "
+          "process of a job must run the same program build",
+          n, c.pid, node.node_id);
+    if (c.handlers != mine.handlers || c.handler_hash != mine.handler_hash)
+      base::usage_error(
+          "node %d (pid %u) has a different handler table (%u handlers, hash %016llx) than node "
+          "%d (%u handlers, hash %016llx): every process of a job must run the same program "
+          "build",
+          n, c.pid, c.handlers, static_cast<unsigned long long>(c.handler_hash), node.node_id,
+          mine.handlers, static_cast<unsigned long long>(mine.handler_hash));
+    if (c.threads != mine.threads)
+      base::usage_error(
+          "node %d runs %u PEs but node %d runs %u: every node of a job must have "
+          "the same --weft:threads",
+          n, c.threads, node.node_id, mine.threads);
+  }
+
+  place_among_local_processes(node, launch);
+  node.outboxes = std::make_unique<outbox[]>(std::size_t(node.num_nodes));
+  if (cfg.comm == "thread")
+    node.comm = comm_mode::thread;
+  else if (cfg.comm == "workers")
+    node.comm = comm_mode::workers;
+  else if (cfg.comm == "hybrid")
+    node.comm = comm_mode::hybrid;
+  else
+    // A dedicated comm thread only when it gets a CPU of its own; else it
+    // would take turns with the PEs it serves.
+    node.comm =
+        node.pes.size() > 1 && int(node.pes.size()) < int(base::topology::get().allowed().size())
+            ? comm_mode::thread
+            : comm_mode::workers;
+  if (cfg.commap >= 0 && node.comm == comm_mode::workers)
+    base::usage_error("--weft:commap=%d: comm=workers has no comm thread to bind", cfg.commap);
+  node.transport_waits = node.transport->can_wait();
+}
+
+void net_start_threads(node_state& node) {
+  if (node.comm == comm_mode::thread || node.comm == comm_mode::hybrid)
+    g_comm_thread = std::thread(comm_thread_main, std::ref(node));
+}
+
+void net_stop(node_state& node) {
+  if (g_comm_thread.joinable()) {
+    node.comm_stop.store(true, std::memory_order_seq_cst);
+    wake_comm_thread(node);
+    if (node.transport_waits) node.transport->wake_waiter();
+    g_comm_thread.join();
+  }
+  if (node.num_nodes > 1) {
+    // What is still queued (the exit notices among it) goes out; finalize
+    // then sends what the transport holds and meets the other nodes.
+    while (!outboxes_empty(node)) {
+      drain_outboxes(node);
+      node.transport->progress();
+    }
+  }
+  node.transport->finalize();
+  g_net_node = nullptr;
+  base::set_message_origin(-1);
+}
+
+}  // namespace weft::core

@@ -1,0 +1,34 @@
+// The "shm" transport's knobs, private to weft_net and its tests. Production
+// code reaches the backend through create_transport("shm"), which uses the
+// defaults; tests build it with make_shm_transport(options) to force the
+// chunked path (allow_cma = false) or the sender's overflow queue (tiny rings).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include "weft/net/transport.hpp"
+
+namespace weft::net {
+
+struct shm_options {
+  // Large messages go by cross-memory attach (process_vm_readv, one copy)
+  // when every process of the job may read every other; false forces the
+  // chunked two-copy path through the rings.
+  bool allow_cma = true;
+  // Bytes of each incoming ring (one per sender), rounded up to a power of
+  // two, at least 4 KiB. A process's segment holds one ring per peer.
+  std::size_t ring_bytes = std::size_t(64) << 10;
+  // Largest message copied whole through a ring; above it, rendezvous (CMA)
+  // or chunks. Capped at a quarter of the receiver's ring.
+  std::size_t eager_max = std::size_t(16) << 10;
+};
+
+std::unique_ptr<transport> make_shm_transport(const shm_options& options);
+std::unique_ptr<transport> make_shm_transport();
+
+// The name of node `rank`'s segment in job `job_id` ("/weft-<uid>-<job>-<rank>",
+// the job id reduced to characters safe in a file name). Tests use it to
+// check that nothing is left in /dev/shm.
+std::string shm_segment_name(const std::string& job_id, int rank);
+
+}  // namespace weft::net

@@ -1,0 +1,109 @@
+# Core messaging across processes (mp_core.cpp), under mpirun: every case in
+# 2 processes x 2 PEs and 4 processes x 1 PE (non-SMP), over each transport
+# built; the comm modes on the all-to-all case; and the faults.
+if(NOT MPIEXEC_EXECUTABLE)
+  return()
+endif()
+add_executable(net_mp_core ${CMAKE_CURRENT_SOURCE_DIR}/mp_core.cpp)
+target_link_libraries(net_mp_core PRIVATE weft::weft)
+
+set(mp_core_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    ASAN_OPTIONS=detect_leaks=0)
+# No binding by mpirun: weft binds its PEs itself (--weft:bind).
+set(mp_core_mpirun ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none ${MPIEXEC_NUMPROC_FLAG})
+
+# mp_core_test(<name> CODE <n> NP <procs> ARGS <args...> [EXPECT <regex...>] [ENV <VAR=v...>])
+function(mp_core_test name)
+  cmake_parse_arguments(T "" "CODE;NP" "ARGS;EXPECT;ENV" ${ARGN})
+  set(cmd ${mp_core_mpirun} ${T_NP} $<TARGET_FILE:net_mp_core> ${T_ARGS}
+      --weft:quiet --weft:timeout=90)
+  set(env ${mp_core_env} ${T_ENV})
+  foreach(v cmd env T_EXPECT)
+    string(REPLACE ";" "\\;" ${v} "${${v}}")
+  endforeach()
+  set(args "-DCMD=${cmd}" "-DEXPECT_CODE=${T_CODE}" "-DENV=${env}")
+  if(T_EXPECT)
+    list(APPEND args "-DEXPECT_REGEX=${T_EXPECT}")
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} ${args}
+           -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 150 LABELS net)
+endfunction()
+
+set(mp_transports shm)
+if(WEFT_HAVE_MPI)
+  list(APPEND mp_transports mpi)
+endif()
+if(WEFT_HAVE_UCX)
+  list(APPEND mp_transports ucx)
+endif()
+# Open MPI and UCX are not built with ThreadSanitizer: their own threads and
+# atomics would drown the report. The TSan build runs the shm transport,
+# which covers the comm code of core.
+if(WEFT_SANITIZE STREQUAL "thread")
+  set(mp_transports shm)
+endif()
+
+foreach(t ${mp_transports})
+  foreach(c pingpong alltoall broadcast nodequeue quiescence)
+    mp_core_test(net.core.${t}.2x2.${c} CODE 0 NP 2
+                 ARGS --case=${c} --weft:transport=${t} --weft:threads=2)
+    mp_core_test(net.core.${t}.4x1.${c} CODE 0 NP 4
+                 ARGS --case=${c} --weft:transport=${t} --weft:threads=1)
+  endforeach()
+  mp_core_test(net.core.${t}.2x2.exitcode CODE 0 NP 2
+               ARGS --case=exitcode --weft:transport=${t} --weft:threads=2)
+  foreach(mode thread workers hybrid)
+    mp_core_test(net.core.${t}.2x2.comm_${mode} CODE 0 NP 2
+                 ARGS --case=alltoall --weft:transport=${t} --weft:threads=2 --weft:comm=${mode})
+  endforeach()
+  mp_core_test(net.core.${t}.fatal CODE nonzero NP 2
+               ARGS --case=fatal --weft:transport=${t} --weft:threads=1
+               EXPECT "weft: node 1: fatal: mp_core: node 1 fails on purpose")
+  # Faults: a killed process ends the job (tests/net/kill_one.sh).
+  add_test(NAME net.core.${t}.kill_one
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/kill_one.sh ${MPIEXEC_EXECUTABLE}
+                   $<TARGET_FILE:net_mp_core> ${t})
+  set_tests_properties(net.core.${t}.kill_one PROPERTIES TIMEOUT 120 LABELS net
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
+endforeach()
+
+# Processes of different builds (handler tables differ) refuse to start.
+mp_core_test(net.core.different_builds CODE 2 NP 2
+             ARGS --case=pingpong --weft:transport=shm --weft:threads=1
+             ENV MP_CORE_EXTRA_HANDLER=1
+             EXPECT "different handler table .* every process of a job must run the same program build")
+mp_core_test(net.core.bad_transport CODE 2 NP 2
+             ARGS --case=pingpong --weft:transport=pigeon
+             EXPECT "--weft:transport=pigeon: unknown value")
+# A process that does not arrive within --weft:startup-timeout is named.
+mp_core_test(net.core.shm.startup_timeout CODE nonzero NP 2
+             ARGS --case=pingpong --weft:transport=shm --weft:threads=1 --weft:startup-timeout=1
+             ENV MP_CORE_LATE_RANK=1
+             EXPECT "node 0: fatal: .*did not arrive.*node.s. 1")
+# auto: processes of one host meet over shm.
+mp_core_test(net.core.auto_transport CODE 0 NP 2
+             ARGS --case=pingpong --weft:threads=1)
+
+# tools/weftrun: the mpirun command it builds, its errors, and a real run.
+set(weftrun ${PROJECT_SOURCE_DIR}/tools/weftrun)
+function(weftrun_test name code)
+  cmake_parse_arguments(T "" "" "ARGS;EXPECT" ${ARGN})
+  # Quoted arguments of add_test keep their ';' lists whole.
+  set(cmd ${weftrun} ${T_ARGS})
+  set(env ${mp_core_env} MPIRUN=${MPIEXEC_EXECUTABLE} WEFTRUN_MPIRUN_ARGS=--oversubscribe)
+  add_test(NAME net.weftrun.${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=${cmd}" -DEXPECT_CODE=${code}
+                   "-DEXPECT_REGEX=${T_EXPECT}" "-DENV=${env}"
+                   -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
+  set_tests_properties(net.weftrun.${name} PROPERTIES TIMEOUT 120 LABELS net)
+endfunction()
+weftrun_test(dry_run 0 ARGS --nodes 2 --threads 3 --transport shm --comm workers --dry-run ./app -v
+             EXPECT "-n 2 --bind-to none .*\\./app --weft:threads=3 --weft:transport=shm --weft:comm=workers -v")
+weftrun_test(bad_nodes 2 ARGS --nodes 0 ./app
+             EXPECT "weftrun: error: --nodes=0: expected a number of nodes")
+weftrun_test(bad_transport 2 ARGS --nodes 2 --transport pigeon ./app
+             EXPECT "weftrun: error: --transport=pigeon: accepted: auto, shm, mpi, ucx")
+weftrun_test(no_program 2 ARGS --nodes 2 EXPECT "weftrun: error: no program given")
+weftrun_test(runs_a_job 0 ARGS --nodes 2 --threads 2 $<TARGET_FILE:net_mp_core> --case=alltoall
+             --weft:quiet EXPECT "mp_core: alltoall passed on 4 PEs in 2 processes")

@@ -1,0 +1,281 @@
+// Core messaging across processes: a program run under mpirun (see
+// mp_core.cmake) with --case=NAME and the usual --weft: options. Every
+// process runs the same cases; checks are made where the data is, and any
+// failure is a weft fatal error naming the node, so the whole job fails.
+// Exit code 0 on every process means the case passed.
+//
+// Cases:
+//   pingpong    PE 0 and the last PE of the job bounce one message 2000 times
+//   alltoall    every PE sends numbered messages to every PE; each receiver
+//               checks per-sender order, no loss, no duplication
+//   broadcast   PE 0 broadcasts numbered messages; every PE checks it got
+//               each once, in order; then the last PE broadcasts too
+//   nodequeue   send_to_node reaches every node's node queue
+//   quiescence  a message storm, then on_quiescence on node 0: every message
+//               sent must have been handled when it fires
+//   exitcode    the last PE of the job calls weft::exit(7): run returns 7 in
+//               every process (the program turns that into 0)
+//   fatal       node 1 ends with a fatal error: the job must fail (the test
+//               expects a non-zero exit and the node named)
+//   hang        node 1 stops handling messages forever (the test kills it)
+#include <unistd.h>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+#include "weft/base/error.hpp"
+#include "weft/weft.hpp"
+
+namespace {
+
+std::string g_case;
+constexpr int alltoall_count = 3000;
+constexpr int broadcast_count = 500;
+constexpr int pingpong_rounds = 2000;
+
+struct num_msg {
+  int src;
+  int seq;
+};
+
+// ---- per-PE state, indexed by the PE's rank in its node (written by that PE
+// only) ---------------------------------------------------------------------
+struct alignas(64) pe_slot {
+  std::vector<int> next_seq;  // alltoall: next expected seq per source PE
+  int received = 0;
+  int bcast_next[2] = {0, 0};  // broadcast: next expected seq per root (0, last)
+};
+std::vector<pe_slot> g_slots;
+
+pe_slot& slot() {
+  return g_slots[std::size_t(weft::my_rank())];
+}
+
+// ---- node 0 counters (PE 0) -------------------------------------------------
+int g_done_reports = 0;
+
+void report_done();
+weft::handler_id h_done;
+
+void on_done(weft::message_ptr) {
+  // PE 0: one report per PE of the job.
+  if (++g_done_reports == weft::num_pes()) {
+    std::printf("mp_core: %s passed on %d PEs in %d processes\n", g_case.c_str(), weft::num_pes(),
+                weft::num_nodes());
+    std::fflush(stdout);
+    weft::exit(0);
+  }
+}
+
+void report_done() {
+  weft::send(0, weft::make_message(h_done, 0));
+}
+
+// ---- pingpong ---------------------------------------------------------------
+weft::handler_id h_ping;
+void on_ping(weft::message_ptr m) {
+  int& n = m->as<int>();
+  const int last = weft::num_pes() - 1;
+  if (weft::my_pe() == 0 && n == pingpong_rounds) {
+    std::printf("mp_core: pingpong passed between PE 0 and PE %d (%d processes)\n", last,
+                weft::num_nodes());
+    std::fflush(stdout);
+    weft::exit(0);
+    return;
+  }
+  if (weft::my_pe() == 0) ++n;
+  weft::send(weft::my_pe() == 0 ? last : 0, std::move(m));
+}
+
+// ---- alltoall ---------------------------------------------------------------
+weft::handler_id h_a2a, h_a2a_start;
+void on_a2a(weft::message_ptr m) {
+  const num_msg v = m->as<num_msg>();
+  pe_slot& s = slot();
+  // Messages from others may come before this PE's own start message.
+  if (s.next_seq.empty()) s.next_seq.assign(std::size_t(weft::num_pes()), 0);
+  if (v.src < 0 || v.src >= weft::num_pes())
+    weft::base::fatal("alltoall: PE %d got a message from PE %d, not a PE of the job",
+                      weft::my_pe(), v.src);
+  int& want = s.next_seq[std::size_t(v.src)];
+  if (v.seq != want)
+    weft::base::fatal("alltoall: PE %d expected message %d from PE %d, got %d (%s)", weft::my_pe(),
+                      want, v.src, v.seq,
+                      v.seq < want ? "duplicate or reordered" : "lost or reordered");
+  ++want;
+  if (++s.received == alltoall_count * weft::num_pes()) report_done();
+}
+void on_a2a_start(weft::message_ptr) {
+  if (slot().next_seq.empty()) slot().next_seq.assign(std::size_t(weft::num_pes()), 0);
+  // Interleave destinations so every pair of nodes has traffic at once.
+  for (int seq = 0; seq < alltoall_count; ++seq)
+    for (int k = 0; k < weft::num_pes(); ++k) {
+      const int dst = (weft::my_pe() + k) % weft::num_pes();
+      weft::send(dst, weft::make_message_with(h_a2a, num_msg{weft::my_pe(), seq}));
+    }
+}
+
+// ---- broadcast --------------------------------------------------------------
+weft::handler_id h_bcast;
+void on_bcast(weft::message_ptr m) {
+  const num_msg v = m->as<num_msg>();
+  const int last = weft::num_pes() - 1;
+  const int which = v.src == 0 ? 0 : 1;
+  if (v.src != 0 && v.src != last)
+    weft::base::fatal("broadcast: PE %d got a broadcast rooted at PE %d", weft::my_pe(), v.src);
+  int& want = slot().bcast_next[which];
+  if (v.seq != want)
+    weft::base::fatal("broadcast: PE %d expected broadcast %d from root %d, got %d", weft::my_pe(),
+                      want, v.src, v.seq);
+  ++want;
+  if (which == 0 && want == broadcast_count && weft::my_pe() == last) {
+    // The second wave: rooted on the last node.
+    for (int i = 0; i < broadcast_count; ++i)
+      weft::broadcast(weft::make_message_with(h_bcast, num_msg{last, i}));
+  }
+  if (which == 1 && want == broadcast_count) report_done();
+  if (last == 0 && which == 0 && want == broadcast_count) report_done();
+}
+
+// ---- nodequeue --------------------------------------------------------------
+weft::handler_id h_nodeq;
+std::atomic<int> g_nodeq_got{0};
+void on_nodeq(weft::message_ptr m) {
+  const int from = m->as<int>();
+  (void)from;
+  // Every node gets one message from every node; the node's count is
+  // reported once complete (by whichever PE took the last one).
+  if (g_nodeq_got.fetch_add(1) + 1 == weft::num_nodes()) {
+    for (int r = 0; r < weft::node_size(); ++r) report_done();
+  }
+}
+weft::handler_id h_nodeq_start;
+void on_nodeq_start(weft::message_ptr) {
+  if (weft::my_rank() != 0) return;
+  for (int n = 0; n < weft::num_nodes(); ++n)
+    weft::send_to_node(n, weft::make_message_with(h_nodeq, weft::my_node()));
+}
+
+// ---- quiescence -------------------------------------------------------------
+weft::handler_id h_storm, h_count_req, h_count_reply;
+std::atomic<long> g_storm_handled{0};
+long g_count_total = 0;
+int g_count_replies = 0;
+constexpr int storm_hops = 200;
+void on_storm(weft::message_ptr m) {
+  g_storm_handled.fetch_add(1);
+  int& hops = m->as<int>();
+  if (hops == 0) return;
+  --hops;
+  const int next = (weft::my_pe() * 7 + hops) % weft::num_pes();
+  weft::send(next, std::move(m));
+}
+void on_count_req(weft::message_ptr) {
+  // One reply per node (rank 0 answers for the node).
+  if (weft::my_rank() != 0) return;
+  weft::send(0, weft::make_message_with(h_count_reply, long(g_storm_handled.load())));
+}
+void on_count_reply(weft::message_ptr m) {
+  g_count_total += m->as<long>();
+  if (++g_count_replies < weft::num_nodes()) return;
+  const long want = long(weft::num_pes()) * 4 * (storm_hops + 1);
+  if (g_count_total != want)
+    weft::base::fatal("quiescence: detected with %ld of %ld messages handled", g_count_total, want);
+  std::printf("mp_core: quiescence passed (%ld messages)\n", g_count_total);
+  std::fflush(stdout);
+  weft::exit(0);
+}
+weft::handler_id h_storm_start;
+void on_storm_start(weft::message_ptr) {
+  for (int i = 0; i < 4; ++i)
+    weft::send(weft::my_pe(), weft::make_message_with(h_storm, storm_hops));
+}
+
+// ---- exitcode, fatal, hang --------------------------------------------------
+weft::handler_id h_poke;
+void on_poke(weft::message_ptr) {
+  const int last = weft::num_pes() - 1;
+  if (g_case == "exitcode" && weft::my_pe() == last) weft::exit(7);
+  if (g_case == "fatal" && weft::my_node() == 1 && weft::my_rank() == 0) {
+    usleep(200'000);  // let every node be well into its run
+    weft::base::fatal("mp_core: node 1 fails on purpose");
+  }
+  if (g_case == "hang" && weft::my_node() == 1 && weft::my_rank() == 0) {
+    std::printf("mp_core: node 1 pid %d hangs\n", int(getpid()));
+    std::fflush(stdout);
+    for (;;) pause();
+  }
+}
+
+void register_all() {
+  h_done = weft::register_handler("mp.done", on_done);
+  h_ping = weft::register_handler("mp.ping", on_ping);
+  h_a2a = weft::register_handler("mp.a2a", on_a2a);
+  h_a2a_start = weft::register_handler("mp.a2a_start", on_a2a_start);
+  h_bcast = weft::register_handler("mp.bcast", on_bcast);
+  h_nodeq = weft::register_handler("mp.nodeq", on_nodeq);
+  h_nodeq_start = weft::register_handler("mp.nodeq_start", on_nodeq_start);
+  h_storm = weft::register_handler("mp.storm", on_storm);
+  h_count_req = weft::register_handler("mp.count_req", on_count_req);
+  h_count_reply = weft::register_handler("mp.count_reply", on_count_reply);
+  h_storm_start = weft::register_handler("mp.storm_start", on_storm_start);
+  h_poke = weft::register_handler("mp.poke", on_poke);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A different build: the handler table differs (one handler more).
+  if (std::getenv("MP_CORE_EXTRA_HANDLER") != nullptr &&
+      std::atoi(std::getenv("OMPI_COMM_WORLD_RANK") ? std::getenv("OMPI_COMM_WORLD_RANK") : "0") ==
+          1)
+    weft::register_handler("mp.extra", [](weft::message_ptr) {});
+  register_all();
+  // A process that arrives late (startup timeout test).
+  if (const char* late = std::getenv("MP_CORE_LATE_RANK"))
+    if (std::getenv("OMPI_COMM_WORLD_RANK") != nullptr &&
+        std::atoi(late) == std::atoi(std::getenv("OMPI_COMM_WORLD_RANK")))
+      sleep(6);
+  weft::runtime_config cfg = weft::parse_options(argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--case=", 7) == 0) g_case = argv[i] + 7;
+  // (--marker=... only tags the processes for kill_one.sh.)
+  static const char* cases[] = {"pingpong",   "alltoall", "broadcast", "nodequeue",
+                                "quiescence", "exitcode", "fatal",     "hang"};
+  bool known = false;
+  for (const char* c : cases) known = known || g_case == c;
+  if (!known) {
+    std::fprintf(stderr,
+                 "mp_core: --case=NAME required; one of pingpong, alltoall, broadcast, "
+                 "nodequeue, quiescence, exitcode, fatal, hang\n");
+    return 2;
+  }
+  g_slots.assign(std::size_t(cfg.threads), pe_slot{});
+  int rc = weft::run(cfg, argc, argv, [](weft::args) {
+    if (g_case == "pingpong") {
+      weft::send(0, weft::make_message_with(h_ping, 0));
+    } else if (g_case == "alltoall") {
+      weft::broadcast(weft::make_message(h_a2a_start, 0));
+    } else if (g_case == "broadcast") {
+      for (int i = 0; i < broadcast_count; ++i)
+        weft::broadcast(weft::make_message_with(h_bcast, num_msg{0, i}));
+    } else if (g_case == "nodequeue") {
+      weft::broadcast(weft::make_message(h_nodeq_start, 0));
+    } else if (g_case == "quiescence") {
+      weft::broadcast(weft::make_message(h_storm_start, 0));
+      weft::on_quiescence([] { weft::broadcast(weft::make_message(h_count_req, 0)); });
+    } else {
+      weft::broadcast(weft::make_message(h_poke, 0));
+    }
+  });
+  if (g_case == "exitcode") {
+    if (rc != 7) {
+      std::fprintf(stderr, "mp_core: exitcode: weft::run returned %d, expected 7\n", rc);
+      return 1;
+    }
+    return 0;
+  }
+  return rc;
+}

@@ -1,0 +1,671 @@
+// Tests of the shm transport: each test forks the processes of one job (as
+// mpirun would start them: OMPI_COMM_WORLD_* and a PMIx namespace in the
+// environment), runs a scenario in every child, and checks the exit codes and
+// that nothing is left in /dev/shm. A child reports a failed check on stderr
+// and exits 1; every wait, in the children and in the parent, has a bound.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+#include "net/shm.hpp"
+#include "test_scale.hpp"
+#include "weft/base/timer.hpp"
+#include "weft/net/transport.hpp"
+
+namespace {
+
+using weft::net::shm_options;
+using weft::net::transport;
+
+// ------------------------------------------------------------ in a child
+
+int g_rank = 0;
+int g_size = 1;
+std::uint64_t g_deadline = 0;  // wall_ns() after which a child gives up
+int g_lost_exit = 42;          // exit code of node_lost, when a test expects it
+int g_expected_lost = -1;      // the node whose loss is expected (-1: none)
+
+[[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail(const char* fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "[node %d of %d] check failed: %s\n", g_rank, g_size, msg);
+  std::fflush(stderr);
+  _exit(1);
+}
+
+#define CHECK(cond, ...)            \
+  do {                              \
+    if (!(cond)) fail(__VA_ARGS__); \
+  } while (0)
+
+void check_deadline(const char* what) {
+  if (weft::base::wall_ns() > g_deadline) fail("timed out while %s", what);
+}
+
+// What the hooks saw.
+struct message {
+  int src;
+  std::vector<unsigned char> bytes;
+};
+std::vector<message>* g_inbox = nullptr;  // when set, deliver stores here
+void (*g_on_deliver)(int, const unsigned char*, std::size_t) = nullptr;
+long g_delivered = 0;
+long g_released = 0;
+bool g_in_init = false;
+
+void* hook_alloc(std::size_t bytes) {
+  void* p = std::aligned_alloc(16, (bytes + 15) / 16 * 16 + 16);
+  if (p == nullptr) fail("out of memory for %zu bytes", bytes);
+  return p;
+}
+void hook_deliver(int src, void* buffer, std::size_t bytes) {
+  if (g_in_init) fail("a message from node %d was delivered before init() returned", src);
+  if ((reinterpret_cast<std::uintptr_t>(buffer) & 15) != 0) fail("unaligned delivery");
+  ++g_delivered;
+  auto* b = static_cast<unsigned char*>(buffer);
+  if (g_on_deliver != nullptr) g_on_deliver(src, b, bytes);
+  if (g_inbox != nullptr)
+    g_inbox->push_back(message{src, std::vector<unsigned char>(b, b + bytes)});
+  std::free(buffer);
+}
+void hook_release(void* buffer) {
+  ++g_released;
+  std::free(buffer);
+}
+void hook_node_lost(int node, const char* why) {
+  std::fprintf(stderr, "[node %d] node_lost(%d): %s\n", g_rank, node, why);
+  // The expected node, or another that has ended because it saw that loss
+  // first (exits 44, a loss too, but not the first one).
+  _exit(node == g_expected_lost ? g_lost_exit : node != g_rank ? 44 : 43);
+}
+
+weft::net::hooks test_hooks() {
+  weft::net::hooks h;
+  h.alloc = hook_alloc;
+  h.deliver = hook_deliver;
+  h.release = hook_release;
+  h.node_lost = hook_node_lost;
+  return h;
+}
+
+// A numbered test message: a header, then bytes that depend on all of it.
+struct msg_header {
+  std::uint32_t src, dst;
+  std::uint64_t seq, bytes;
+};
+unsigned char pattern(const msg_header& h, std::size_t i) {
+  return static_cast<unsigned char>(h.seq * 131 + i * 7 + h.src * 29 + h.dst);
+}
+void* make_message(int dst, std::uint64_t seq, std::size_t bytes) {
+  if (bytes < sizeof(msg_header)) bytes = sizeof(msg_header);
+  auto* p = static_cast<unsigned char*>(std::aligned_alloc(16, (bytes + 15) / 16 * 16));
+  msg_header h{std::uint32_t(g_rank), std::uint32_t(dst), seq, bytes};
+  std::memcpy(p, &h, sizeof h);
+  for (std::size_t i = sizeof h; i < bytes; ++i) p[i] = pattern(h, i);
+  return p;
+}
+// Checks a delivered numbered message from `src`; returns its sequence number.
+std::uint64_t check_message(int src, const unsigned char* b, std::size_t bytes) {
+  CHECK(bytes >= sizeof(msg_header), "message of %zu bytes from %d", bytes, src);
+  msg_header h;
+  std::memcpy(&h, b, sizeof h);
+  CHECK(int(h.src) == src && int(h.dst) == g_rank && h.bytes == bytes,
+        "header says %u->%u %llu bytes, delivered %d->%d %zu bytes", h.src, h.dst,
+        static_cast<unsigned long long>(h.bytes), src, g_rank, bytes);
+  for (std::size_t i = sizeof h; i < bytes; ++i)
+    if (b[i] != pattern(h, i))
+      fail("message %llu from %d (%zu bytes): byte %zu is wrong",
+           static_cast<unsigned long long>(h.seq), src, bytes, i);
+  return h.seq;
+}
+
+// One step of a polling loop: progress, and sleep briefly when idle (the
+// machine may have fewer cores than the job has processes).
+int pump(transport& t) {
+  int n = t.progress();
+  if (n == 0) t.wait_for_incoming(20'000'000);
+  return n;
+}
+
+std::unique_ptr<transport> start(const shm_options& o, double startup_timeout_s = 30) {
+  weft::net::launch_info l = weft::net::launch_from_environment();
+  g_rank = l.rank;
+  g_size = l.size;
+  auto t = weft::net::make_shm_transport(o);
+  g_in_init = true;
+  t->init(l, test_hooks(), startup_timeout_s);
+  g_in_init = false;
+  CHECK(t->node_rank() == l.rank && t->num_nodes() == l.size, "rank %d of %d after init",
+        t->node_rank(), t->num_nodes());
+  return t;
+}
+
+// ------------------------------------------------------------ in the parent
+
+int g_job_counter = 0;
+
+// Shared between the parent and its children (an anonymous shared mapping
+// made before fork): flags and counters for the scenarios.
+struct shared_area {
+  std::atomic<int> running[8];
+  std::atomic<int> arrivals[128];
+};
+
+struct child_result {
+  int status = -1;  // waitpid status
+  std::string err;  // the child's stderr
+};
+
+std::string leftover_segments(const std::string& id) {
+  std::string prefix = weft::net::shm_segment_name(id, 0);
+  prefix = prefix.substr(1, prefix.size() - 2);  // no '/', no rank
+  std::string found;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+        found += std::string(e->d_name) + " ";
+    closedir(d);
+  }
+  return found;
+}
+
+// Forks node `r` of a job of `size` for each r in `ranks`, runs body(r, shared)
+// in each (exit 0 when it returns), and waits at most `timeout_s` for all;
+// `on_running` runs in the parent while they run.
+std::vector<child_result> run_job(
+    int size, const std::vector<int>& ranks, const std::function<void(int, shared_area*)>& body,
+    double timeout_s = 120, int local_size = -1,
+    const std::function<void(std::vector<pid_t>&, shared_area*)>& on_running = nullptr) {
+  const std::string id =
+      "gtest-shm." + std::to_string(getpid()) + "." + std::to_string(++g_job_counter);
+  void* m =
+      mmap(nullptr, sizeof(shared_area), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  EXPECT_NE(m, MAP_FAILED);
+  auto* shared = new (m) shared_area{};
+  std::vector<pid_t> pids;
+  std::vector<int> errfds;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int r : ranks) {
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      dup2(fds[1], STDERR_FILENO);
+      close(fds[1]);
+      setenv("OMPI_COMM_WORLD_RANK", std::to_string(r).c_str(), 1);
+      setenv("OMPI_COMM_WORLD_SIZE", std::to_string(size).c_str(), 1);
+      setenv("OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("OMPI_COMM_WORLD_LOCAL_SIZE",
+             std::to_string(local_size > 0 ? local_size : size).c_str(), 1);
+      setenv("PMIX_NAMESPACE", id.c_str(), 1);
+      g_rank = r;
+      g_size = size;
+      g_deadline = weft::base::wall_ns() + std::uint64_t(timeout_s * 0.8e9);
+      body(r, shared);
+      std::fflush(stdout);
+      _exit(0);
+    }
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    pids.push_back(pid);
+    errfds.push_back(fds[0]);
+  }
+  std::vector<child_result> res(pids.size());
+  if (on_running) on_running(pids, shared);
+  const std::uint64_t deadline = weft::base::wall_ns() + std::uint64_t(timeout_s * 1e9);
+  std::size_t left = pids.size();
+  bool timed_out = false;
+  std::vector<bool> done(pids.size(), false);
+  auto read_err = [&](std::size_t i) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(errfds[i], buf, sizeof buf)) > 0) res[i].err.append(buf, std::size_t(n));
+  };
+  while (left > 0) {
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      read_err(i);
+      if (done[i]) continue;
+      int st = 0;
+      if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+        res[i].status = st;
+        done[i] = true;
+        --left;
+      }
+    }
+    if (left > 0 && weft::base::wall_ns() > deadline && !timed_out) {
+      timed_out = true;
+      for (std::size_t i = 0; i < pids.size(); ++i)
+        if (!done[i]) kill(pids[i], SIGKILL);
+    }
+    if (left > 0) usleep(2000);
+  }
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    read_err(i);
+    close(errfds[i]);
+  }
+  EXPECT_FALSE(timed_out) << "the job did not end within " << timeout_s << " s";
+  // Children end with _exit, so a ThreadSanitizer report does not change
+  // their exit code: look for one.
+  for (std::size_t i = 0; i < res.size(); ++i)
+    EXPECT_EQ(res[i].err.find("Sanitizer"), std::string::npos)
+        << "node " << ranks[i] << ": " << res[i].err;
+  munmap(m, sizeof(shared_area));
+  EXPECT_EQ(leftover_segments(id), "") << "segments left in /dev/shm";
+  return res;
+}
+
+std::vector<int> all_ranks(int n) {
+  std::vector<int> r;
+  for (int i = 0; i < n; ++i) r.push_back(i);
+  return r;
+}
+
+std::string describe(const child_result& r) {
+  char buf[64];
+  if (WIFEXITED(r.status))
+    std::snprintf(buf, sizeof buf, "exit %d", WEXITSTATUS(r.status));
+  else if (WIFSIGNALED(r.status))
+    std::snprintf(buf, sizeof buf, "signal %d", WTERMSIG(r.status));
+  else
+    std::snprintf(buf, sizeof buf, "status %d", r.status);
+  return std::string(buf) + "; stderr: " + r.err;
+}
+
+void expect_exit(const child_result& r, int code, int node) {
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == code)
+      << "node " << node << ": expected exit " << code << ", got " << describe(r);
+}
+
+void expect_all_ok(const std::vector<child_result>& res) {
+  for (std::size_t i = 0; i < res.size(); ++i) expect_exit(res[i], 0, int(i));
+}
+
+// ------------------------------------------------------------ scenarios
+
+TEST(ShmTransport, PingPong) {
+  auto res = run_job(2, all_ranks(2), [](int rank, shared_area*) {
+    std::vector<message> inbox;
+    g_inbox = &inbox;
+    auto t = start(shm_options{});
+    const int rounds = int(weft_test::scaled(5000, 1000));
+    for (int i = 0; i < rounds; ++i) {
+      const std::size_t bytes = i % 3 == 0 ? 8 : i % 3 == 1 ? 64 : 1000;
+      if (rank == 0) {
+        auto* p = static_cast<unsigned char*>(std::aligned_alloc(16, 1008));
+        std::memset(p, i & 0xff, bytes);
+        t->send(1, p, bytes);
+      }
+      while (inbox.empty()) {
+        pump(*t);
+        check_deadline("waiting for the ball");
+      }
+      message m = std::move(inbox.front());
+      inbox.clear();
+      CHECK(m.src == 1 - rank && m.bytes.size() == bytes, "round %d: %zu bytes from %d", i,
+            m.bytes.size(), m.src);
+      for (unsigned char c : m.bytes) CHECK(c == (i & 0xff), "round %d: wrong content", i);
+      if (rank == 1) {
+        auto* p = static_cast<unsigned char*>(std::aligned_alloc(16, 1008));
+        std::memcpy(p, m.bytes.data(), bytes);
+        t->send(0, p, bytes);
+      }
+    }
+    t->finalize();
+    CHECK(g_released == rounds, "released %ld of %d send buffers", g_released, rounds);
+  });
+  expect_all_ok(res);
+}
+
+// Every node sends `count` numbered messages to every other; each receiver
+// checks content, loss, duplication and per-sender order. `sizes` picks the
+// size of message i.
+struct exchange_state {
+  std::vector<std::uint64_t> next;  // expected sequence number per source
+  long received = 0;
+};
+exchange_state* g_ex = nullptr;
+
+void exchange_deliver(int src, const unsigned char* b, std::size_t bytes) {
+  const std::uint64_t seq = check_message(src, b, bytes);
+  CHECK(seq == g_ex->next[std::size_t(src)], "from node %d: message %llu, expected %llu", src,
+        static_cast<unsigned long long>(seq),
+        static_cast<unsigned long long>(g_ex->next[std::size_t(src)]));
+  ++g_ex->next[std::size_t(src)];
+  ++g_ex->received;
+}
+
+void exchange(const shm_options& o, long count, std::size_t (*size_of)(long), bool send_all_first) {
+  exchange_state ex;
+  ex.next.assign(std::size_t(g_size), 0);
+  g_ex = &ex;
+  g_on_deliver = exchange_deliver;
+  auto t = start(o);
+  const long expected = count * (g_size - 1);
+  long sent = 0;
+  // With send_all_first, everything is queued before any progress call (the
+  // sender's FIFO path), then finalize must push it all out.
+  for (long i = 0; i < count; ++i) {
+    for (int k = 1; k < g_size; ++k) {
+      const int dst = (g_rank + k) % g_size;
+      const std::size_t bytes = size_of(i * 7 + dst);
+      t->send(dst, make_message(dst, std::uint64_t(i), bytes), bytes < 24 ? 24 : bytes);
+      ++sent;
+    }
+    if (!send_all_first) {
+      t->progress();
+      // Bound the memory in flight: at most 512 unreleased sends.
+      while (sent - g_released > 512) {
+        pump(*t);
+        check_deadline("waiting for send buffers");
+      }
+    }
+  }
+  if (!send_all_first) {
+    while (ex.received < expected || g_released < sent) {
+      pump(*t);
+      check_deadline("exchanging messages");
+    }
+  }
+  t->finalize();
+  CHECK(g_released == sent, "released %ld of %ld send buffers after finalize", g_released, sent);
+  CHECK(ex.received == expected, "received %ld of %ld messages", ex.received, expected);
+  for (int s = 0; s < g_size; ++s)
+    CHECK(s == g_rank || ex.next[std::size_t(s)] == std::uint64_t(count),
+          "from node %d: %llu messages", s,
+          static_cast<unsigned long long>(ex.next[std::size_t(s)]));
+}
+
+std::size_t varied_small(long i) {
+  // Mostly eager sizes, and one above the default eager limit (rendezvous).
+  static const std::size_t s[] = {24, 40, 100, 256, 1000, 33, 4000, 8, 2048, 64, 7000, 500, 20000};
+  return s[std::size_t(i) % (sizeof s / sizeof s[0])];
+}
+
+class ShmManyNodes : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShmManyNodes, OrderedExchangeOfManyMessages) {
+  const int n = GetParam();
+  auto res = run_job(n, all_ranks(n), [](int, shared_area*) {
+    exchange(shm_options{}, weft_test::scaled(20000, 10000), varied_small, false);
+  });
+  expect_all_ok(res);
+}
+
+INSTANTIATE_TEST_SUITE_P(Nodes, ShmManyNodes, ::testing::Values(2, 3, 4));
+
+std::size_t small_and_large(long i) {
+  static const std::size_t s[] = {24,
+                                  std::size_t(1) << 20,
+                                  100,
+                                  std::size_t(4) << 20,
+                                  9000,
+                                  16,
+                                  (std::size_t(1) << 20) + 48,
+                                  3000,
+                                  70000,
+                                  64};
+  return s[std::size_t(i) % (sizeof s / sizeof s[0])];
+}
+
+class ShmLarge : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShmLarge, LargeMessagesMixedWithSmallKeepOrderAndContent) {
+  const bool cma = GetParam();
+  auto res = run_job(3, all_ranks(3), [cma](int, shared_area*) {
+    shm_options o;
+    o.allow_cma = cma;
+    exchange(o, weft_test::scaled(60, 30), small_and_large, false);
+  });
+  expect_all_ok(res);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cma, ShmLarge, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "cma" : "chunked"; });
+
+class ShmTinyRings : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShmTinyRings, SenderQueueAndFinalizeDeliverEverything) {
+  const bool cma = GetParam();
+  auto res = run_job(3, all_ranks(3), [cma](int, shared_area*) {
+    shm_options o;
+    o.allow_cma = cma;
+    o.ring_bytes = 4096;
+    o.eager_max = 512;
+    exchange(o, weft_test::scaled(1500, 500), varied_small, true);
+  });
+  expect_all_ok(res);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cma, ShmTinyRings, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "cma" : "chunked"; });
+
+TEST(ShmTransport, AllgatherAndBarrier) {
+  auto res = run_job(4, all_ranks(4), [](int rank, shared_area* shared) {
+    std::vector<message> inbox;
+    g_inbox = &inbox;
+    auto t = start(shm_options{});
+    for (std::size_t bytes : {std::size_t(8), std::size_t(0), std::size_t(10000), std::size_t(3)}) {
+      std::vector<unsigned char> mine(bytes), all(bytes * 4 + 1, 0xee);
+      for (std::size_t i = 0; i < bytes; ++i) mine[i] = static_cast<unsigned char>(rank * 50 + i);
+      t->allgather(mine.data(), bytes, all.data());
+      for (int r = 0; r < 4; ++r)
+        for (std::size_t i = 0; i < bytes; ++i)
+          CHECK(all[std::size_t(r) * bytes + i] == static_cast<unsigned char>(r * 50 + i),
+                "allgather of %zu bytes: byte %zu of node %d", bytes, i, r);
+      CHECK(all[bytes * 4] == 0xee, "allgather of %zu bytes wrote past the end", bytes);
+    }
+    // Nobody leaves a barrier before all have arrived.
+    for (int it = 0; it < 100; ++it) {
+      shared->arrivals[it].fetch_add(1);
+      t->barrier();
+      CHECK(shared->arrivals[it].load() == 4, "barrier %d: left with %d arrivals", it,
+            shared->arrivals[it].load());
+    }
+    // Messages sent before a barrier are delivered while others wait in it.
+    CHECK(inbox.empty(), "a message before any was sent");
+    for (int k = 1; k < 4; ++k) t->send((rank + k) % 4, make_message((rank + k) % 4, 0, 64), 64);
+    t->barrier();
+    while (inbox.size() < 3) {
+      pump(*t);
+      check_deadline("waiting for the messages around the barrier");
+    }
+    t->finalize();
+  });
+  expect_all_ok(res);
+}
+
+TEST(ShmTransport, WaitForIncomingIsWokenByMessagesAndWakeWaiter) {
+  auto res = run_job(2, all_ranks(2), [](int rank, shared_area* shared) {
+    shm_options o;
+    o.ring_bytes = 4096;  // the sender also sleeps waiting for room
+    o.eager_max = 1024;
+    std::vector<message> inbox;
+    g_inbox = &inbox;
+    auto t = start(o);
+    constexpr std::uint64_t forever = 3600ull * 1'000'000'000ull;  // a lost wake-up hangs
+    if (rank == 0) {
+      // wake_waiter before the wait: the wait returns at once.
+      t->wake_waiter();
+      t->wait_for_incoming(forever);
+      // wake_waiter from another thread during the wait.
+      std::atomic<bool> go{false};
+      std::thread waker([&] {
+        while (!go.load()) std::this_thread::yield();
+        usleep(50'000);
+        t->wake_waiter();
+      });
+      go.store(true);
+      t->wait_for_incoming(forever);
+      waker.join();
+      shared->running[0].store(1);
+    }
+    // A message wakes a sleeping receiver, many times over; the sender of a
+    // full ring sleeps until the receiver makes room.
+    const int rounds = int(weft_test::scaled(300, 100));
+    for (int i = 0; i < rounds; ++i) {
+      if (rank == 1) {
+        if (i == 0)
+          while (shared->running[0].load() == 0) check_deadline("waiting for node 0");
+        for (int k = 0; k < 8; ++k) t->send(0, make_message(0, std::uint64_t(i), 900), 900);
+        while (inbox.empty()) {
+          if (t->progress() == 0) t->wait_for_incoming(forever);
+        }
+        inbox.clear();
+      } else {
+        while (inbox.size() < 8) {
+          if (t->progress() == 0) t->wait_for_incoming(forever);
+        }
+        inbox.clear();
+        t->send(1, make_message(1, std::uint64_t(i), 24), 24);
+      }
+    }
+    t->finalize();
+  });
+  expect_all_ok(res);
+}
+
+TEST(ShmTransport, KilledPeerIsReportedToEveryOtherNode) {
+  const int n = 3;
+  auto res = run_job(
+      n, all_ranks(n),
+      [](int rank, shared_area* shared) {
+        g_expected_lost = 2;
+        g_on_deliver = [](int, const unsigned char*, std::size_t) {};
+        auto t = start(shm_options{});
+        shared->running[rank].store(1);
+        const std::uint64_t lost_by = weft::base::wall_ns() + 10'000'000'000ull;
+        for (long i = 0;; ++i) {
+          for (int k = 1; k < g_size; ++k) {
+            const int dst = (rank + k) % g_size;
+            if (i - g_released < 256) t->send(dst, make_message(dst, std::uint64_t(i), 64), 64);
+          }
+          pump(*t);
+          if (rank != 2 && weft::base::wall_ns() > lost_by) fail("node_lost did not fire in 10 s");
+          check_deadline("running until killed");
+        }
+      },
+      60, -1,
+      [](std::vector<pid_t>& pids, shared_area* shared) {
+        const std::uint64_t until = weft::base::wall_ns() + 30'000'000'000ull;
+        for (int r = 0; r < 3; ++r)
+          while (shared->running[r].load() == 0 && weft::base::wall_ns() < until) usleep(1000);
+        usleep(50'000);
+        kill(pids[2], SIGKILL);
+      });
+  // Each survivor hears of a loss: of node 2, or of the other survivor that
+  // ended on hearing of node 2 first (exit 44). At least one hears of node 2.
+  int saw_killed = 0;
+  for (std::size_t r = 0; r < 2; ++r) {
+    const int code = WIFEXITED(res[r].status) ? WEXITSTATUS(res[r].status) : -1;
+    EXPECT_TRUE(code == 42 || code == 44) << "node " << r << ": " << describe(res[r]);
+    if (code == 42) {
+      ++saw_killed;
+      EXPECT_NE(res[r].err.find("exited or was killed"), std::string::npos) << res[r].err;
+    }
+  }
+  EXPECT_GE(saw_killed, 1);
+  EXPECT_TRUE(WIFSIGNALED(res[2].status) && WTERMSIG(res[2].status) == SIGKILL) << describe(res[2]);
+}
+
+TEST(ShmTransport, AbortEndsThePeers) {
+  auto res = run_job(2, all_ranks(2), [](int rank, shared_area*) {
+    auto t = start(shm_options{});
+    g_expected_lost = 1;
+    t->barrier();
+    if (rank == 1) t->abort(7, "test abort from node 1");
+    for (;;) {
+      pump(*t);
+      check_deadline("waiting for node_lost after an abort");
+    }
+  });
+  expect_exit(res[0], 42, 0);
+  expect_exit(res[1], 7, 1);
+  EXPECT_NE(res[1].err.find("test abort from node 1"), std::string::npos) << res[1].err;
+  EXPECT_NE(res[0].err.find("aborted with exit code 7"), std::string::npos) << res[0].err;
+}
+
+TEST(ShmTransport, SingleNodeJob) {
+  auto res = run_job(1, all_ranks(1), [](int, shared_area*) {
+    auto t = start(shm_options{});
+    std::uint64_t mine = 0x1234, all = 0;
+    t->allgather(&mine, sizeof mine, &all);
+    CHECK(all == mine, "allgather of one node");
+    t->barrier();
+    CHECK(t->progress() == 0, "progress with nothing to do");
+    t->wait_for_incoming(1'000'000);
+    t->wake_waiter();
+    t->wait_for_incoming(3600ull * 1'000'000'000ull);
+    t->finalize();
+  });
+  expect_all_ok(res);
+}
+
+TEST(ShmTransport, JobSpanningHostsIsAUsageError) {
+  auto res = run_job(
+      2, {0},
+      [](int, shared_area*) {
+        start(shm_options{});
+        fail("init accepted a job that spans hosts");
+      },
+      60, 1);
+  expect_exit(res[0], 2, 0);
+  EXPECT_NE(res[0].err.find("--weft:transport=mpi"), std::string::npos) << res[0].err;
+  EXPECT_NE(res[0].err.find("ucx"), std::string::npos) << res[0].err;
+}
+
+TEST(ShmTransport, MissingPeerIsNamedAtStartupTimeout) {
+  auto res = run_job(3, {0, 1}, [](int, shared_area*) {
+    start(shm_options{}, 1.0);
+    fail("init returned without node 2");
+  });
+  expect_exit(res[0], 3, 0);
+  expect_exit(res[1], 3, 1);
+  EXPECT_NE(res[0].err.find("node(s) 2"), std::string::npos) << res[0].err;
+}
+
+TEST(ShmTransport, StaleSegmentOfAnEarlierJobIsReplaced) {
+  // A segment under rank 0's name, as a process that died during startup
+  // leaves it (never sized). run_job's next job id is predictable.
+  const std::string next =
+      "gtest-shm." + std::to_string(getpid()) + "." + std::to_string(g_job_counter + 1);
+  const std::string name = weft::net::shm_segment_name(next, 0);
+  int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_NE(fd, -1);
+  close(fd);
+  auto res = run_job(2, all_ranks(2), [](int rank, shared_area*) {
+    std::vector<message> inbox;
+    g_inbox = &inbox;
+    auto t = start(shm_options{});
+    t->send(1 - rank, make_message(1 - rank, 0, 100), 100);
+    while (inbox.empty()) {
+      pump(*t);
+      check_deadline("waiting for a message");
+    }
+    t->finalize();
+  });
+  expect_all_ok(res);
+  EXPECT_NE(res[0].err.find("removing"), std::string::npos) << res[0].err;
+}
+
+}  // namespace

@@ -11,6 +11,14 @@ their question, with the ratios the design asks for; rows it does not
 recognise, and unknown benchmarks, are printed generically, one table per
 metric. Missing files and bad lines are noted, never fatal. Standard library
 only.
+
+The runs of several processes (run_all.sh writes pingpong_nodes, one_to_all,
+kneighbor_modes, comm_modes and persistent .jsonl files) are read by file, not
+by the rows' "bench" (one file holds the runs that are compared, e.g. plain
+MPI beside weft's pingpong). Their rows carry the "round" of run_all.sh's
+interleaving: a ratio between two runs is formed per round, and its median
+(min–max over the rounds) is reported; each such table says whether the
+requirement it answers is met, computed from the data.
 """
 import datetime
 import glob
@@ -89,12 +97,17 @@ def ratio_of(a, b):
 # ------------------------------------------------------------------- input
 
 
+# Files whose rows form one section whatever their "bench" field says.
+BY_FILE = ("pingpong_nodes", "one_to_all", "kneighbor_modes", "comm_modes", "persistent")
+
+
 def load(out_dir):
     """{bench: [rows]} in file order, plus notes about what was skipped."""
     benches, notes = OrderedDict(), []
     files = sorted(glob.glob(os.path.join(out_dir, "*.jsonl")))
     for path in files:
         stem = os.path.splitext(os.path.basename(path))[0]
+        by_file = stem in BY_FILE
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 lines = f.readlines()
@@ -114,7 +127,7 @@ def load(out_dir):
             if not isinstance(row, dict):
                 bad += 1
                 continue
-            benches.setdefault(row.get("bench", stem), []).append(row)
+            benches.setdefault(stem if by_file else row.get("bench", stem), []).append(row)
         if bad:
             notes.append("%s: %d line(s) that are not JSON objects were ignored" % (os.path.basename(path), bad))
     return benches, notes, files
@@ -625,6 +638,356 @@ def sec_generic(rows):
     return generic(rows)
 
 
+# ------------------------------------------------------- several processes
+#
+# A row of these files is one run's measurement: "value" is that run's
+# median over its repeats, "round" the round of run_all.sh it came from.
+
+REQUIREMENTS = []  # (what, figure text, verdict) for the summary section
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if not n:
+        return None
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def over_rounds(rows):
+    """Median (min–max) of the rows' values over the rounds: a dict like a row."""
+    vals = [r.get("value") for r in rows if isinstance(r.get("value"), (int, float))]
+    if not vals:
+        return None
+    return {"value": median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+
+
+def cell(rows):
+    """One run: its row (median and range over its repeats); several: over_rounds."""
+    return rows[0] if len(rows) == 1 else over_rounds(rows)
+
+
+def ratio_rounds(num_rows, den_rows):
+    """num/den formed per round (rows paired by their "round"), then the median
+    (min–max) over the rounds; rows without a round pair up in file order."""
+    def by_round(rows):
+        out = OrderedDict()
+        for i, r in enumerate(rows):
+            out[r.get("round", "#%d" % i)] = r.get("value")
+        return out
+    a, b = by_round(num_rows), by_round(den_rows)
+    qs = [ratio_of(a[k], b[k]) for k in a if k in b]
+    qs = [q for q in qs if q is not None]
+    if not qs:
+        return None
+    return {"value": median(qs), "min": min(qs), "max": max(qs), "n": len(qs)}
+
+
+def select(rows, used, **want):
+    hits = [r for r in rows if all(r.get(k) == v for k, v in want.items())]
+    for r in hits:
+        used.add(id(r))
+    return hits
+
+
+def verdict(ok):
+    return "not measured" if ok is None else ("met" if ok else "not met")
+
+
+def rounds_note(rows):
+    n = len({r.get("round") for r in rows if "round" in r})
+    return ("%d round%s" % (n, "" if n == 1 else "s")) if n else "one run"
+
+
+def require(what, q, test, text=None):
+    """Records a requirement checked on the median ratio `q`; returns the verdict."""
+    ok = None if q is None else bool(test(q["value"]))
+    REQUIREMENTS.append((what, text if text is not None else spread(q, True), verdict(ok)))
+    return verdict(ok)
+
+
+PP_ORDER = ("plain-mpi", "shm", "mpi", "ucx")
+
+
+def sec_pingpong_nodes(rows):
+    used, out = set(), []
+    pp = [r for r in rows if r.get("metric") in ("oneway_ns", "bandwidth_MBps")
+          and isinstance(r.get("bytes"), int)]
+    transports = [t for t in PP_ORDER if any(r.get("transport") == t for r in pp)]
+    transports += sorted({r.get("transport") for r in pp} - set(PP_ORDER), key=str)
+    sizes = sorted({r["bytes"] for r in pp})
+    if not pp:
+        out.append("No `oneway_ns` rows.\n")
+        out.append(leftovers(rows, used))
+        return "\n".join(o for o in out if o)
+    weft = [t for t in transports if t != "plain-mpi"]
+    out.append("Two processes on this host, PE 0 of node 0 and the first PE of node 1 (one PE per "
+               "process, `--weft:bind=none`), beside plain MPI_Send/MPI_Recv between two ranks "
+               "(bench/mpi_pingpong, the same Open MPI); the programs ran one after another, "
+               "interleaved, %s. Each cell: median over the rounds of each run's median "
+               "(min–max over the rounds); ÷ plain-mpi is formed per round.\n" % rounds_note(pp))
+    for metric, title in (("oneway_ns", "One-way latency (ns)"),
+                          ("bandwidth_MBps", "Bandwidth (MB/s, bytes / one-way time)")):
+        out.append("%s:\n" % title)
+        head = ["bytes"] + transports + ["%s ÷ plain-mpi" % t for t in weft]
+        body = []
+        for b in sizes:
+            line = [human_bytes(b)]
+            for t in transports:
+                line.append(spread(over_rounds(select(pp, used, transport=t, bytes=b, metric=metric))))
+            base = select(pp, used, transport="plain-mpi", bytes=b, metric=metric)
+            for t in weft:
+                line.append(spread(ratio_rounds(select(pp, used, transport=t, bytes=b, metric=metric),
+                                                base), True))
+            body.append(line)
+        out.append(table(head, body))
+
+    def q(t, b, metric):
+        return ratio_rounds(select(pp, used, transport=t, bytes=b, metric=metric),
+                            select(pp, used, transport="plain-mpi", bytes=b, metric=metric))
+    checks = []
+    r = q("shm", 8, "oneway_ns")
+    checks.append(["shm one-way latency, 8 B, ÷ plain MPI (Open MPI's shared memory)", "≤ 1",
+                   spread(r, True),
+                   require("shm 8 B one-way latency ≤ plain MPI's", r, lambda v: v <= 1.0)])
+    r = q("shm", 1 << 20, "bandwidth_MBps")
+    checks.append(["shm bandwidth, 1 MiB, ÷ plain MPI", "≥ 1", spread(r, True),
+                   require("shm bandwidth at 1 MiB ≥ plain MPI's", r, lambda v: v >= 1.0)])
+    r = q("ucx", 8, "oneway_ns")
+    checks.append(["ucx one-way latency, 8 B, ÷ plain MPI", "≤ 1.3", spread(r, True),
+                   require("ucx 8 B one-way latency within 1.3× plain MPI's", r, lambda v: v <= 1.3)])
+    big = [b for b in sizes if b >= 65536]
+    cells, oks = [], []
+    for b in big:
+        r = q("ucx", b, "bandwidth_MBps")
+        cells.append("%s: %s" % (human_bytes(b), spread(r, True)))
+        oks.append(None if r is None else r["value"] >= 1.0)
+    ok = None if not oks or None in oks else all(oks)
+    text = "; ".join(cells) if cells else "–"
+    REQUIREMENTS.append(("ucx bandwidth ≥ plain MPI's from 64 KiB up", text, verdict(ok)))
+    checks.append(["ucx bandwidth ÷ plain MPI, each size from 64 KiB", "≥ 1 at each", text,
+                   verdict(ok)])
+    out.append("Requirements (ratios of medians per round, median and min–max over the rounds):\n")
+    out.append(table(["what", "needs", "measured", "verdict"], checks))
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_one_to_all(rows):
+    used, out = set(), []
+    rt = [r for r in rows if r.get("metric") == "round_us" and isinstance(r.get("bytes"), int)]
+    transports = [t for t in PP_ORDER if any(r.get("transport") == t for r in rt)]
+    transports += sorted({r.get("transport") for r in rt} - set(PP_ORDER), key=str)
+    for n in sorted({r.get("nodes") for r in rt if isinstance(r.get("nodes"), int)}):
+        out.append("%d processes (one PE each): PE 0 sends to the first PE of each of the %d other "
+                   "nodes, each replies; µs per round, median (min–max) over the repeats:\n" % (n, n - 1))
+        body = []
+        for b in sorted({r["bytes"] for r in rt if r.get("nodes") == n}):
+            line = [human_bytes(b)]
+            for t in transports:
+                line.append(spread(cell(select(rt, used, transport=t, bytes=b, nodes=n))))
+            body.append(line)
+        out.append(table(["bytes"] + transports, body))
+    if not rt:
+        out.append("No `round_us` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+KN_MODES = ("smp", "nonsmp-shm", "nonsmp-mpi")
+
+
+def sec_kneighbor_modes(rows):
+    used, out = set(), []
+    it = [r for r in rows if r.get("metric") == "iter_us" and isinstance(r.get("bytes"), int)
+          and r.get("level", "core") == "core"]
+    pes_list = sorted({r.get("pes") for r in it if isinstance(r.get("pes"), int)})
+    all_smp, all_shm = [], []
+    for p in pes_list:
+        rs = [r for r in it if r.get("pes") == p]
+        modes = [m for m in KN_MODES if any(r.get("mode") == m for r in rs)]
+        sizes = sorted({r["bytes"] for r in rs})
+        out.append("#### %d PEs\n" % p)
+        out.append("kNeighbor (k=%s, core level, touch=false), µs per iteration: smp = one process "
+                   "of %d PEs; nonsmp-shm = %d processes of one PE over the shm transport; "
+                   "nonsmp-mpi = the same over the mpi transport. Median over the rounds (min–max), "
+                   "%s; the ratios are formed per round.\n"
+                   % (rs[0].get("k", "?") if rs else "?", p, p, rounds_note(rs)))
+        head = ["bytes"] + ["%s µs" % m for m in modes] + [
+            "nonsmp-shm ÷ smp", "smp faster", "nonsmp-mpi ÷ nonsmp-shm", "shm faster than mpi"]
+        body = []
+        for b in sizes:
+            line = [human_bytes(b)]
+            sel = {m: select(rs, used, mode=m, bytes=b) for m in modes}
+            for m in modes:
+                line.append(spread(over_rounds(sel[m])))
+            q1 = ratio_rounds(sel.get("nonsmp-shm", []), sel.get("smp", []))
+            q2 = ratio_rounds(sel.get("nonsmp-mpi", []), sel.get("nonsmp-shm", []))
+            ok1 = None if q1 is None else q1["value"] > 1
+            ok2 = None if q2 is None else q2["value"] > 1
+            all_smp.append(ok1)
+            all_shm.append(ok2)
+            line += [spread(q1, True), verdict(ok1), spread(q2, True), verdict(ok2)]
+            body.append(line)
+        out.append(table(head, body))
+    if not it:
+        out.append("No `iter_us` rows.\n")
+
+    def overall(oks):
+        return None if not oks or None in oks else all(oks)
+    v1, v2 = overall(all_smp), overall(all_shm)
+    REQUIREMENTS.append(("kNeighbor: SMP faster than non-SMP over shm at every size (2 and 4 PEs)",
+                         "%d of %d sizes" % (sum(1 for x in all_smp if x), len(all_smp)), verdict(v1)))
+    REQUIREMENTS.append(("kNeighbor: non-SMP over shm faster than non-SMP over mpi at every size",
+                         "%d of %d sizes" % (sum(1 for x in all_shm if x), len(all_shm)), verdict(v2)))
+    out.append("Requirements: SMP beats non-SMP over shm at every size: **%s**; non-SMP over shm "
+               "beats non-SMP over mpi at every size: **%s** (a ratio above 1 means the first is "
+               "slower).\n" % (verdict(v1), verdict(v2)))
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+COMM_MODES = ("thread", "workers", "hybrid")
+
+
+def sec_comm_modes(rows):
+    used, out = set(), []
+    it = [r for r in rows if r.get("metric") == "iter_us" and isinstance(r.get("bytes"), int)]
+
+    def kernel(r):
+        return "compute" if r.get("bench") == "comm_modes" else r.get("bench", "?")
+    for k in [x for x in ("kneighbor", "compute") if any(kernel(r) == x for r in it)]:
+        rs = [r for r in it if kernel(r) == k]
+        modes = [m for m in COMM_MODES if any(r.get("comm") == m for r in rs)]
+        r0 = rs[0]
+        if k == "kneighbor":
+            out.append("kNeighbor (core, k=%s, touch=false), %s processes of %s PE over %s; µs per "
+                       "iteration by `--weft:comm`, median over the rounds (min–max), %s; ratios to "
+                       "comm=thread formed per round:\n" % (r0.get("k"), r0.get("nodes"),
+                                                               r0.get("pes", 0) // max(1, r0.get("nodes", 1)),
+                                                               r0.get("transport"), rounds_note(rs)))
+        else:
+            out.append("Compute-heavy kernel (each PE computes %s sweeps over 1024 doubles per "
+                       "iteration, then exchanges with the PE of its rank on the next and previous "
+                       "node), %s processes of %s PE over %s; µs per iteration by `--weft:comm` "
+                       "(compute alone: the same work timed on PE 0 in the same runs), median over "
+                       "the rounds (min–max), %s; ratios to comm=thread formed per round:\n"
+                       % (r0.get("work"), r0.get("nodes"), r0.get("pes_per_node"),
+                          r0.get("transport"), rounds_note(rs)))
+        head = ["bytes"] + ["%s µs" % m for m in modes]
+        if k == "compute":
+            head.append("compute alone µs")
+        others = [m for m in modes if m != "thread"]
+        head += ["%s ÷ thread" % m for m in others] + ["fastest (median)"]
+        body = []
+        for b in sorted({r["bytes"] for r in rs}):
+            sel = {m: [r for r in rs if r.get("comm") == m and r["bytes"] == b] for m in modes}
+            for m in modes:
+                for r in sel[m]:
+                    used.add(id(r))
+            line = [human_bytes(b)]
+            meds = {}
+            for m in modes:
+                s_ = over_rounds(sel[m])
+                line.append(spread(s_))
+                if s_:
+                    meds[m] = s_["value"]
+            if k == "compute":
+                cu = [r for r in rows if r.get("metric") == "compute_us" and r.get("bytes") == b]
+                for r in cu:
+                    used.add(id(r))
+                line.append(spread(over_rounds(cu)))
+            for m in others:
+                line.append(spread(ratio_rounds(sel[m], sel.get("thread", [])), True))
+            line.append(min(meds, key=meds.get) if meds else "–")
+            body.append(line)
+        out.append(table(head, body))
+    if not it:
+        out.append("No `iter_us` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_persistent(rows):
+    used, out = set(), []
+    lat = [r for r in rows if r.get("metric") == "oneway_ns" and isinstance(r.get("bytes"), int)]
+    for t in [x for x in PP_ORDER if any(r.get("transport") == x for r in lat)]:
+        rs = [r for r in lat if r.get("transport") == t]
+        bufs = [b for b in ("pooled", "registered", "default") if any(r.get("buffers") == b for r in rs)]
+        sizes = sorted({r["bytes"] for r in rs})
+        for buf in bufs:
+            what = {"default": " (no cheaper persistent path: its channels send through send())",
+                    "pooled": " (ordinary large messages from the registered send pool)",
+                    "registered": " (ordinary large messages registered one by one)"}.get(buf, "")
+            out.append("**%s**%s — ordinary send (rendezvous) vs a persistent channel, between node 0 "
+                       "and node 1 at the transport level (seeds' Figure 8a): one-way µs, median over "
+                       "the rounds (min–max), %s; persistent ÷ ordinary is formed per repeat inside "
+                       "each run (both interleaved), then the median over the runs:\n"
+                       % (t, what, rounds_note([r for r in rs if r.get("buffers") == buf])))
+            body = []
+            for b in sizes:
+                o = select(rs, used, buffers=buf, variant="ordinary", bytes=b)
+                p = select(rs, used, buffers=buf, variant="persistent", bytes=b)
+                q = select(rows, used, transport=t, buffers=buf, bytes=b,
+                           metric="ratio_persistent_over_ordinary")
+                qo = over_rounds(q)
+                body.append([human_bytes(b), spread(us(over_rounds(o))), spread(us(over_rounds(p))),
+                             spread(qo, True),
+                             "–" if qo is None else ("persistent" if qo["value"] < 1 else "ordinary")])
+            out.append(table(["bytes", "ordinary µs", "persistent µs", "persistent ÷ ordinary",
+                              "faster"], body))
+        if "pooled" in bufs and "registered" in bufs:
+            out.append("**%s**: large messages from the send pool registered once vs each buffer "
+                       "registered for its message (seeds' Figure 8b), ordinary sends, two runs "
+                       "interleaved per round; registered ÷ pooled formed per round:\n" % t)
+            body = []
+            for b in sizes:
+                po = select(rs, used, buffers="pooled", variant="ordinary", bytes=b)
+                re_ = select(rs, used, buffers="registered", variant="ordinary", bytes=b)
+                q = ratio_rounds(re_, po)
+                body.append([human_bytes(b), spread(us(over_rounds(po))), spread(us(over_rounds(re_))),
+                             spread(q, True),
+                             "–" if q is None else ("pooled" if q["value"] > 1 else "registered")])
+            out.append(table(["bytes", "pooled µs", "registered µs", "registered ÷ pooled", "faster"], body))
+    for r in rows:
+        if r.get("metric") in ("bandwidth_MBps",):
+            used.add(id(r))  # the same measurements as oneway_ns
+    counts = [r for r in rows if r.get("metric") == "ucx_sends"]
+    if counts:
+        out.append("Which path node 0's messages took (ucx counters, last run of each kind):\n")
+        body = []
+        for b in ("pooled", "registered"):
+            r = find(counts, used, buffers=b)
+            if r:
+                body.append([b] + [num(r.get(k)) for k in ("eager", "rndv_pooled", "rndv_registered",
+                                                            "pool_fallbacks", "persistent_puts",
+                                                            "persistent_fallbacks")])
+        for r in counts:
+            used.add(id(r))
+        out.append(table(["buffers", "eager", "rndv pooled", "rndv registered", "pool fallbacks",
+                          "persistent PUTs", "persistent fallbacks"], body))
+    if not lat:
+        out.append("No `oneway_ns` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def us(row):
+    """A row in ns -> the same in µs."""
+    if row is None:
+        return None
+    return {k: (v / 1000.0 if k in ("value", "min", "max") and isinstance(v, (int, float)) else v)
+            for k, v in row.items()}
+
+
+def sec_requirements():
+    if not REQUIREMENTS:
+        return "_Not measured: no pingpong_nodes or kneighbor_modes results._\n"
+    return ("Computed from the tables above (ratios per round of run_all.sh's interleaved runs; "
+            "the median over the rounds decides):\n\n"
+            + table(["requirement", "measured", "verdict"], [list(r) for r in REQUIREMENTS]))
+
+
 SECTIONS = OrderedDict([
     ("pingpong", ("Ping-pong latency", sec_pingpong)),
     ("kneighbor", ("kNeighbor", sec_kneighbor)),
@@ -636,6 +999,13 @@ SECTIONS = OrderedDict([
     ("reduction_latency", ("Objects layer: reduction latency", sec_reduction_latency)),
     ("mpi_pingpong", ("Plain MPI ping-pong, 2 ranks on this host (the baseline for the transports)",
                       sec_generic)),
+    ("pingpong_nodes", ("Ping-pong across processes: weft's transports beside plain MPI",
+                        sec_pingpong_nodes)),
+    ("one_to_all", ("One to all: PE 0 and one PE of every other process", sec_one_to_all)),
+    ("kneighbor_modes", ("kNeighbor: SMP vs non-SMP over shm vs non-SMP over mpi", sec_kneighbor_modes)),
+    ("comm_modes", ("Who drives the network: comm=thread | workers | hybrid", sec_comm_modes)),
+    ("persistent", ("Large messages: persistent channels, pooled vs registered buffers",
+                    sec_persistent)),
 ])
 
 
@@ -659,6 +1029,9 @@ def main(argv):
         except Exception as e:  # a malformed file must not lose the rest of the report
             sys.stderr.write("report.py: %s: %s; printed generically\n" % (name, e))
             print(generic(rows))
+    if any(name in benches for name in BY_FILE):
+        print("## Requirements of the runs across processes\n")
+        print(sec_requirements())
     for name, rows in benches.items():
         if name in SECTIONS:
             continue

@@ -10,7 +10,10 @@
 # side with the span payload (the default variant with every payload). The objects
 # layer's benchmarks (entry_overhead, reduction_latency) follow, then
 # mpi_pingpong under mpirun -n 2 (the plain MPI baseline for the
-# transports). A missing binary is skipped with a note; a benchmark that
+# transports), then the runs of several processes ("nodes") on this host,
+# under mpirun --oversubscribe --bind-to none (see "multi-process runs"
+# below): pingpong_nodes, one_to_all, kneighbor_modes, comm_modes,
+# persistent. A missing binary is skipped with a note; a benchmark that
 # fails is reported and the others still run; the report is written from
 # whatever was collected, and the exit status is 1 if anything failed.
 # Then: python3 bench/report.py OUT_DIR > REPORT_MD (`make bench` does all this).
@@ -26,6 +29,14 @@ report_md=$3
 bin_dir=$build_dir/bench
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repeat=5
+# Runs of several processes: each program measures --repeat $mp_repeat
+# times; runs that are compared are made one after another, interleaved,
+# $mp_rounds times (round 1: a, b, c; round 2: a, b, c; ...), and each JSON
+# line gets the "round" it came from, so report.py forms a ratio per round.
+mp_repeat=3
+mp_rounds=3
+# Each such run ends within this many seconds, or it is killed and reported.
+mp_limit=240
 
 if [[ ! -d $bin_dir ]]; then
   echo "run_all: no $bin_dir (build first: make build-release)" >&2
@@ -36,7 +47,7 @@ mkdir -p "$out_dir" "$(dirname "$report_md")" || exit 2
 # Fixed order first (cheap micro-benchmarks, then workloads), then any other
 # benchmark binary found in bin_dir.
 known=(alloc_scaling pe_private wakeup queues pingpong kneighbor entry_overhead reduction_latency
-       mpi_pingpong)
+       mpi_pingpong pingpong_nodes one_to_all kneighbor_modes comm_modes persistent)
 names=("${known[@]}")
 for f in "$bin_dir"/*; do
   n=$(basename "$f")
@@ -45,13 +56,69 @@ for f in "$bin_dir"/*; do
   names+=("$n")
 done
 
+# ---- multi-process runs ----------------------------------------------------------------
+# Open MPI must be told it may run as root. --bind-to none, and
+# --weft:bind=none for weft: with bind=compact every process of a host would
+# put its PE 0 on the host's first CPU.
+have_mpirun=0
+command -v mpirun >/dev/null 2>&1 && have_mpirun=1
+# Appends stdin's JSON lines to $1, each with "round":$2 added.
+tag_round() {
+  sed -e '/^{.*}$/!d' -e "s/}\$/,\"round\":$2}/" >>"$1"
+}
+# The network transports this build has (shm, mpi, ucx), as the persistent
+# benchmark (which links the transports alone) lists them.
+net_transports=()
+if [[ -x $bin_dir/persistent ]]; then
+  for t in $("$bin_dir/persistent" --list-transports | tr ',' ' '); do
+    [[ $t == local ]] || net_transports+=("$t")
+  done
+fi
+has_transport() { [[ " ${net_transports[*]} " == *" $1 "* ]]; }
+# What every weft run of several processes gets: unbound, no startup line, a
+# watchdog that turns a hang into an abort with a per-PE dump.
+weft_mp=(--weft:bind=none --weft:quiet --weft:timeout=$((mp_limit - 20)))
+mp_bytes=8,64,512,4096,32768,65536,262144,1048576,4194304
+# mp_run LABEL OUT ROUND N PROGRAM ARGS...: one run, under mpirun -n N (N=0:
+# one process, no launcher); its JSON lines tagged with the round and
+# appended to OUT; a failure is recorded, the other runs go on.
+mp_run() {
+  local label=$1 out=$2 round=$3 n=$4
+  shift 4
+  if [[ $n -eq 0 ]]; then
+    timeout -k 10 "$mp_limit" "$@" | tag_round "$out" "$round"
+  else
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      timeout -k 10 "$mp_limit" mpirun --oversubscribe --bind-to none -n "$n" "$@" |
+      tag_round "$out" "$round"
+  fi
+  local rc=${PIPESTATUS[0]}
+  if [[ $rc -ne 0 ]]; then
+    echo "run_all: $label (round $round) failed (exit $rc)" >&2
+    failed+=("$label#$round")
+  fi
+}
+
 failed=()
 total=${#names[@]}
 i=0
 for name in "${names[@]}"; do
   i=$((i + 1))
   exe=$bin_dir/$name
+  case $name in
+    pingpong_nodes) exe=$bin_dir/pingpong ;;
+    kneighbor_modes) exe=$bin_dir/kneighbor ;;
+  esac
   out=$out_dir/$name.jsonl
+  case $name in
+    pingpong_nodes | one_to_all | kneighbor_modes | comm_modes | persistent)
+      if [[ $have_mpirun -eq 0 ]]; then
+        echo "run_all: [$i/$total] $name: no mpirun on PATH, skipped" >&2
+        rm -f "$out"
+        continue
+      fi
+      ;;
+  esac
   if [[ ! -x $exe ]]; then
     echo "run_all: [$i/$total] $name: no binary at $exe, skipped" >&2
     rm -f "$out"
@@ -82,6 +149,81 @@ for name in "${names[@]}"; do
       echo "run_all: mpi_pingpong failed" >&2
       failed+=("mpi_pingpong")
     fi
+  elif [[ $name == pingpong_nodes ]]; then
+    # weft's pingpong between two processes over each transport, beside
+    # plain MPI (bench/mpi_pingpong, the same MPI), interleaved per round.
+    echo "run_all: [$i/$total] pingpong_nodes: 2 processes, plain-mpi and weft over ${net_transports[*]}, $mp_rounds rounds" >&2
+    for r in $(seq 1 "$mp_rounds"); do
+      if [[ -x $bin_dir/mpi_pingpong ]]; then
+        mp_run "pingpong_nodes(plain-mpi)" "$out" "$r" 2 "$bin_dir/mpi_pingpong" --json \
+          --repeat "$mp_repeat" --iters=2000 --bytes="$mp_bytes"
+      fi
+      for t in "${net_transports[@]}"; do
+        mp_run "pingpong_nodes($t)" "$out" "$r" 2 "$exe" --json --repeat "$mp_repeat" \
+          --iters=2000 --bytes="$mp_bytes" --weft:transport="$t" --weft:threads=1 "${weft_mp[@]}"
+      done
+    done
+  elif [[ $name == one_to_all ]]; then
+    echo "run_all: [$i/$total] one_to_all: 2 and 4 processes over ${net_transports[*]}" >&2
+    for n in 2 4; do
+      for t in "${net_transports[@]}"; do
+        mp_run "one_to_all($t,-n $n)" "$out" 1 "$n" "$exe" --json --repeat "$repeat" \
+          --iters=1000 --weft:transport="$t" --weft:threads=1 "${weft_mp[@]}"
+      done
+    done
+  elif [[ $name == kneighbor_modes ]]; then
+    # The seeds' three configurations on one host, at 2 and at 4 PEs: SMP
+    # (one process of P PEs), non-SMP over shm (P processes of one PE, the
+    # PXSHM mode) and non-SMP over mpi (through the kernel); core level.
+    echo "run_all: [$i/$total] kneighbor_modes: smp | nonsmp-shm | nonsmp-mpi at 2 and 4 PEs, $mp_rounds rounds" >&2
+    kn_args=(--json --repeat "$mp_repeat" --level=core --touch=false --iters=1000)
+    for r in $(seq 1 "$mp_rounds"); do
+      for p in 2 4; do
+        mp_run "kneighbor_modes(smp,$p)" "$out" "$r" 0 "$exe" "${kn_args[@]}" \
+          --weft:threads="$p" --weft:bind=none --weft:quiet
+        for t in shm mpi; do
+          has_transport "$t" || continue
+          mp_run "kneighbor_modes(nonsmp-$t,$p)" "$out" "$r" "$p" "$exe" "${kn_args[@]}" \
+            --weft:transport="$t" --weft:threads=1 "${weft_mp[@]}"
+        done
+      done
+    done
+  elif [[ $name == comm_modes ]]; then
+    # Who drives the network: a dedicated comm thread, the workers, or both;
+    # on kneighbor (core) and on a compute-heavy kernel, 2 processes of one
+    # PE over shm, the modes interleaved per round.
+    echo "run_all: [$i/$total] comm_modes: comm=thread|workers|hybrid on kneighbor and a compute kernel, $mp_rounds rounds" >&2
+    for r in $(seq 1 "$mp_rounds"); do
+      for c in thread workers hybrid; do
+        if [[ -x $bin_dir/kneighbor ]]; then
+          mp_run "comm_modes(kneighbor,$c)" "$out" "$r" 2 "$bin_dir/kneighbor" --json \
+            --repeat "$mp_repeat" --level=core --touch=false --iters=1000 --bytes=16,1024,65536 \
+            --weft:comm="$c" --weft:transport=shm --weft:threads=1 "${weft_mp[@]}"
+        fi
+        mp_run "comm_modes(compute,$c)" "$out" "$r" 2 "$exe" --json --repeat "$mp_repeat" \
+          --iters=300 --weft:comm="$c" --weft:transport=shm --weft:threads=1 "${weft_mp[@]}"
+      done
+    done
+  elif [[ $name == persistent ]]; then
+    # At the transport level: ordinary vs persistent-channel messages within
+    # each run; over ucx, pooled vs per-message-registered buffers in two
+    # runs interleaved per round; shm and mpi (no cheaper persistent path:
+    # their channels send through send()) once.
+    echo "run_all: [$i/$total] persistent: ucx pool=on|off, $mp_rounds rounds; shm and mpi once" >&2
+    for r in $(seq 1 "$mp_rounds"); do
+      if has_transport ucx; then
+        for pool in on off; do
+          mp_run "persistent(ucx,pool=$pool)" "$out" "$r" 2 "$exe" --json --repeat "$mp_repeat" \
+            --transport=ucx --pool="$pool"
+        done
+      fi
+      if [[ $r -eq 1 ]]; then
+        for t in shm mpi; do
+          has_transport "$t" || continue
+          mp_run "persistent($t)" "$out" "$r" 2 "$exe" --json --repeat "$mp_repeat" --transport="$t"
+        done
+      fi
+    done
   else
     echo "run_all: [$i/$total] $name" >&2
     if ! "$exe" --json --repeat "$repeat" >"$out"; then

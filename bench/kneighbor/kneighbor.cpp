@@ -18,6 +18,14 @@
 // In both, the first 8 bytes of the payload are the stamp (round,
 // iteration); with touch the rest is filled by the sender and checked by the
 // receiver.
+//
+// Run as several processes (mpirun -n P ...), the core level spans the job:
+// one element per PE, neighbours by job-wide PE number, so messages to PEs
+// of other nodes go through the transport. The objects layer runs in one
+// process only: there --level=objects is refused and --level=both measures
+// the core level alone (with a note). Each row's "mode" says what was
+// compared: smp (several PEs per process), or nonsmp-<transport> (one PE per
+// process, e.g. nonsmp-shm, nonsmp-mpi).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +33,7 @@
 #include <string>
 #include <vector>
 #include "common/harness.hpp"
+#include "common/nodes.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/weft.hpp"
 
@@ -44,7 +53,8 @@ const char* about =
     "                    the receiver, as the core level's payload), buffer "
     "(weft::buffer<std::byte>:\n"
     "                    its block handed over), vector (std::vector<std::byte>: copied in and\n"
-    "                    out); all = span,buffer,vector (default span)";
+    "                    out); all = span,buffer,vector (default span)\n"
+    "Under mpirun (several processes) only the core level runs: --level=objects is refused.";
 
 enum class level_kind : std::uint8_t { core, objects };
 enum class payload_kind : std::uint8_t { message, span, buffer, vector };
@@ -310,6 +320,8 @@ struct driver_state {
   std::vector<double> samples;  // iter_us per plan entry
   int k = 3, iters = 2000;
   bool objects = false;  // the plan has objects-level measurements
+  std::string level = "both";
+  std::string transport;  // the job's transport (rows' "mode" in non-SMP runs)
   weft::array<Neighbour> arr;
   weft::callback<int> finished_cb;
 } g_driver;
@@ -370,8 +382,9 @@ void report_and_exit() {
       }
     }
   }
+  const std::string mode = weft::node_size() > 1 ? "smp" : "nonsmp-" + d.transport;
   auto common = [&](const measurement& ms) {
-    std::vector<weft::bench::field> f = {{"mode", weft::num_pes() > 1 ? "smp" : "non-smp"},
+    std::vector<weft::bench::field> f = {{"mode", mode},
                                          {"pes", weft::num_pes()},
                                          {"k", d.k},
                                          {"level", level_name(ms.level)},
@@ -381,6 +394,10 @@ void report_and_exit() {
                                          {"queue", weft::to_string(c.queue)},
                                          {"bind", c.bind},
                                          {"alloc", weft::to_string(c.alloc)}};
+    if (weft::num_nodes() > 1)
+      f.insert(f.end(), {{"nodes", weft::num_nodes()},
+                         {"transport", d.transport},
+                         {"comm", c.comm.empty() ? "default" : c.comm}});
     return f;
   };
   // Per (touch, bytes): the core row, the objects rows, then their ratios.
@@ -429,6 +446,7 @@ int main(int argc, char** argv) {
   d.iters = int(weft::bench::positive_arg(d.cli, "iters", 2000, 100000000));
   const std::string touch = weft::bench::arg(d.cli, "touch", "both");
   const std::string level = weft::bench::arg(d.cli, "level", "both");
+  d.level = level;
   std::string payload = weft::bench::arg(d.cli, "payload", "span");
   if (payload == "all") payload = "span,buffer,vector";
   std::vector<payload_kind> payloads;
@@ -484,8 +502,26 @@ int main(int argc, char** argv) {
           d.plan.push_back({l, p, b, t, r});
         }
 
-  return weft::run(argc, argv, [](weft::args) {
+  weft::runtime_config cfg = weft::parse_options(argc, argv);
+  d.transport = weft::bench::transport_label(cfg);
+  return weft::run(cfg, argc, argv, [](weft::args) {
     driver_state& dr = g_driver;
+    if (weft::num_nodes() > 1 && dr.objects) {
+      if (dr.level == "objects") {
+        std::fprintf(stderr,
+                     "error: --level=objects: the objects layer runs in one process only; this "
+                     "job has %d (use --level=core)\n",
+                     weft::num_nodes());
+        weft::exit(2);
+        return;
+      }
+      std::fprintf(stderr,
+                   "kneighbor: note: the objects level is skipped: the objects layer runs in one "
+                   "process only; this job has %d (core level only)\n",
+                   weft::num_nodes());
+      std::erase_if(dr.plan, [](const measurement& ms) { return ms.level != level_kind::core; });
+      dr.objects = false;
+    }
     if (dr.objects) {
       // Block map over num_pes elements: element i on PE i.
       dr.arr = weft::array<Neighbour>::create(weft::num_pes());

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 #include "common/harness.hpp"
+#include "common/nodes.hpp"
 
 namespace {
 
@@ -26,12 +27,6 @@ const char* about =
     "  --bytes=LIST   message sizes (default 8,64,512,4096,32768,262144,1048576,4194304)\n"
     "  --iters=N      round trips per measurement for small messages (default 2000; fewer\n"
     "                 for large ones, at least 20, about 64 MiB moved per measurement)";
-
-// Round trips for one measurement of `bytes`: fewer for large messages.
-long round_trips(long iters, long bytes) {
-  const long by_volume = (64l << 20) / std::max(1l, 2 * bytes);
-  return std::max(20l, std::min(iters, by_volume));
-}
 
 [[noreturn]] void fail(int code, const char* what) {
   std::fprintf(stderr, "mpi_pingpong: %s\n", what);
@@ -76,7 +71,7 @@ int main(int argc, char** argv) {
   weft::bench::reporter out("mpi_pingpong", cli.json);
   MPI_Barrier(MPI_COMM_WORLD);
   for (long bytes : sizes) {
-    const long n = round_trips(iters, bytes);
+    const long n = weft::bench::round_trips(iters, bytes);
     std::vector<double> oneway_ns;
     for (int r = -1; r < cli.repeat; ++r) {  // r = -1: warm-up
       MPI_Barrier(MPI_COMM_WORLD);

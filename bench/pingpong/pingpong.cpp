@@ -9,6 +9,16 @@
 // The message is handed back and forth: the handler sends the very message
 // it received, so this measures the runtime's delivery path (queue push, wake
 // check, pop, dispatch), not the allocator.
+//
+// Across nodes (a job of several processes started by mpirun), the pair is
+// PE 0 of node 0 and the first PE of node 1, and the message goes through the
+// transport: there is no cache-line floor then (the two PEs are in different
+// processes); each size reports the one-way latency (round trip / 2) and the
+// bandwidth (bytes / one-way time), with the transport's name, in the rows
+// bench/mpi_pingpong prints for plain MPI. Each size is warmed up once, and a
+// measurement makes fewer round trips for large messages (the rule of
+// bench/mpi_pingpong, about 64 MiB moved), then the repeats interleave the
+// sizes as the one-node run does.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -16,6 +26,7 @@
 #include <string>
 #include <vector>
 #include "common/harness.hpp"
+#include "common/nodes.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/weft.hpp"
@@ -25,17 +36,20 @@ namespace {
 const char* about =
     "pingpong: one-way latency between PE 0 and PE 1 of one node, 8 B .. 4 MiB, beside the\n"
     "cache-line ping-pong latency between the same two cores (the physical floor), measured\n"
-    "alternately in the same run; prints the ratio latency/floor per pair and its median. Flags:\n"
+    "alternately in the same run; prints the ratio latency/floor per pair and its median.\n"
+    "Run as several processes (mpirun -n 2 ...): between PE 0 of node 0 and the first PE of\n"
+    "node 1, through the transport; one-way latency and bandwidth per size, no floor. Flags:\n"
     "  --bytes=LIST    sizes (default 8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304)\n"
-    "  --iters=N       round trips per latency measurement (default 5000)\n"
-    "Needs --weft:threads >= 2; PE 0 and PE 1 should be on different CPUs.";
+    "  --iters=N       round trips per latency measurement (default 5000; across nodes, fewer\n"
+    "                  for large messages: at least 20, about 64 MiB moved per measurement)\n"
+    "Needs --weft:threads >= 2 in one process; PE 0 and PE 1 should be on different CPUs.";
 
 // The floor's flag, alone on its line.
 alignas(weft::base::cache_line) std::atomic<std::uint64_t> g_flag{0};
 
 struct step {
   std::uint32_t bytes;
-  int repeat;
+  int repeat;  // -1: warm-up (across nodes only)
 };
 
 struct driver_state {
@@ -50,6 +64,12 @@ struct driver_state {
   std::vector<double> floors;                      // every floor measured
   std::vector<std::vector<double>> oneway, ratio;  // per size index
   bool warm = false;
+  // Across nodes: the PE that answers (the first of node 1), the round trips
+  // of the current step, the transport's name.
+  bool across = false;
+  int peer = 1;
+  long trips = 0;
+  std::string transport;
 } g_d;
 
 weft::handler_id h_ping, h_floor;
@@ -85,15 +105,20 @@ double measure_floor() {
 
 void start_step();
 void finish();
+void across_step_done();
 
 void on_ping(weft::message_ptr m) {
-  if (weft::my_pe() == 1) {
+  if (weft::my_pe() != 0) {
     weft::send(0, std::move(m));
     return;
   }
   driver_state& d = g_d;
   if (--d.left > 0) {
-    weft::send(1, std::move(m));
+    weft::send(d.peer, std::move(m));
+    return;
+  }
+  if (d.across) {
+    across_step_done();
     return;
   }
   const double ns = weft::base::cycles_to_ns(weft::base::cycles() - d.t0) / (2.0 * d.iters);
@@ -125,6 +150,67 @@ void start_step() {
   d.t0 = weft::base::cycles();
   weft::send(1, std::move(m));
 }
+
+// ---- across nodes ---------------------------------------------------------------
+
+void start_across_step() {
+  driver_state& d = g_d;
+  const step& s = d.plan[d.next];
+  d.trips = weft::bench::round_trips(d.iters, long(s.bytes));
+  d.left = int(d.trips);
+  weft::message_ptr m = weft::make_message(h_ping, s.bytes);
+  std::memset(m->data(), 0, std::min<std::size_t>(s.bytes, 64));
+  d.t0 = weft::base::cycles();
+  weft::send(d.peer, std::move(m));
+}
+
+void finish_across();
+
+void across_step_done() {
+  driver_state& d = g_d;
+  const double ns = weft::base::cycles_to_ns(weft::base::cycles() - d.t0) / (2.0 * d.trips);
+  const step& s = d.plan[d.next];
+  if (s.repeat >= 0) {
+    std::size_t idx =
+        std::size_t(std::find(d.sizes.begin(), d.sizes.end(), s.bytes) - d.sizes.begin());
+    d.oneway[idx].push_back(ns);
+  }
+  if (++d.next < d.plan.size())
+    start_across_step();
+  else
+    finish_across();
+}
+
+void finish_across() {
+  driver_state& d = g_d;
+  weft::bench::reporter out("pingpong", d.cli.json);
+  for (std::size_t i = 0; i < d.sizes.size(); ++i) {
+    const long bytes = long(d.sizes[i]);
+    std::vector<double> mbps;
+    for (double ns : d.oneway[i]) mbps.push_back(double(bytes) / ns * 1e3);  // bytes/ns -> MB/s
+    const auto lat = weft::bench::summarize(d.oneway[i]);
+    const auto bw = weft::bench::summarize(mbps);
+    auto common = [&] {
+      return std::vector<weft::bench::field>{{"transport", d.transport},
+                                             {"nodes", weft::num_nodes()},
+                                             {"pes_per_node", weft::node_size()},
+                                             {"bytes", bytes}};
+    };
+    auto f = common();
+    f.insert(f.end(),
+             {{"metric", "oneway_ns"}, {"value", lat.median}, {"min", lat.min}, {"max", lat.max}});
+    out.row(std::move(f));
+    f = common();
+    f.insert(
+        f.end(),
+        {{"metric", "bandwidth_MBps"}, {"value", bw.median}, {"min", bw.min}, {"max", bw.max}});
+    out.row(std::move(f));
+  }
+  out.flush();
+  weft::exit(0);
+}
+
+// ---- report (one node) -------------------------------------------------------------
 
 void finish() {
   driver_state& d = g_d;
@@ -178,10 +264,28 @@ int main(int argc, char** argv) {
   }
   d.oneway.resize(d.sizes.size());
   d.ratio.resize(d.sizes.size());
-  for (int r = 0; r < d.cli.repeat; ++r)
-    for (std::uint32_t b : d.sizes) d.plan.push_back({b, r});
 
   weft::runtime_config cfg = weft::parse_options(argc, argv);
+  if (weft::bench::launched_as_several_processes()) {
+    // Across nodes: a warm-up of each size, then the repeats.
+    d.transport = weft::bench::transport_label(cfg);
+    for (std::uint32_t b : d.sizes) d.plan.push_back({b, -1});
+    for (int r = 0; r < d.cli.repeat; ++r)
+      for (std::uint32_t b : d.sizes) d.plan.push_back({b, r});
+    return weft::run(cfg, argc, argv, [](weft::args) {
+      driver_state& dr = g_d;
+      if (weft::num_nodes() < 2) {
+        std::fprintf(stderr, "error: pingpong across nodes needs a job of 2 or more nodes\n");
+        weft::exit(2);
+        return;
+      }
+      dr.across = true;
+      dr.peer = weft::node_size();  // the first PE of node 1
+      start_across_step();
+    });
+  }
+  for (int r = 0; r < d.cli.repeat; ++r)
+    for (std::uint32_t b : d.sizes) d.plan.push_back({b, r});
   if (cfg.threads < 2) {
     std::fprintf(stderr, "error: pingpong needs --weft:threads >= 2 (got %d)\n", cfg.threads);
     return 2;

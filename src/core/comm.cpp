@@ -15,6 +15,7 @@
 // queue. A control message (flag control) is handled by whoever drives the
 // transport and is never counted for quiescence.
 #include <sched.h>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include "core/handler_table.hpp"
@@ -76,6 +77,13 @@ void hook_release(void* buffer) {
 }
 
 void handle_control(node_state& node, int src, message* m) {
+  static constexpr std::size_t body_bytes[] = {0, sizeof(int), sizeof(std::uint64_t),
+                                               sizeof(qd_reply_body)};
+  if (m->handler == 0 || m->handler > ctl_qd_reply || m->size != body_bytes[m->handler])
+    base::fatal(
+        "node %d sent control message kind %u of %u bytes, which this build does not "
+        "know (different builds?)",
+        src, m->handler, m->size);
   switch (m->handler) {
     case ctl_exit: {
       int code = 0;
@@ -87,6 +95,8 @@ void handle_control(node_state& node, int src, message* m) {
       break;
     }
     case ctl_qd_probe: {
+      // The job is ending: the prober stops too.
+      if (node.stop.load(std::memory_order_relaxed)) break;
       qd_reply_body r{};
       std::memcpy(&r.wave, m->data(), sizeof r.wave);
       local_counts(node, r.sent, r.done);
@@ -105,8 +115,7 @@ void handle_control(node_state& node, int src, message* m) {
       break;
     }
     default:
-      base::fatal("node %d sent control message kind %u, which this build does not know", src,
-                  m->handler);
+      break;
   }
   release_message(m);
 }
@@ -141,6 +150,9 @@ void hook_deliver(int src, void* buffer, std::size_t bytes) {
   }
   const int per = int(node.pes.size());
   if (m->flags & message_flags::broadcast) {
+    if (m->bcast_root < 0 || m->bcast_root >= node.total_pes)
+      base::fatal("node %d sent a broadcast rooted at PE %d, which is not a PE of the job (0..%d)",
+                  src, m->bcast_root, node.total_pes - 1);
     deliver_local(node, m->bcast_root % per, m, /*from_network=*/true);
     return;
   }
@@ -155,11 +167,17 @@ void hook_deliver(int src, void* buffer, std::size_t bytes) {
 
 // Hands every queued outgoing message to the transport. Caller holds
 // comm_busy.
+// At most this many per call: a PE flooding one node must not keep the
+// driving thread from receiving.
+constexpr int drain_batch = 256;
+
 int drain_outboxes(node_state& node) {
   if (node.outbox_count.load(std::memory_order_acquire) == 0) return 0;
   int did = 0;
-  for (int n = 0; n < node.num_nodes; ++n) {
-    while (base::queue_link* l = node.outboxes[std::size_t(n)].queue.pop()) {
+  for (int n = 0; n < node.num_nodes && did < drain_batch; ++n) {
+    while (did < drain_batch) {
+      base::queue_link* l = node.outboxes[std::size_t(n)].queue.pop();
+      if (l == nullptr) break;
       auto* m = reinterpret_cast<message*>(l);
       node.outbox_count.fetch_sub(1, std::memory_order_relaxed);
       node.transport->send(n, m, sizeof(message) + m->size);
@@ -273,6 +291,7 @@ void place_among_local_processes(node_state& node, const net::launch_info& launc
   if (launch.local_size <= 1) return;
   const int per = cfg.threads, all = per * launch.local_size;
   const int cpus = int(base::topology::get().allowed().size());
+  node.host_pes = all;
   if (cfg.bind == "compact" || cfg.bind == "scatter") {
     std::vector<int> host = base::topology::get().place(all, cfg.bind);
     for (int i = 0; i < per; ++i)
@@ -286,6 +305,7 @@ void place_among_local_processes(node_state& node, const net::launch_info& launc
 
 std::string resolve_transport(const runtime_config& cfg, const net::launch_info& launch) {
   if (cfg.transport != "auto") return cfg.transport;
+  // (local_size 0: the launcher does not say; the job may span hosts.)
   if (launch.size <= 1) return "local";
   if (launch.local_size == launch.size) return "shm";
   return "mpi";
@@ -303,6 +323,13 @@ void enqueue_node(node_state& node, message* m) {
 }
 
 void send_remote(node_state& node, int dst, message* m) {
+  // After net_stop took the transport for good (a program thread sending
+  // while the run ends), the message is dropped, as those still queued at
+  // exit are.
+  if (node.net_closed.load(std::memory_order_acquire)) {
+    release_message(m);
+    return;
+  }
   node.outboxes[std::size_t(dst)].queue.push(&m->link);
   node.outbox_count.fetch_add(1, std::memory_order_seq_cst);
   if (node.comm == comm_mode::workers) {
@@ -320,6 +347,10 @@ int try_progress(node_state& node) {
   if (node.comm_busy.load(std::memory_order_relaxed) ||
       node.comm_busy.exchange(true, std::memory_order_acquire))
     return 0;
+  if (node.net_closed.load(std::memory_order_relaxed)) {
+    node.comm_busy.store(false, std::memory_order_release);
+    return 0;
+  }
   int did = drain_outboxes(node);
   did += node.transport->progress();
   node.comm_busy.store(false, std::memory_order_release);
@@ -409,6 +440,9 @@ void net_start(node_state& node) {
     return;
   }
   base::set_message_origin(node.node_id);
+  // Before the first collective: messages of nodes that are already past it
+  // may arrive while it runs, and answering them needs the outboxes.
+  node.outboxes = std::make_unique<outbox[]>(std::size_t(node.num_nodes));
 
   // Every node must run the same build with the same PE count: compare
   // cards before any message flows.
@@ -442,7 +476,6 @@ void net_start(node_state& node) {
   }
 
   place_among_local_processes(node, launch);
-  node.outboxes = std::make_unique<outbox[]>(std::size_t(node.num_nodes));
   if (cfg.comm == "thread")
     node.comm = comm_mode::thread;
   else if (cfg.comm == "workers")
@@ -473,6 +506,11 @@ void net_stop(node_state& node) {
     if (node.transport_waits) node.transport->wake_waiter();
     g_comm_thread.join();
   }
+  // Take the transport for good: a program thread may still be inside
+  // weft::send (it gives the transport back, or drops its message, once
+  // net_closed is set).
+  while (node.comm_busy.exchange(true, std::memory_order_acquire)) sched_yield();
+  node.net_closed.store(true, std::memory_order_release);
   if (node.num_nodes > 1) {
     // What is still queued (the exit notices among it) goes out; finalize
     // then sends what the transport holds and meets the other nodes.
@@ -482,6 +520,7 @@ void net_stop(node_state& node) {
     }
   }
   node.transport->finalize();
+  node.comm_busy.store(false, std::memory_order_release);
   g_net_node = nullptr;
   base::set_message_origin(-1);
 }

@@ -341,12 +341,16 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   if (!cfg.quiet) core::print_startup(*node);
   const int cpus = int(base::topology::get().allowed().size());
   // net_start may have found the host oversubscribed by all its processes.
-  if (node->cfg.oversubscribed)
+  if (cfg.oversubscribed)
     base::warn(
-        "%d PEs on %d CPU%s of this process's CPU set (bind=%s)%s: the run is "
+        "%d PEs on %d CPU%s of this process's CPU set (bind=%s): the run is "
         "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
-        cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str(),
-        cfg.oversubscribed ? "" : ", beside the other processes of this host");
+        cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
+  else if (node->cfg.oversubscribed)
+    base::warn(
+        "%d PEs of the job's processes on this host share its %d CPU%s (bind=%s): the run is "
+        "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
+        node->host_pes, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
   std::fflush(stdout);
 
   core::g_node.store(node.get(), std::memory_order_seq_cst);

@@ -113,6 +113,7 @@ struct node_state {
   int num_nodes = 1;
   int first_pe = 0;
   int total_pes = 1;
+  int host_pes = 0;  // PEs of all the job's processes on this host (0: this node's only)
   comm_mode comm = comm_mode::none;
   std::unique_ptr<outbox[]> outboxes;  // one per node (this node's stays empty)
   // Messages in the outboxes (a hint that spares the scan when zero).
@@ -123,7 +124,8 @@ struct node_state {
   // The comm thread: its sleep word (1 while it sleeps, as for a PE) and stop.
   alignas(base::cache_line) std::atomic<int> comm_sleeping{0};
   std::atomic<bool> comm_stop{false};
-  bool transport_waits = false;  // the transport can block until something arrives
+  std::atomic<bool> net_closed{false};  // net_stop holds the transport for good
+  bool transport_waits = false;         // the transport can block until something arrives
   // comm=workers: 1 while a PE sleeps inside the transport (its sleep word
   // is then 2): a send for another node must ring the transport to wake it.
   alignas(base::cache_line) std::atomic<int> transport_sleeping{0};

@@ -268,11 +268,12 @@ std::uint64_t sleep_limit_ns(node_state& node, pe_state& pe) {
   if (!pe.conditions.empty() || pe.pairs_backlog ||
       (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed)))
     limit = 1'000'000;
-  // With comm=workers over a transport that cannot wait, nothing else polls
-  // the network: the node's first PE sleeps at most this long (comm=thread
-  // keeps a poller awake instead, and a transport that can wait wakes the
-  // PE sleeping in it).
-  if (pe.rank == 0 && node.comm == comm_mode::workers && !node.transport_waits)
+  // With comm=workers, a PE asleep on its futex does not hear the network:
+  // the node's first PE sleeps at most this long, so the node is polled even
+  // when no PE sleeps inside the transport (it cannot wait, or another
+  // thread held it when this PE went to sleep). comm=thread keeps a poller
+  // awake instead.
+  if (pe.rank == 0 && node.comm == comm_mode::workers && (limit == 0 || limit > workers_poll_ns))
     limit = workers_poll_ns;
   if (!pe.timers.empty()) {
     std::uint64_t now = base::wall_ns(), due = pe.timers.top().deadline_ns;
@@ -296,7 +297,17 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
   base::full_fence();
   if (!has_work(node, pe)) {
     pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
-    std::uint64_t limit = sleep_limit_ns(node, pe);
+    // The transport wakes this PE for messages from the network: only
+    // timers, conditions and quiescence bound the sleep (50 ms at most).
+    std::uint64_t limit = 0;
+    if (!pe.conditions.empty() ||
+        (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed)))
+      limit = 1'000'000;
+    if (!pe.timers.empty()) {
+      const std::uint64_t now = base::wall_ns(), due = pe.timers.top().deadline_ns;
+      const std::uint64_t d = due > now ? due - now : 1;
+      if (limit == 0 || d < limit) limit = d;
+    }
     node.transport->wait_for_incoming(limit != 0 ? limit : 50'000'000);
   }
   node.transport_sleeping.store(0, std::memory_order_seq_cst);

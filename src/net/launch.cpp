@@ -43,7 +43,9 @@ launch_info launch_from_environment() {
   static const source sources[] = {
       {"open-mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
        "OMPI_COMM_WORLD_LOCAL_SIZE"},
-      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_TASKS_PER_NODE"},
+      // SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: only srun's tasks have it,
+      // so a program run from the batch script itself is one process.
+      {"slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", nullptr},
       {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
   };
   for (const source& s : sources) {
@@ -56,12 +58,13 @@ launch_info launch_from_environment() {
     l.launcher = s.launcher;
     l.rank = rank;
     l.size = size;
-    // Slurm's SLURM_TASKS_PER_NODE is a pattern ("2(x3)"), not a number: only
-    // the local rank is taken from it.
+    // Slurm says how many tasks each host has only as a pattern ("2(x3)")
+    // that does not say which host this is: the local size is then unknown
+    // (0), and the job does not assume one host.
     int lr = env_int(s.local_rank);
-    int ls = std::strcmp(s.launcher, "slurm") == 0 ? -1 : env_int(s.local_size);
+    int ls = s.local_size != nullptr ? env_int(s.local_size) : -1;
     l.local_rank = lr >= 0 ? lr : 0;
-    l.local_size = ls >= 1 ? ls : (lr >= 0 ? lr + 1 : 1);
+    l.local_size = ls >= 1 ? ls : 0;
     break;
   }
   if (l.launcher == std::string("none")) {
@@ -72,6 +75,7 @@ launch_info launch_from_environment() {
       l.rank = rank;
       int size = env_int("PMIX_SIZE");  // not always set: then a transport must ask PMIx
       l.size = size >= 1 ? size : rank + 1;
+      l.local_size = 0;  // unknown
     }
   }
   // A job id shared by every process of the job and by no other job: the

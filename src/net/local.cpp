@@ -12,11 +12,13 @@ class local_transport final : public transport {
  public:
   const char* name() const override { return "local"; }
   void init(const launch_info& launch, const hooks&, double) override {
+    // Asked for by name: this process runs alone whatever the environment
+    // says (a program started from inside another job's task, say).
     if (launch.size > 1)
-      base::usage_error(
-          "this process is rank %d of %d started by %s, but --weft:transport=local runs one "
-          "process; choose a transport between processes: --weft:transport=shm|mpi|ucx",
-          launch.rank, launch.size, launch.launcher.c_str());
+      base::warn(
+          "%s says this process is rank %d of %d, but --weft:transport=local runs it as a job "
+          "of its own (--weft:transport=auto|shm|mpi|ucx joins the others)",
+          launch.launcher.c_str(), launch.rank, launch.size);
   }
   int node_rank() const override { return 0; }
   int num_nodes() const override { return 1; }

@@ -397,7 +397,9 @@ void shm_transport::unlink_own() {
 
 void shm_transport::init(const launch_info& launch, const hooks& h, double startup_timeout_s) {
   if (initialised_) base::fatal("shm transport: init() called twice");
-  if (launch.local_size != launch.size)
+  // local_size 0: the launcher does not say (Slurm): trust the user's
+  // choice; a process on another host then fails to arrive, named.
+  if (launch.local_size != 0 && launch.local_size != launch.size)
     base::usage_error(
         "--weft:transport=shm joins the processes of one host, but this job (launched by %s) "
         "has %d processes of which %d run on this host; use --weft:transport=mpi or "

@@ -87,8 +87,10 @@ inline int my_rank() noexcept {
 inline int node_size() noexcept {
   return detail::this_pe_local().node_size;
 }  // PEs per node
+// The node of PE `pe` of the job (PE; 0 off a PE, where node_size() is 0).
 inline int node_of(int pe) noexcept {
-  return pe / detail::this_pe_local().node_size;
+  const int per = detail::this_pe_local().node_size;
+  return per > 0 ? pe / per : 0;
 }
 
 // --- sending -----------------------------------------------------------------

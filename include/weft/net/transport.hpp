@@ -28,10 +28,10 @@ namespace weft::net {
 // Where this process stands in the job, as the launcher (mpirun, srun, or
 // none) told it through the environment.
 struct launch_info {
-  int rank = 0;        // this process in the job: its node number
-  int size = 1;        // processes in the job
-  int local_rank = 0;  // this process among those on its host
-  int local_size = 1;
+  int rank = 0;          // this process in the job: its node number
+  int size = 1;          // processes in the job
+  int local_rank = 0;    // this process among those on its host
+  int local_size = 1;    // 0: the launcher does not say (then the job may span hosts)
   std::string job_id;    // the same in every process of one job, unique per job
   std::string launcher;  // "none", "open-mpi", "pmix", "slurm" or "pmi"
 };

@@ -722,7 +722,7 @@ def sec_pingpong_nodes(rows):
         return "\n".join(o for o in out if o)
     weft = [t for t in transports if t != "plain-mpi"]
     out.append("Two processes on this host, PE 0 of node 0 and the first PE of node 1 (one PE per "
-               "process, `--weft:bind=none`), beside plain MPI_Send/MPI_Recv between two ranks "
+               "process, default binding: the two processes take different CPUs), beside plain MPI_Send/MPI_Recv between two ranks "
                "(bench/mpi_pingpong, the same Open MPI); the programs ran one after another, "
                "interleaved, %s. Each cell: median over the rounds of each run's median "
                "(min–max over the rounds); ÷ plain-mpi is formed per round.\n" % rounds_note(pp))

@@ -57,9 +57,8 @@ for f in "$bin_dir"/*; do
 done
 
 # ---- multi-process runs ----------------------------------------------------------------
-# Open MPI must be told it may run as root. --bind-to none, and
-# --weft:bind=none for weft: with bind=compact every process of a host would
-# put its PE 0 on the host's first CPU.
+# Open MPI must be told it may run as root. --bind-to none: weft binds its
+# PEs itself, and the processes of a host split its CPUs among them.
 have_mpirun=0
 command -v mpirun >/dev/null 2>&1 && have_mpirun=1
 # Appends stdin's JSON lines to $1, each with "round":$2 added.
@@ -77,7 +76,7 @@ fi
 has_transport() { [[ " ${net_transports[*]} " == *" $1 "* ]]; }
 # What every weft run of several processes gets: unbound, no startup line, a
 # watchdog that turns a hang into an abort with a per-PE dump.
-weft_mp=(--weft:bind=none --weft:quiet --weft:timeout=$((mp_limit - 20)))
+weft_mp=(--weft:quiet --weft:timeout=$((mp_limit - 20)))
 mp_bytes=8,64,512,4096,32768,65536,262144,1048576,4194304
 # mp_run LABEL OUT ROUND N PROGRAM ARGS...: one run, under mpirun -n N (N=0:
 # one process, no launcher); its JSON lines tagged with the round and
@@ -180,7 +179,7 @@ for name in "${names[@]}"; do
     for r in $(seq 1 "$mp_rounds"); do
       for p in 2 4; do
         mp_run "kneighbor_modes(smp,$p)" "$out" "$r" 0 "$exe" "${kn_args[@]}" \
-          --weft:threads="$p" --weft:bind=none --weft:quiet
+          --weft:threads="$p" --weft:quiet
         for t in shm mpi; do
           has_transport "$t" || continue
           mp_run "kneighbor_modes(nonsmp-$t,$p)" "$out" "$r" "$p" "$exe" "${kn_args[@]}" \

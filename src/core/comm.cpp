@@ -330,6 +330,20 @@ void send_remote(node_state& node, int dst, message* m) {
     release_message(m);
     return;
   }
+  // comm=workers, transport free, nothing of ours queued for that node:
+  // straight to the transport (order is kept: an empty outbox means every
+  // earlier message to that node has been handed over).
+  if (node.comm == comm_mode::workers && !node.comm_busy.load(std::memory_order_relaxed) &&
+      !node.comm_busy.exchange(true, std::memory_order_acquire)) {
+    outbox& box = node.outboxes[std::size_t(dst)];
+    const bool direct = !node.net_closed.load(std::memory_order_relaxed) && box.queue.empty();
+    if (direct) {
+      node.transport->send(dst, m, sizeof(message) + m->size);
+      drain_outboxes(node);
+    }
+    node.comm_busy.store(false, std::memory_order_release);
+    if (direct) return;
+  }
   node.outboxes[std::size_t(dst)].queue.push(&m->link);
   node.outbox_count.fetch_add(1, std::memory_order_seq_cst);
   if (node.comm == comm_mode::workers) {

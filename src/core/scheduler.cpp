@@ -349,9 +349,11 @@ void idle(node_state& node, pe_state& pe) {
       // Poll the queue after every pause (a pause is ~10-140 cycles depending
       // on the core): the message that ends the spin must be seen at once,
       // since this phase exists to make its latency one cache-line transfer.
-      // The clock is read only every 64 polls (every 4 when this PE also
-      // polls the network: a message from another node ends the spin too).
-      const int polls = workers_progress(node) ? 4 : 64;
+      // The clock is read only every 64 polls. A PE that also polls the
+      // network does so after every pause: a message from another node must
+      // be seen as soon (bench/pingpong across processes: 4 pauses between
+      // polls cost ~50 ns of one-way latency).
+      const int polls = workers_progress(node) ? 1 : 64;
       for (int i = 0; i < polls; ++i) {
         if (own_queue_has_work(pe)) break;
         base::cpu_relax();

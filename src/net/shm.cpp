@@ -742,7 +742,10 @@ void shm_transport::send(int node, void* buffer, std::size_t bytes) {
                 : finalised_  ? " after finalize()"
                               : "");
   peer& p = peers_[std::size_t(node)];
-  pending q{bytes <= p.eager_limit ? k_eager : cma_ ? k_rndv : k_chunk_first, buffer, bytes, 0};
+  // Below cma_min the chunked path wins: both sides copy at once while the
+  // data is still in cache, and no ack round trip is needed.
+  const bool use_cma = cma_ && bytes >= opts_.cma_min;
+  pending q{bytes <= p.eager_limit ? k_eager : use_cma ? k_rndv : k_chunk_first, buffer, bytes, 0};
   if (!p.fifo.empty()) {
     enqueue(p, q);
     return;

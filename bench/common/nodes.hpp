@@ -1,28 +1,65 @@
 // Helpers for the benchmarks that run as several processes ("nodes") under
-// mpirun: which transport the job uses, and how many round trips a
-// measurement of a given size makes. Header-only, beside harness.hpp.
+// mpirun: starting such a run, and how many round trips a measurement of a
+// given size makes. Header-only, beside harness.hpp. (The transport a job
+// runs over is weft::config().transport once the node runs.)
 #pragma once
 #include <algorithm>
-#include <string>
-#include "weft/core/config.hpp"
+#include <cstdio>
+#include <functional>
+#include <vector>
+#include "common/harness.hpp"
+#include "weft/core/runtime.hpp"
 #include "weft/net/transport.hpp"
 
 namespace weft::bench {
-
-// The transport a job runs over, for the "transport" field of the JSON rows.
-// --weft:transport=auto is resolved by the rule --weft:help documents for it
-// (local for one process, shm when every process is on one host, else mpi).
-inline std::string transport_label(const runtime_config& c) {
-  if (c.transport != "auto") return c.transport;
-  const net::launch_info l = net::launch_from_environment();
-  if (l.size <= 1) return "local";
-  return l.local_size == l.size ? "shm" : "mpi";
-}
 
 // True when the launcher started several processes (known before weft::run,
 // so a program can relax checks that only a one-process run needs).
 inline bool launched_as_several_processes() {
   return net::launch_from_environment().size > 1;
+}
+
+// weft::run for a benchmark that needs 2 or more processes: a run of one
+// (no launcher, or --weft:transport=local under one) is refused with exit 2
+// and a line saying how to start it; else `start` runs on PE 0.
+inline int run_across_processes(const char* name, const runtime_config& cfg, int argc, char** argv,
+                                std::function<void()> start) {
+  static const char* program;
+  program = name;
+  auto refuse = [] {
+    std::fprintf(stderr,
+                 "error: %s needs a job of 2 or more processes (run it as mpirun -n 2 ...); this "
+                 "run is one process\n",
+                 program);
+  };
+  if (!launched_as_several_processes()) {
+    refuse();
+    return 2;
+  }
+  return weft::run(cfg, argc, argv, [refuse, start = std::move(start)](weft::args) {
+    if (weft::num_nodes() < 2) {
+      refuse();
+      weft::exit(2);
+      return;
+    }
+    start();
+  });
+}
+
+// The two rows a ping-pong gives per size, each starting with `ident`:
+// one-way latency (ns) and bandwidth (bytes / one-way time, MB/s), medians
+// and ranges over the measurements. weft's pingpong and bench/mpi_pingpong
+// write the same rows, so the report compares them field by field.
+inline void latency_bandwidth_rows(reporter& out, const std::vector<field>& ident, long bytes,
+                                   const std::vector<double>& oneway_ns) {
+  std::vector<double> mbps;
+  for (double ns : oneway_ns) mbps.push_back(double(bytes) / ns * 1e3);  // bytes/ns -> MB/s
+  const summary lat = summarize(oneway_ns), bw = summarize(mbps);
+  for (const auto& [metric, s] : {std::pair{"oneway_ns", lat}, std::pair{"bandwidth_MBps", bw}}) {
+    std::vector<field> f = ident;
+    f.insert(f.end(), {{"metric", metric}, {"value", s.median}, {"min", s.min}, {"max", s.max}});
+    out.row(std::move(f));
+  }
 }
 
 // Round trips for one measurement of `bytes`: `iters` for small messages,

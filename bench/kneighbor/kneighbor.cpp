@@ -503,9 +503,9 @@ int main(int argc, char** argv) {
         }
 
   weft::runtime_config cfg = weft::parse_options(argc, argv);
-  d.transport = weft::bench::transport_label(cfg);
   return weft::run(cfg, argc, argv, [](weft::args) {
     driver_state& dr = g_driver;
+    dr.transport = weft::config().transport;
     if (weft::num_nodes() > 1 && dr.objects) {
       if (dr.level == "objects") {
         std::fprintf(stderr,

@@ -95,23 +95,8 @@ int main(int argc, char** argv) {
       if (r >= 0) oneway_ns.push_back(elapsed * 1e9 / double(2 * n));
     }
     if (rank != 0) continue;
-    std::vector<double> mbps;
-    for (double ns : oneway_ns) mbps.push_back(double(bytes) / ns * 1e3);  // bytes/ns -> MB/s
-    const auto lat = weft::bench::summarize(oneway_ns);
-    const auto bw = weft::bench::summarize(mbps);
-    auto common = [&] {
-      return std::vector<weft::bench::field>{
-          {"transport", "plain-mpi"}, {"ranks", size}, {"bytes", bytes}};
-    };
-    auto f = common();
-    f.insert(f.end(),
-             {{"metric", "oneway_ns"}, {"value", lat.median}, {"min", lat.min}, {"max", lat.max}});
-    out.row(std::move(f));
-    f = common();
-    f.insert(
-        f.end(),
-        {{"metric", "bandwidth_MBps"}, {"value", bw.median}, {"min", bw.min}, {"max", bw.max}});
-    out.row(std::move(f));
+    weft::bench::latency_bandwidth_rows(
+        out, {{"transport", "plain-mpi"}, {"ranks", size}, {"bytes", bytes}}, bytes, oneway_ns);
   }
   if (rank == 0) out.flush();
   MPI_Finalize();

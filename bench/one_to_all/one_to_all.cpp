@@ -129,22 +129,8 @@ int main(int argc, char** argv) {
     for (std::uint32_t b : d.sizes) d.plan.push_back({b, r});
 
   weft::runtime_config cfg = weft::parse_options(argc, argv);
-  d.transport = weft::bench::transport_label(cfg);
-  if (!weft::bench::launched_as_several_processes()) {
-    std::fprintf(
-        stderr,
-        "error: one_to_all needs a job of 2 or more processes (run it as mpirun -n 2 ...); "
-        "this run is one process\n");
-    return 2;
-  }
-  return weft::run(cfg, argc, argv, [](weft::args) {
-    if (weft::num_nodes() < 2) {  // a launcher's job of one process
-      std::fprintf(stderr,
-                   "error: one_to_all needs a job of 2 or more processes (run it as mpirun -n 2 "
-                   "...); this run is one process\n");
-      weft::exit(2);
-      return;
-    }
+  return weft::bench::run_across_processes("one_to_all", cfg, argc, argv, [] {
+    g_d.transport = weft::config().transport;
     start_step();
   });
 }

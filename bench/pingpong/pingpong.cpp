@@ -186,25 +186,12 @@ void finish_across() {
   weft::bench::reporter out("pingpong", d.cli.json);
   for (std::size_t i = 0; i < d.sizes.size(); ++i) {
     const long bytes = long(d.sizes[i]);
-    std::vector<double> mbps;
-    for (double ns : d.oneway[i]) mbps.push_back(double(bytes) / ns * 1e3);  // bytes/ns -> MB/s
-    const auto lat = weft::bench::summarize(d.oneway[i]);
-    const auto bw = weft::bench::summarize(mbps);
-    auto common = [&] {
-      return std::vector<weft::bench::field>{{"transport", d.transport},
-                                             {"nodes", weft::num_nodes()},
-                                             {"pes_per_node", weft::node_size()},
-                                             {"bytes", bytes}};
-    };
-    auto f = common();
-    f.insert(f.end(),
-             {{"metric", "oneway_ns"}, {"value", lat.median}, {"min", lat.min}, {"max", lat.max}});
-    out.row(std::move(f));
-    f = common();
-    f.insert(
-        f.end(),
-        {{"metric", "bandwidth_MBps"}, {"value", bw.median}, {"min", bw.min}, {"max", bw.max}});
-    out.row(std::move(f));
+    weft::bench::latency_bandwidth_rows(out,
+                                        {{"transport", d.transport},
+                                         {"nodes", weft::num_nodes()},
+                                         {"pes_per_node", weft::node_size()},
+                                         {"bytes", bytes}},
+                                        bytes, d.oneway[i]);
   }
   out.flush();
   weft::exit(0);
@@ -268,17 +255,12 @@ int main(int argc, char** argv) {
   weft::runtime_config cfg = weft::parse_options(argc, argv);
   if (weft::bench::launched_as_several_processes()) {
     // Across nodes: a warm-up of each size, then the repeats.
-    d.transport = weft::bench::transport_label(cfg);
     for (std::uint32_t b : d.sizes) d.plan.push_back({b, -1});
     for (int r = 0; r < d.cli.repeat; ++r)
       for (std::uint32_t b : d.sizes) d.plan.push_back({b, r});
-    return weft::run(cfg, argc, argv, [](weft::args) {
+    return weft::bench::run_across_processes("pingpong across nodes", cfg, argc, argv, [] {
       driver_state& dr = g_d;
-      if (weft::num_nodes() < 2) {
-        std::fprintf(stderr, "error: pingpong across nodes needs a job of 2 or more nodes\n");
-        weft::exit(2);
-        return;
-      }
+      dr.transport = weft::config().transport;
       dr.across = true;
       dr.peer = weft::node_size();  // the first PE of node 1
       start_across_step();

@@ -436,6 +436,8 @@ void net_start(node_state& node) {
         "this run is one process",
         cfg.commap);
   node.transport = net::create_transport(name);
+  // weft::config().transport names what auto chose.
+  node.cfg.transport = name;
   // Errors during the bootstrap already name the process.
   if (launch.size > 1) base::set_message_origin(launch.rank);
   g_net_node = &node;

@@ -454,6 +454,10 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     pe.current_handler.store(-1, std::memory_order_relaxed);
     count_one(pe.processed);
   }
+  // Without a main function too: other nodes may wait for this.
+  if (pe.rank == 0 && node.node_id == 0)
+    for (const auto& l : handlers().layers)
+      if (l.main_returned) l.main_returned();
 
   while (!node.stop.load(std::memory_order_relaxed)) {
     if (sample_cpu) {

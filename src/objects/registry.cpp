@@ -18,6 +18,7 @@ struct tables {
   std::vector<element_type_info> types;
   std::vector<reducer_info> reducers;
   std::vector<std::pair<map_fn, std::string>> maps;
+  std::vector<readonly_entry> readonlies;  // in construction order
 };
 tables& reg() {
   static tables t;
@@ -103,6 +104,28 @@ map_fn user_map(std::uint32_t id) {
   if (id >= m.size())
     base::fatal("an array names map id %u; only %zu are registered", id, m.size());
   return m[id].first;
+}
+
+// Readonlies are not frozen: a program may make one before each run (its
+// processes still make them in the same order).
+void register_readonly(void* self, readonly_pup_fn pup, std::string_view type) {
+  std::lock_guard<std::mutex> lock(reg().mutex);
+  reg().readonlies.push_back({self, pup, std::string(type)});
+}
+
+void unregister_readonly(void* self) noexcept {
+  std::lock_guard<std::mutex> lock(reg().mutex);
+  auto& r = reg().readonlies;
+  for (auto it = r.begin(); it != r.end(); ++it)
+    if (it->self == self) {
+      r.erase(it);
+      return;
+    }
+}
+
+std::vector<readonly_entry> readonly_table() {
+  std::lock_guard<std::mutex> lock(reg().mutex);
+  return reg().readonlies;
 }
 
 }  // namespace weft::detail

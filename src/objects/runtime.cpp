@@ -109,8 +109,39 @@ message_ptr new_control(const collection_ref& ref, const index_key& key, op_kind
   return m;
 }
 
+// Whether PE `pe` is on this node (PEs are numbered node by node).
+[[gnu::always_inline]] inline bool on_this_node(int pe) noexcept {
+  return unsigned(pe - my_node() * node_size()) < unsigned(node_size());
+}
+
+// An entry call packed for this process (pointers inside, see
+// obj_header::in_process), packed again to leave it.
+[[gnu::noinline]] message_ptr for_another_node(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  const entry_info& e = entry_of(h.entry);
+  if (e.to_anywhere == nullptr)
+    base::fatal("objects: a message for %s packed for this process is about to leave it",
+                e.name.c_str());
+  return e.to_anywhere(*m);
+}
+
+// Every object message leaves the PE here (or through send_to_node_of):
+// one packed for this process is packed again when its target is on
+// another node, wherever it was sent from or forwarded by.
 [[gnu::always_inline]] inline void send_to(int pe, message_ptr m) {
+  if (num_nodes() > 1 && header_of(*m).in_process != 0 && !on_this_node(pe)) [[unlikely]]
+    m = for_another_node(std::move(m));
   weft::send(pe, std::move(m));
+}
+
+// To any PE of node `node` (nodegroups, chares placed by the runtime).
+void send_to_node_of(int node, message_ptr m) {
+  if (node == my_node()) {
+    send_node(std::move(m));
+    return;
+  }
+  if (header_of(*m).in_process != 0) m = for_another_node(std::move(m));
+  weft::send_to_node(node, std::move(m));
 }
 
 [[gnu::always_inline]] inline local_collection* find_local(std::uint64_t id) {
@@ -122,13 +153,32 @@ message_ptr new_control(const collection_ref& ref, const index_key& key, op_kind
   return s.last;
 }
 
-node_combiner* combiner_for(std::uint64_t id) {
+// The spanning tree of nodes that reductions climb: node `root` (the root
+// PE's) at the top, each node with up to tree_arity children.
+constexpr int tree_arity = 4;
+int tree_parent(int node, int root, int nodes) {
+  const int v = (node - root + nodes) % nodes;
+  return v == 0 ? -1 : ((v - 1) / tree_arity + root) % nodes;
+}
+std::vector<int> tree_children(int node, int root, int nodes) {
+  const int v = (node - root + nodes) % nodes;
+  std::vector<int> out;
+  for (int c = 1; c <= tree_arity; ++c)
+    if (v * tree_arity + c < nodes) out.push_back((v * tree_arity + c + root) % nodes);
+  return out;
+}
+
+node_combiner* combiner_for(const collection_ref& ref) {
   node_objects& n = *g_node_objects;
   std::lock_guard<std::mutex> lock(n.mutex);
-  auto& c = n.combiners[id];
+  auto& c = n.combiners[ref.id];
   if (!c) {
     c = std::make_unique<node_combiner>();
-    c->passed.assign(std::size_t(num_pes()), -1);
+    const int root = node_of(ref.root_pe);
+    c->children = tree_children(my_node(), root, num_nodes());
+    c->parent = tree_parent(my_node(), root, num_nodes());
+    c->passed.assign(std::size_t(node_size()) + c->children.size(), -1);
+    c->child_seq.assign(c->children.size(), 0);
   }
   return c.get();
 }
@@ -171,7 +221,7 @@ local_collection& make_local(const collection_ref& ref) {
   auto lc = std::make_unique<local_collection>();
   lc->ref = ref;
   if (ref.kind == collection_kind::array || ref.kind == collection_kind::group)
-    lc->combiner = combiner_for(ref.id);
+    lc->combiner = combiner_for(ref);
   // Chare collections have no creation step.
   lc->created = ref.kind == collection_kind::chare;
   local_collection* p = lc.get();
@@ -209,6 +259,38 @@ local_collection& get_local(const collection_ref& ref) {
   if (lc != nullptr && lc->created) [[likely]]
     return *lc;
   return get_local_first(id, lc);
+}
+
+// This PE's part of the collection message `m` names; null when this node
+// has not learnt the collection yet (its creation message, from another
+// node, is still on its way): then `m` waits, parked, until this PE's
+// creation message arrives. Later messages for it wait behind the parked
+// ones, so that they keep their order.
+[[gnu::noinline]] local_collection* local_for_first(std::uint64_t id, local_collection* lc,
+                                                    message_ptr& m) {
+  if (lc != nullptr) return &get_local(lc->ref);
+  if ((id & chare_id_tag) == chare_id_tag) return &get_local(chare_collection(std::uint32_t(id)));
+  pe_objects& s = pe_state();
+  auto parked = s.parked.find(id);
+  if (parked == s.parked.end()) {
+    collection_ref ref;
+    {
+      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto it = g_node_objects->directory.find(id);
+      if (it != g_node_objects->directory.end()) ref = it->second;
+    }
+    if (ref.id != 0) return &get_local(ref);
+    parked = s.parked.emplace(id, std::vector<message*>{}).first;
+  }
+  parked->second.push_back(m.release());
+  return nullptr;
+}
+[[gnu::always_inline]] inline local_collection* local_for(message_ptr& m) {
+  const std::uint64_t id = header_of(*m).collection;
+  local_collection* lc = find_local(id);
+  if (lc != nullptr && lc->created) [[likely]]
+    return lc;
+  return local_for_first(id, lc, m);
 }
 
 std::string entry_name(std::uint32_t id) {
@@ -255,12 +337,89 @@ void send_partial(const collection_ref& ref, std::uint32_t round, partial&& p) {
   send_to(ref.root_pe, std::move(m));
 }
 
+using round_partials = std::vector<std::pair<std::uint32_t, partial>>;
+
+// What leaves a node's combiner after an update.
+struct leaving {
+  round_partials up;    // rounds the node completed: to the parent node or the root PE
+  round_partials late;  // rounds it completed before they came: to the root PE
+  bool report = false;  // the parent must hear (up, or a new `passed`)
+  std::int64_t passed = 0;
+  std::uint64_t seq = 0;
+};
+
+// Slot `slot` of the node's combiner passed `passed` (null: no news; a stale
+// report of a child), with the partial results `ready` of rounds it passed.
+// Under the combiner's lock.
+void combine_locked(node_combiner& c, const collection_ref& ref, std::size_t slot,
+                    const std::int64_t* passed, round_partials& ready, leaving& out) {
+  if (passed != nullptr) c.passed[slot] = *passed;
+  for (auto& [r, p] : ready) {
+    if (std::int64_t(r) <= c.completed)
+      out.late.emplace_back(r, std::move(p));  // the node already sent this round
+    else
+      merge_partial(c.acc[r], std::move(p), ref, r);
+  }
+  const std::int64_t raw = *std::min_element(c.passed.begin(), c.passed.end());
+  std::int64_t all = raw;
+  if (all == passed_all) {
+    // No element below this node now (a sparse array before its
+    // insertions, or every element gone): what is here may leave, but the
+    // node has not passed the rounds after it. An element inserted or
+    // migrating here later contributes to them here, combined with its
+    // neighbours, instead of straight to the root as a late partial.
+    all = c.acc.empty() ? c.completed : std::max<std::int64_t>(c.completed, c.acc.rbegin()->first);
+  }
+  if (all > c.completed) {
+    c.completed = all;
+    while (!c.acc.empty() && std::int64_t(c.acc.begin()->first) <= all) {
+      auto it = c.acc.begin();
+      out.up.emplace_back(it->first, std::move(it->second));
+      c.acc.erase(it);
+    }
+  }
+  if (c.parent >= 0 && (raw != c.reported || !out.up.empty())) {
+    c.reported = raw;
+    out.report = true;
+    out.passed = raw;
+    out.seq = ++c.report_seq;
+  }
+}
+
+void pup_partials(pupper& p, round_partials& v) {
+  const std::uint64_t n = p.length(v.size(), 8, "reduction partials");
+  if (p.unpacking()) v.resize(std::size_t(n));
+  for (auto& [r, q] : v) p | r | q.reducer | q.cb | q.count | q.value;
+}
+
+// Sends what left a combiner: a late round goes straight to the root PE
+// (the root counts contributions, whichever way they come), completed
+// rounds to the parent node with what the node passed.
+void send_leaving(const collection_ref& ref, const node_combiner& c, leaving& out) {
+  for (auto& [r, p] : out.late) send_partial(ref, r, std::move(p));
+  if (c.parent < 0) {
+    for (auto& [r, p] : out.up) send_partial(ref, r, std::move(p));
+    return;
+  }
+  if (!out.report) return;
+  auto pack = [&](pupper& p) {
+    p | out.passed | out.seq;
+    pup_partials(p, out.up);
+  };
+  pupper sizer = pupper::sizer();
+  pack(sizer);
+  message_ptr m = new_control(ref, index_key{}, op_red_up, sizer.offset());
+  pupper packer = pupper::packer(args_of(*m), args_size(*m));
+  pack(packer);
+  send_to_node_of(c.parent, std::move(m));
+}
+
 // Reports what this PE passed to the node's combiner, with the partial
-// results of those rounds; sends whatever leaves the node to the root.
+// results of those rounds, and sends whatever leaves the node.
 void reduction_flush(local_collection& lc) {
   if (lc.combiner == nullptr) return;
   const std::int64_t passed = pe_passed(lc);
-  std::vector<std::pair<std::uint32_t, partial>> ready;
+  round_partials ready;
   while (!lc.pending.empty() && std::int64_t(lc.pending.begin()->first) <= passed) {
     auto it = lc.pending.begin();
     ready.emplace_back(it->first, std::move(it->second));
@@ -268,37 +427,41 @@ void reduction_flush(local_collection& lc) {
   }
   if (ready.empty() && passed == lc.reported_passed) return;
   lc.reported_passed = passed;
-  std::vector<std::pair<std::uint32_t, partial>> to_root;
+  node_combiner& c = *lc.combiner;
+  leaving out;
   {
-    node_combiner& c = *lc.combiner;
     std::lock_guard<std::mutex> lock(c.mutex);
-    c.passed[std::size_t(my_pe())] = passed;
-    for (auto& [r, p] : ready) {
-      if (std::int64_t(r) <= c.completed)
-        to_root.emplace_back(r, std::move(p));  // late: the node already sent this round
-      else
-        merge_partial(c.acc[r], std::move(p), lc.ref, r);
-    }
-    std::int64_t all = *std::min_element(c.passed.begin(), c.passed.end());
-    if (all == passed_all) {
-      // No element on the node now (a sparse array before its insertions,
-      // or every element gone): what is here may leave, but the node has
-      // not passed the rounds after it. An element inserted or migrating
-      // here later contributes to them here, combined with its neighbours,
-      // instead of straight to the root as a late partial.
-      all =
-          c.acc.empty() ? c.completed : std::max<std::int64_t>(c.completed, c.acc.rbegin()->first);
-    }
-    if (all > c.completed) {
-      c.completed = all;
-      while (!c.acc.empty() && std::int64_t(c.acc.begin()->first) <= all) {
-        auto it = c.acc.begin();
-        to_root.emplace_back(it->first, std::move(it->second));
-        c.acc.erase(it);
-      }
-    }
+    combine_locked(c, lc.ref, std::size_t(my_rank()), &passed, ready, out);
   }
-  for (auto& [r, p] : to_root) send_partial(lc.ref, r, std::move(p));
+  send_leaving(lc.ref, c, out);
+}
+
+// A child node's report: what its subtree passed and the rounds it
+// completed. Reports may overtake one another (any PE of this node takes
+// them); an older one's partial results still count, its `passed` not.
+void on_red_up(local_collection& lc, message_ptr m) {
+  const obj_header& h = header_of(*m);
+  node_combiner& c = *lc.combiner;
+  const int child = node_of(h.origin_pe);
+  auto at = std::find(c.children.begin(), c.children.end(), child);
+  if (at == c.children.end())
+    base::fatal("objects: node %d got reduction results of %s from node %d, not its child",
+                my_node(), collection_name(lc.ref).c_str(), child);
+  const auto i = std::size_t(at - c.children.begin());
+  std::int64_t passed = 0;
+  std::uint64_t seq = 0;
+  round_partials ready;
+  pupper u = pupper::unpacker(args_of(*m), args_size(*m));
+  u | passed | seq;
+  pup_partials(u, ready);
+  leaving out;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    const bool fresh = seq > c.child_seq[i];
+    if (fresh) c.child_seq[i] = seq;
+    combine_locked(c, lc.ref, std::size_t(node_size()) + i, fresh ? &passed : nullptr, ready, out);
+  }
+  send_leaving(lc.ref, c, out);
 }
 
 // ---- elements ------------------------------------------------------------------
@@ -604,9 +767,17 @@ void miss(local_collection& lc, message_ptr m) {
     send_to(home, std::move(m));
 }
 
+void hold_until_setup(message_ptr m);
+
 void on_element_message(message_ptr m) {
+  if (pe_state().gated) [[unlikely]] {
+    hold_until_setup(std::move(m));
+    return;
+  }
+  local_collection* found = local_for(m);
+  if (found == nullptr) return;  // parked
+  local_collection& lc = *found;
   obj_header& h = header_of(*m);
-  local_collection& lc = get_local(h.collection);
   element_record* rec = lc.cache.rec(h.key);
   if (rec == nullptr) {
     if (auto it = lc.local.find(h.key); it != lc.local.end()) {
@@ -645,14 +816,14 @@ void redeliver(local_collection& lc, std::vector<message*> msgs) {
 // ---- nodegroups --------------------------------------------------------------------
 
 // This node's instance of nodegroup `id` (made on first use, built later by
-// create_nodegroup_here). Under the node's lock.
+// create_nodegroup_here: on another node than the creator's, messages may
+// come before the creation message). Under the node's lock.
 nodegroup_instance& nodegroup_locked(node_objects& n, std::uint64_t id) {
   auto& g = n.nodegroups[id];
   if (!g) {
-    const collection_ref& ref = directory_entry_locked(n, id);
     g = std::make_unique<nodegroup_instance>();
     g->rec = std::make_unique<element_record>();
-    g->rec->ref = ref;
+    g->rec->ref.id = id;
     g->rec->key = index_key::of(my_node());
   }
   return *g;
@@ -664,6 +835,10 @@ nodegroup_instance& nodegroup(const collection_ref& ref) {
 }
 
 void on_nodegroup_message(message_ptr m) {
+  if (pe_state().gated) [[unlikely]] {
+    hold_until_setup(std::move(m));
+    return;
+  }
   obj_header& h = header_of(*m);
   nodegroup_instance* found;
   {
@@ -698,6 +873,11 @@ void on_nodegroup_message(message_ptr m) {
 void create_nodegroup_here(const collection_ref& ref, std::uint32_t ctor, const std::byte* args,
                            std::size_t n) {
   nodegroup_instance& g = nodegroup(ref);
+  {
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    if (g.created || g.rec->obj != nullptr) return;  // made by an earlier creation message
+    g.rec->ref = ref;
+  }
   const entry_info& e = entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing = g.rec.get();
@@ -810,13 +990,38 @@ void create_here(local_collection& lc, std::uint32_t ctor, const std::byte* args
 
 // The creation message carries the collection's description ahead of the
 // constructor's arguments: it is how a node learns the collection.
+void dispatch(message_ptr m);
+
 void on_create(message_ptr m) {
   const obj_header& h = header_of(*m);
   collection_ref ref;
   std::memcpy(&ref, args_of(*m), sizeof ref);
-  register_collection(ref);
+  const std::byte* args = args_of(*m) + sizeof ref;
+  const std::size_t n = args_size(*m) - sizeof ref;
+  if (ref.kind == collection_kind::nodegroup) {
+    register_collection(ref);
+    create_nodegroup_here(ref, h.entry, args, n);
+    return;
+  }
+  {
+    // On another node than the creator's, too, the PEs of this node build
+    // their parts at their first touch of the collection.
+    auto info = std::make_shared<creation_info>();
+    info->ctor = h.entry;
+    info->args.assign(args, args + n);
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    g_node_objects->directory.emplace(ref.id, ref);
+    g_node_objects->creations.emplace(ref.id, std::move(info));
+  }
   local_collection& lc = make_local(ref);
-  if (!lc.created) create_here(lc, h.entry, args_of(*m) + sizeof ref, args_size(*m) - sizeof ref);
+  if (!lc.created) create_here(lc, h.entry, args, n);
+  // What came for it before this node knew it, in the order it came.
+  pe_objects& s = pe_state();
+  if (auto it = s.parked.find(ref.id); it != s.parked.end()) {
+    std::vector<message*> parked = std::move(it->second);
+    s.parked.erase(it);
+    for (message* p : parked) dispatch(message_ptr(p));
+  }
 }
 
 void on_insert(message_ptr m) {
@@ -928,8 +1133,22 @@ void on_partial(message_ptr m) {
 
 // ---- control messages ----------------------------------------------------------
 
+void on_setup_done(message_ptr m);
+
 void on_control(message_ptr m) {
   obj_header& h = header_of(*m);
+  if (h.op == op_setup_done) {
+    on_setup_done(std::move(m));
+    return;
+  }
+  if (pe_state().gated) [[unlikely]] {
+    hold_until_setup(std::move(m));
+    return;
+  }
+  // Messages about a collection this node has not learnt yet wait for it.
+  const bool names_collection =
+      h.op != op_create && h.op != op_allreduce_done && h.op != op_future_set;
+  if (names_collection && local_for(m) == nullptr) return;
   switch (h.op) {
     case op_create:
       on_create(std::move(m));
@@ -1027,6 +1246,8 @@ void on_control(message_ptr m) {
       if (lc.ref.kind == collection_kind::nodegroup) {
         h.op = op_entry;
         m->handler = h_nodegroup;
+        for (int node = 0; node < num_nodes(); ++node)
+          if (node != my_node()) send_to_node_of(node, copy_message(*m));
         send_node(std::move(m));
         return;
       }
@@ -1038,6 +1259,9 @@ void on_control(message_ptr m) {
       return;
     case op_red_partial:
       on_partial(std::move(m));
+      return;
+    case op_red_up:
+      on_red_up(get_local(h.collection), std::move(m));
       return;
     case op_red_leave: {
       local_collection& lc = get_local(h.collection);
@@ -1085,6 +1309,79 @@ void on_control(message_ptr m) {
   }
 }
 
+// ---- main's setup, readonly values, and the other nodes -------------------------
+
+// Any object message, to its handler (messages kept for later).
+void dispatch(message_ptr m) {
+  if (m->handler == element_handler_id)
+    on_element_message(std::move(m));
+  else if (m->handler == h_nodegroup)
+    on_nodegroup_message(std::move(m));
+  else
+    on_control(std::move(m));
+}
+
+void hold_until_setup(message_ptr m) {
+  pe_state().gate.push_back(m.release());
+}
+
+// PE 0 of node 0, when the main function returned (or first suspended):
+// the readonly values go to every PE of the other nodes, which hold their
+// object messages until then (the values are set before any element there
+// runs, as on node 0).
+void main_returned() {
+  if (num_nodes() == 1) return;
+  std::vector<readonly_entry> table = readonly_table();
+  for (const readonly_entry& r : table)
+    if (r.pup == nullptr)
+      object_error("weft::readonly<" + r.type + "> cannot be sent to the other " +
+                   std::to_string(num_nodes() - 1) +
+                   " process(es) of this job: its type has no weft::pup; give it a pup "
+                   "function or run in one process");
+  auto pack = [&](pupper& p) {
+    std::uint64_t n = table.size();
+    p | n;
+    for (const readonly_entry& r : table) r.pup(r.self, p);
+  };
+  pupper sizer = pupper::sizer();
+  pack(sizer);
+  message_ptr m = new_control(collection_ref{}, index_key{}, op_setup_done, sizer.offset());
+  pupper packer = pupper::packer(args_of(*m), args_size(*m));
+  pack(packer);
+  weft::broadcast(std::move(m));
+}
+
+void on_setup_done(message_ptr m) {
+  pe_objects& s = pe_state();
+  if (!s.gated) return;  // node 0
+  {
+    // The first PE of the node to hear sets the values; the others see
+    // them through the lock before they run anything that reads them.
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    if (!g_node_objects->readonlies_set) {
+      std::vector<readonly_entry> table = readonly_table();
+      pupper u = pupper::unpacker(args_of(*m), args_size(*m));
+      try {
+        std::uint64_t n = 0;
+        u | n;
+        if (n != table.size())
+          base::fatal(
+              "node 0 sent %llu readonly value(s) and this process has %zu weft::readonly "
+              "globals: every process of a job must run the same program build",
+              static_cast<unsigned long long>(n), table.size());
+        for (const readonly_entry& r : table) r.pup(r.self, u);
+      } catch (const serialization_error& ex) {
+        base::fatal("the readonly values from node 0 do not unpack: %s", ex.what());
+      }
+      g_node_objects->readonlies_set = true;
+    }
+  }
+  s.gated = false;
+  std::vector<message*> held;
+  held.swap(s.gate);
+  for (message* h : held) dispatch(message_ptr(h));
+}
+
 // ---- lifetime ----------------------------------------------------------------------
 
 void node_start() {
@@ -1095,6 +1392,7 @@ void node_start() {
 
 void pe_start() {
   t_obj = new pe_objects;
+  t_obj->gated = num_nodes() > 1 && my_node() != 0;
 }
 
 void pe_stop() {
@@ -1102,6 +1400,17 @@ void pe_stop() {
   if (s == nullptr) return;
   for (auto h : s->main_tasks) h.destroy();
   s->main_tasks.clear();
+  std::size_t stranded = s->gate.size();
+  for (message* w : s->gate) message_ptr{w};
+  for (auto& [id, msgs] : s->parked) {
+    stranded += msgs.size();
+    for (message* w : msgs) message_ptr{w};
+  }
+  if (stranded > 0)
+    base::warn(
+        "%zu object message(s) were not delivered: they came before the main function's setup "
+        "ended or before this node learnt their collection, and the run ended first",
+        stranded);
   for (auto& [id, lc] : s->collections) {
     for (auto& [k, rec] : lc->local) destroy_frames(*rec);
   }
@@ -1149,7 +1458,7 @@ const bool registered = [] {
   element_handler_id = register_handler("objects.element", &on_element_message);
   h_nodegroup = register_handler("objects.nodegroup", &on_nodegroup_message);
   h_control = register_handler("objects.control", &on_control);
-  register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop});
+  register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop, &main_returned});
   return true;
 }();
 
@@ -1163,14 +1472,6 @@ void object_error(const std::string& what) {
 
 void require_pe(const char* what) {
   if (t_obj == nullptr) object_error(std::string(what) + " was called off a PE");
-  // Location, reductions and creation assume one node today; across
-  // processes they would lose messages, so they refuse to start.
-  if (num_nodes() > 1)
-    base::fatal(
-        "not implemented: %s in a job of %d processes: the objects layer (chares, "
-        "collections, readonly values) runs in one process so far; core messages "
-        "(weft::send, broadcast) work across processes",
-        what, num_nodes());
 }
 
 int home_pe(const collection_ref& ref, const index_key& key) noexcept {
@@ -1251,7 +1552,7 @@ namespace {
                    collection_name(ref) + ": the job has " + std::to_string(num_nodes()) +
                    " node(s)");
     m->handler = h_nodegroup;
-    send_node(std::move(m));
+    send_to_node_of(where, std::move(m));
     return;
   }
   if (where < 0 || where >= num_pes())
@@ -1315,6 +1616,14 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
     // This node's instance is built here and now (any PE of the node may
     // run a nodegroup's code); other nodes get a creation message.
     create_nodegroup_here(ref, ctor, args.data(), args.size());
+    for (int node = 0; node < num_nodes(); ++node) {
+      if (node == my_node()) continue;
+      message_ptr m = new_control(ref, index_key{}, op_create, sizeof ref + args.size());
+      header_of(*m).entry = ctor;
+      std::memcpy(args_of(*m), &ref, sizeof ref);
+      if (!args.empty()) std::memcpy(args_of(*m) + sizeof ref, args.data(), args.size());
+      send_to_node_of(node, std::move(m));
+    }
     return ref;
   }
   auto info = std::make_shared<creation_info>();
@@ -1360,9 +1669,12 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
   message_ptr m = new_control(ref, key, op_insert, args.size());
   header_of(*m).entry = ctor;
   if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
-  if (pe == -2)
-    send_node(std::move(m));
-  else
+  if (pe == -2) {
+    // Placed by the runtime: the nodes take turns, starting with this one;
+    // within a node, the first PE free takes it.
+    std::uint32_t& next = pe_state().place_next;
+    send_to_node_of(int((unsigned(my_node()) + next++) % unsigned(num_nodes())), std::move(m));
+  } else
     send_to(pe == -1 ? home_pe(ref, key) : pe, std::move(m));
 }
 

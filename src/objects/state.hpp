@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 #include "absl/container/flat_hash_map.h"
@@ -23,6 +24,13 @@ void freeze_registries(bool frozen);
 std::span<const entry_info> entry_table() noexcept;
 const reducer_info& reducer(std::uint32_t id);
 map_fn user_map(std::uint32_t id);
+struct readonly_entry {
+  void* self = nullptr;
+  readonly_pup_fn pup = nullptr;
+  std::string type;
+};
+// The program's readonlies now, in construction order.
+std::vector<readonly_entry> readonly_table();
 
 inline constexpr std::int64_t passed_all = std::numeric_limits<std::int64_t>::max();
 
@@ -42,6 +50,8 @@ enum op_kind : std::uint8_t {
   op_red_leave,       // at the root: an element left at round reply_id
   op_allreduce_done,  // to every PE: an all_reduce round's result
   op_future_set,      // to the owner PE: a future's value
+  op_red_up,          // to the parent node: a child node's partial results and what it passed
+  op_setup_done,      // to every PE of other nodes: main's setup ended; the readonly values
 };
 
 enum location_kind : std::uint32_t { loc_moved = 0, loc_inserted = 1, loc_deleted = 2 };
@@ -60,13 +70,20 @@ struct partial {
   std::vector<std::byte> value;
 };
 
-// Node-level combining of one collection's reductions: a slot per PE holds
-// the rounds that PE has passed (every element there contributed); a round
-// leaves the node once every slot passed it.
+// Node-level combining of one collection's reductions: a slot per PE of the
+// node and one per child node in the spanning tree of nodes holds the rounds
+// that PE or subtree has passed (every element there contributed); a round
+// leaves the node, for the parent node or the root PE, once every slot
+// passed it.
 struct node_combiner {
   std::mutex mutex;
-  std::vector<std::int64_t> passed;  // per PE; -1: nothing yet
+  std::vector<std::int64_t> passed;  // the node's PEs by rank, then the children; -1: nothing yet
+  std::vector<int> children;         // child nodes, in slot order
+  int parent = -1;                   // parent node; -1: this node holds the root PE
+  std::vector<std::uint64_t> child_seq;  // the latest report applied, per child
+  std::uint64_t report_seq = 0;          // reports sent to the parent
   std::int64_t completed = -1;
+  std::int64_t reported = std::numeric_limits<std::int64_t>::min();  // passed, as the parent knows
   std::map<std::uint32_t, partial> acc;
 };
 
@@ -176,6 +193,14 @@ struct pe_objects {
   std::unordered_map<std::uint64_t, future_slot> futures;
   std::uint64_t future_counter = 0;
   std::vector<std::coroutine_handle<>> main_tasks;
+  // Messages naming a collection this node has not learnt yet (its creation
+  // message is still on its way from another node), kept in arrival order.
+  std::unordered_map<std::uint64_t, std::vector<message*>> parked;
+  // On a node other than 0, until main's setup ended and the readonlies
+  // arrived: every object message waits here, in arrival order.
+  bool gated = false;
+  std::vector<message*> gate;
+  std::uint32_t place_next = 0;  // chares placed by the runtime: the next node, round robin
 };
 
 struct nodegroup_instance {
@@ -199,6 +224,7 @@ struct node_objects {
   std::unordered_map<std::uint64_t, std::shared_ptr<const creation_info>> creations;
   std::unordered_map<std::uint64_t, std::unique_ptr<node_combiner>> combiners;
   std::unordered_map<std::uint64_t, std::unique_ptr<nodegroup_instance>> nodegroups;
+  bool readonlies_set = false;  // the readonly values from node 0 are in place
 };
 
 }  // namespace weft::detail

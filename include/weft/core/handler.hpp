@@ -27,13 +27,18 @@ namespace detail {
 //  pe_start:   on each PE thread, before its scheduler (and main_fn) runs;
 //  pe_stop:    on each PE thread, after its scheduler stopped (other PEs may
 //              still be finishing their last handler);
-//  node_stop:  on the thread in weft::run, after every PE stopped.
+//  node_stop:  on the thread in weft::run, after every PE stopped;
+//  main_returned: on PE 0 of node 0, when the main function returned (a
+//              coroutine main: when it first suspended), before PE 0 takes
+//              its first message; other nodes learn of it only through
+//              what the layer sends.
 struct layer_hooks {
   const char* name;
   void (*node_start)();
   void (*pe_start)();
   void (*pe_stop)();
   void (*node_stop)();
+  void (*main_returned)() = nullptr;
 };
 WEFT_API void register_layer(const layer_hooks& hooks);
 }  // namespace detail

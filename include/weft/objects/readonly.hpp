@@ -8,8 +8,11 @@
 // Setting one elsewhere (another PE, or after main's setup) is an error: the
 // PEs read it without a lock, which is safe only because every message they
 // get was sent after it was set. All PEs of a node share the process's copy;
-// a job of several processes gets it broadcast to each once main's setup ends
-// (with the transports of the net layer).
+// in a job of several processes PE 0 sends every readonly to the other
+// nodes once main's setup ends, and their objects layer holds every message
+// until the values arrived, so no element there runs before its readonlies
+// are set. T must then be serializable (weft::pup); another T works in one
+// process only.
 #pragma once
 #include <string>
 #include "weft/core/runtime.hpp"
@@ -21,8 +24,9 @@ namespace weft {
 template <class T>
 class readonly {
  public:
-  readonly() = default;
-  explicit readonly(T initial) : value_(std::move(initial)) {}
+  readonly() { enrol(); }
+  explicit readonly(T initial) : value_(std::move(initial)) { enrol(); }
+  ~readonly() { detail::unregister_readonly(this); }
   readonly(const readonly&) = delete;
   readonly& operator=(const readonly&) = delete;
 
@@ -42,6 +46,15 @@ class readonly {
   const T* operator->() const noexcept { return &value_; }
 
  private:
+  // Every readonly of the program, in construction order (the same in every
+  // process of one build), so that PE 0 can send them to other nodes.
+  void enrol() {
+    detail::readonly_pup_fn fn = nullptr;
+    if constexpr (requires(pupper & p, T & t) { pup(p, t); })
+      fn = [](void* self, pupper& p) { p | static_cast<readonly*>(self)->value_; };
+    detail::register_readonly(this, fn, objects::detail::type_name_v<T>);
+  }
+
   T value_{};
 };
 

@@ -2,6 +2,7 @@
 // registration, and the packing of their arguments.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -169,6 +170,25 @@ void invoke_entry(element_base& obj, message& m) {
   }
 }
 
+// A message of entry M packed for this process, packed again for another
+// one. Only messages that leave their node come here.
+template <class T, auto M>
+message_ptr repack_entry(message& m) {
+  using tr = member_traits<decltype(M)>;
+  pupper in = pupper::unpacker(args_of(m), args_size(m), pupper::reach::this_process);
+  typename tr::params args;
+  unpack_args(in, args, member_name_v<M>);
+  pupper sizer = pupper::sizer();
+  pup_each(sizer, args);
+  message_ptr out = make_message(m.handler, sizeof(obj_header) + sizer.offset());
+  std::memcpy(out->data(), m.data(), sizeof(obj_header));
+  header_of(*out).in_process = 0;
+  out->priority = m.priority;
+  pupper packer = pupper::packer(args_of(*out), args_size(*out));
+  pup_each(packer, args);
+  return out;
+}
+
 template <class T, auto M>
 std::uint32_t entry_id() {
   using tr = member_traits<decltype(M)>;
@@ -179,7 +199,7 @@ std::uint32_t entry_id() {
                 "would end at its first co_await");
   static const std::uint32_t id =
       register_entry(entry_info{std::string(member_name_v<M>), &type_tag<T>, &invoke_entry<T, M>,
-                                nullptr, false, is_exclusive<T, M>()});
+                                nullptr, false, is_exclusive<T, M>(), &repack_entry<T, M>});
   return id;
 }
 // Registered during static initialisation for every entry a program names.

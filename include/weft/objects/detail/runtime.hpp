@@ -70,6 +70,10 @@ struct entry_info {
   element_base* (*construct)(pupper& p) = nullptr;
   bool awaited = false;    // some coroutine awaits next<this>: its messages wait in a mailbox
   bool exclusive = false;  // nodegroup: never runs beside another exclusive entry of the node
+  // A method: the same call packed for another process, from a message
+  // packed for this one (obj_header::in_process): what the arguments hold
+  // by address (weft::buffer) travels as bytes.
+  message_ptr (*to_anywhere)(message& m) = nullptr;
 };
 WEFT_API std::uint32_t register_entry(entry_info info);
 WEFT_API const entry_info& entry(std::uint32_t id) noexcept;
@@ -251,6 +255,14 @@ WEFT_API void future_set(int pe, std::uint64_t id, std::vector<std::byte> value)
 WEFT_API bool future_take(std::uint64_t id, std::vector<std::byte>& out);
 WEFT_API void future_wait(std::uint64_t id, std::coroutine_handle<> h, promise_base* waiter);
 WEFT_API void future_cancel(std::uint64_t id) noexcept;
+
+// ---- readonly globals ---------------------------------------------------------
+
+// Packs or unpacks one weft::readonly's value (null: its type cannot be
+// serialized, so it cannot reach another process).
+using readonly_pup_fn = void (*)(void* self, pupper& p);
+WEFT_API void register_readonly(void* self, readonly_pup_fn pup, std::string_view type);
+WEFT_API void unregister_readonly(void* self) noexcept;
 
 // ---- errors ------------------------------------------------------------------
 

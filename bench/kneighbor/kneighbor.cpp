@@ -19,13 +19,12 @@
 // iteration); with touch the rest is filled by the sender and checked by the
 // receiver.
 //
-// Run as several processes (mpirun -n P ...), the core level spans the job:
-// one element per PE, neighbours by job-wide PE number, so messages to PEs
-// of other nodes go through the transport. The objects layer runs in one
-// process only: there --level=objects is refused and --level=both measures
-// the core level alone (with a note). Each row's "mode" says what was
-// compared: smp (several PEs per process), or nonsmp-<transport> (one PE per
-// process, e.g. nonsmp-shm, nonsmp-mpi).
+// Run as several processes (mpirun -n P ...), both levels span the job: one
+// element per PE, neighbours by job-wide PE number (core) or array index
+// (objects, element i on PE i), so messages to PEs of other nodes go through
+// the transport. Each row's "mode" says what was compared: smp (several PEs
+// per process), or nonsmp-<transport> (one PE per process, e.g. nonsmp-shm,
+// nonsmp-mpi).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -54,7 +53,7 @@ const char* about =
     "(weft::buffer<std::byte>:\n"
     "                    its block handed over), vector (std::vector<std::byte>: copied in and\n"
     "                    out); all = span,buffer,vector (default span)\n"
-    "Under mpirun (several processes) only the core level runs: --level=objects is refused.";
+    "Under mpirun (several processes) both levels span the job, one element per PE.";
 
 enum class level_kind : std::uint8_t { core, objects };
 enum class payload_kind : std::uint8_t { message, span, buffer, vector };
@@ -319,8 +318,7 @@ struct driver_state {
   std::uint64_t t0 = 0;
   std::vector<double> samples;  // iter_us per plan entry
   int k = 3, iters = 2000;
-  bool objects = false;  // the plan has objects-level measurements
-  std::string level = "both";
+  bool objects = false;   // the plan has objects-level measurements
   std::string transport;  // the job's transport (rows' "mode" in non-SMP runs)
   weft::array<Neighbour> arr;
   weft::callback<int> finished_cb;
@@ -446,7 +444,6 @@ int main(int argc, char** argv) {
   d.iters = int(weft::bench::positive_arg(d.cli, "iters", 2000, 100000000));
   const std::string touch = weft::bench::arg(d.cli, "touch", "both");
   const std::string level = weft::bench::arg(d.cli, "level", "both");
-  d.level = level;
   std::string payload = weft::bench::arg(d.cli, "payload", "span");
   if (payload == "all") payload = "span,buffer,vector";
   std::vector<payload_kind> payloads;
@@ -506,22 +503,6 @@ int main(int argc, char** argv) {
   return weft::run(cfg, argc, argv, [](weft::args) {
     driver_state& dr = g_driver;
     dr.transport = weft::config().transport;
-    if (weft::num_nodes() > 1 && dr.objects) {
-      if (dr.level == "objects") {
-        std::fprintf(stderr,
-                     "error: --level=objects: the objects layer runs in one process only; this "
-                     "job has %d (use --level=core)\n",
-                     weft::num_nodes());
-        weft::exit(2);
-        return;
-      }
-      std::fprintf(stderr,
-                   "kneighbor: note: the objects level is skipped: the objects layer runs in one "
-                   "process only; this job has %d (core level only)\n",
-                   weft::num_nodes());
-      std::erase_if(dr.plan, [](const measurement& ms) { return ms.level != level_kind::core; });
-      dr.objects = false;
-    }
     if (dr.objects) {
       // Block map over num_pes elements: element i on PE i.
       dr.arr = weft::array<Neighbour>::create(weft::num_pes());

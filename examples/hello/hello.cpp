@@ -3,7 +3,9 @@
 // Eight elements of a 1-D array (spread over the PEs by the default block
 // map) hand a greeting down the line: element i prints who greeted it and
 // greets element i+1. The main function is a coroutine that creates the
-// array and sends the first greeting; the last element ends the run.
+// array and sends the first greeting; the last element ends the run. Run as
+// several processes, the array spans all of them and each element prints in
+// the process that holds it.
 #include <cstdio>
 #include <string>
 #include <weft/weft.hpp>

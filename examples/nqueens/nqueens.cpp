@@ -7,8 +7,9 @@
 // three bitmasks (attacked columns and the two diagonals). The first
 // THRESHOLD rows are explored by chares: a chare takes one state, tries every
 // column of its row, and for each safe one creates a child chare for the next
-// row (weft::create places it on whichever PE is free first) — or, on the
-// last parallel row, counts the completions of that board itself with a
+// row (weft::create lets the runtime place it: the processes of the job take
+// turns, and inside one the first PE free takes it) — or, on the last
+// parallel row, counts the completions of that board itself with a
 // sequential bitmask backtracker. Then it destroys itself. Small THRESHOLD:
 // few, large tasks; large THRESHOLD: many small ones.
 //

@@ -1,7 +1,9 @@
-// ring: one message travels around the PEs of a node, hop by hop, and the
-// last hop ends the program. The message is never copied: each handler gets
-// the pointer the previous PE sent, decrements the counter inside it, and
-// sends the same message on.
+// ring: one message travels around the PEs of the job, hop by hop, and the
+// last hop ends the program. Inside a process the message is never copied:
+// each handler gets the pointer the previous PE sent, decrements the counter
+// inside it, and sends the same message on. Between processes the transport
+// carries it; as all its state travels in the message, the program is the
+// same in one process and in several.
 #include <cstdio>
 #include <cstdlib>
 #include <weft/weft.hpp>

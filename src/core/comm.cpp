@@ -256,18 +256,21 @@ void comm_thread_main(node_state& node) {
 
 std::thread g_comm_thread;
 
-// FNV-1a over the handler names in registration order: two builds whose
-// tables differ would run the wrong handler for a message.
+// FNV-1a over the handler names in registration order, and over the
+// layers' own tables (the objects layer's entry methods): two builds whose
+// tables differ would run the wrong code for a message.
 std::uint64_t handler_table_hash() {
   std::uint64_t h = 1469598103934665603ull;
-  for (const auto& e : handlers().entries) {
-    for (const char* c = e.name; c != nullptr && *c != '\0'; ++c) {
-      h ^= std::uint8_t(*c);
-      h *= 1099511628211ull;
-    }
-    h ^= 0xff;
+  auto mix = [&h](std::uint64_t v) {
+    h ^= v;
     h *= 1099511628211ull;
+  };
+  for (const auto& e : handlers().entries) {
+    for (const char* c = e.name; c != nullptr && *c != '\0'; ++c) mix(std::uint8_t(*c));
+    mix(0xff);
   }
+  for (const auto& l : handlers().layers)
+    if (l.fingerprint) mix(l.fingerprint());
   return h;
 }
 

@@ -11,7 +11,7 @@ namespace weft::core {
 void print_stats(node_state& node) {
   std::FILE* out = stdout;
   const bool unbound = node.cfg.bind == "none";
-  std::fprintf(out, "weft stats: node 0, %zu PEs, %.3f s\n", node.pes.size(),
+  std::fprintf(out, "weft stats: node %d, %zu PEs, %.3f s\n", node.node_id, node.pes.size(),
                double(base::wall_ns() - node.start_ns) * 1e-9);
   std::fprintf(out, "%4s %5s %10s %10s %10s %6s %12s %12s %s\n", "PE", "cpu", "busy_ms", "idle_ms",
                "ovh_ms", "busy%", "sent", "handled", unbound ? "cpu_changes" : "");
@@ -34,8 +34,9 @@ void print_stats(node_state& node) {
     char changes[32] = "";
     if (unbound)
       std::snprintf(changes, sizeof changes, "%llu", (unsigned long long)pe->cpu_changes);
-    std::fprintf(out, "%4d %5s %10.2f %10.2f %10.2f %6.1f %12llu %12llu %s\n", pe->rank, cpu_text,
-                 busy, idle, ovh, wall > 0 ? 100.0 * busy / wall : 0.0, (unsigned long long)sent,
+    std::fprintf(out, "%4d %5s %10.2f %10.2f %10.2f %6.1f %12llu %12llu %s\n",
+                 node.first_pe + pe->rank, cpu_text, busy, idle, ovh,
+                 wall > 0 ? 100.0 * busy / wall : 0.0, (unsigned long long)sent,
                  (unsigned long long)done, changes);
   }
   std::fprintf(out, "total sent %llu, handled %llu (sends, timers and main count alike)\n",

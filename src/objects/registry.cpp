@@ -106,6 +106,27 @@ map_fn user_map(std::uint32_t id) {
   return m[id].first;
 }
 
+// FNV-1a over every table's names in order (the ids messages carry), and
+// the readonlies' types.
+std::uint64_t registry_fingerprint() {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view s) {
+    for (char c : s) {
+      h ^= std::uint8_t(c);
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ull;
+  };
+  std::lock_guard<std::mutex> lock(reg().mutex);
+  for (const auto& e : reg().entries) mix(e.name);
+  for (const auto& t : reg().types) mix(t.name);
+  for (const auto& r : reg().reducers) mix(r.name);
+  for (const auto& m : reg().maps) mix(m.second);
+  for (const auto& r : reg().readonlies) mix(r.type);
+  return h;
+}
+
 // Readonlies are not frozen: a program may make one before each run (its
 // processes still make them in the same order).
 void register_readonly(void* self, readonly_pup_fn pup, std::string_view type) {

@@ -1458,7 +1458,8 @@ const bool registered = [] {
   element_handler_id = register_handler("objects.element", &on_element_message);
   h_nodegroup = register_handler("objects.nodegroup", &on_nodegroup_message);
   h_control = register_handler("objects.control", &on_control);
-  register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop, &main_returned});
+  register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop, &main_returned,
+                  &registry_fingerprint});
   return true;
 }();
 

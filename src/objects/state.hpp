@@ -20,6 +20,7 @@
 namespace weft::detail {
 
 void freeze_registries(bool frozen);
+std::uint64_t registry_fingerprint();
 // The entry table, fixed while a node runs (registries are frozen).
 std::span<const entry_info> entry_table() noexcept;
 const reducer_info& reducer(std::uint32_t id);

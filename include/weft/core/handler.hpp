@@ -3,6 +3,7 @@
 // initialisation or main); ids are dense indices in registration order, so
 // every process of a job built from the same program has the same table.
 #pragma once
+#include <cstdint>
 #include <string>
 #include "weft/base/export.hpp"
 #include "weft/core/message.hpp"
@@ -31,7 +32,10 @@ namespace detail {
 //  main_returned: on PE 0 of node 0, when the main function returned (a
 //              coroutine main: when it first suspended), before PE 0 takes
 //              its first message; other nodes learn of it only through
-//              what the layer sends.
+//              what the layer sends;
+//  fingerprint: a hash of the layer's own registration tables, compared
+//              between the processes of a job at startup with core's
+//              handler table (processes of different builds refuse to run).
 struct layer_hooks {
   const char* name;
   void (*node_start)();
@@ -39,6 +43,7 @@ struct layer_hooks {
   void (*pe_stop)();
   void (*node_stop)();
   void (*main_returned)() = nullptr;
+  std::uint64_t (*fingerprint)() = nullptr;
 };
 WEFT_API void register_layer(const layer_hooks& hooks);
 }  // namespace detail

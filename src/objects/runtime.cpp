@@ -178,7 +178,7 @@ node_combiner* combiner_for(const collection_ref& ref) {
     c->children = tree_children(my_node(), root, num_nodes());
     c->parent = tree_parent(my_node(), root, num_nodes());
     c->passed.assign(std::size_t(node_size()) + c->children.size(), -1);
-    c->child_seq.assign(c->children.size(), 0);
+    c->child_reports.resize(c->children.size());
   }
   return c.get();
 }
@@ -348,12 +348,11 @@ struct leaving {
   std::uint64_t seq = 0;
 };
 
-// Slot `slot` of the node's combiner passed `passed` (null: no news; a stale
-// report of a child), with the partial results `ready` of rounds it passed.
-// Under the combiner's lock.
+// Slot `slot` of the node's combiner passed `passed`, with the partial
+// results `ready` of rounds it passed. Under the combiner's lock.
 void combine_locked(node_combiner& c, const collection_ref& ref, std::size_t slot,
-                    const std::int64_t* passed, round_partials& ready, leaving& out) {
-  if (passed != nullptr) c.passed[slot] = *passed;
+                    std::int64_t passed, round_partials& ready, leaving& out) {
+  c.passed[slot] = passed;
   for (auto& [r, p] : ready) {
     if (std::int64_t(r) <= c.completed)
       out.late.emplace_back(r, std::move(p));  // the node already sent this round
@@ -382,8 +381,12 @@ void combine_locked(node_combiner& c, const collection_ref& ref, std::size_t slo
     c.reported = raw;
     out.report = true;
     out.passed = raw;
-    out.seq = ++c.report_seq;
   }
+}
+
+// Numbers the report that leaves, once per message. Under the lock.
+void number_report(node_combiner& c, leaving& out) {
+  if (out.report) out.seq = ++c.report_seq;
 }
 
 void pup_partials(pupper& p, round_partials& v) {
@@ -431,14 +434,16 @@ void reduction_flush(local_collection& lc) {
   leaving out;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    combine_locked(c, lc.ref, std::size_t(my_rank()), &passed, ready, out);
+    combine_locked(c, lc.ref, std::size_t(my_rank()), passed, ready, out);
+    number_report(c, out);
   }
   send_leaving(lc.ref, c, out);
 }
 
 // A child node's report: what its subtree passed and the rounds it
 // completed. Reports may overtake one another (any PE of this node takes
-// them); an older one's partial results still count, its `passed` not.
+// them), so they are applied in the order the child numbered them: one
+// that comes early waits for those before it.
 void on_red_up(local_collection& lc, message_ptr m) {
   const obj_header& h = header_of(*m);
   node_combiner& c = *lc.combiner;
@@ -457,9 +462,20 @@ void on_red_up(local_collection& lc, message_ptr m) {
   leaving out;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    const bool fresh = seq > c.child_seq[i];
-    if (fresh) c.child_seq[i] = seq;
-    combine_locked(c, lc.ref, std::size_t(node_size()) + i, fresh ? &passed : nullptr, ready, out);
+    node_combiner::child_report& from = c.child_reports[i];
+    if (seq != from.applied + 1) {
+      from.ahead.emplace(seq, std::make_pair(passed, std::move(ready)));
+      return;
+    }
+    const std::size_t slot = std::size_t(node_size()) + i;
+    combine_locked(c, lc.ref, slot, passed, ready, out);
+    from.applied = seq;
+    for (auto it = from.ahead.begin(); it != from.ahead.end() && it->first == from.applied + 1;
+         it = from.ahead.erase(it)) {
+      combine_locked(c, lc.ref, slot, it->second.first, it->second.second, out);
+      from.applied = it->first;
+    }
+    number_report(c, out);
   }
   send_leaving(lc.ref, c, out);
 }

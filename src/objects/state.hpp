@@ -81,8 +81,14 @@ struct node_combiner {
   std::vector<std::int64_t> passed;  // the node's PEs by rank, then the children; -1: nothing yet
   std::vector<int> children;         // child nodes, in slot order
   int parent = -1;                   // parent node; -1: this node holds the root PE
-  std::vector<std::uint64_t> child_seq;  // the latest report applied, per child
-  std::uint64_t report_seq = 0;          // reports sent to the parent
+  // Reports of a child node, applied in the order it numbered them.
+  struct child_report {
+    std::uint64_t applied = 0;  // the last one applied
+    std::map<std::uint64_t, std::pair<std::int64_t, std::vector<std::pair<std::uint32_t, partial>>>>
+        ahead;  // came before an earlier one
+  };
+  std::vector<child_report> child_reports;
+  std::uint64_t report_seq = 0;  // reports sent to the parent
   std::int64_t completed = -1;
   std::int64_t reported = std::numeric_limits<std::int64_t>::min();  // passed, as the parent knows
   std::map<std::uint32_t, partial> acc;

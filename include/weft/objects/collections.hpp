@@ -627,8 +627,8 @@ chare_proxy<T> create_chare(int pe, Args&&... args) {
 }
 }  // namespace detail
 
-// A chare placed by the runtime: the first PE of the node free to take it
-// constructs it.
+// A chare placed by the runtime: the nodes take turns (starting with this
+// one), and the first PE of that node free to take it constructs it.
 template <class T, class... Args>
 chare_proxy<T> create(Args&&... args) {
   return detail::create_chare<T>(-2, std::forward<Args>(args)...);

@@ -311,7 +311,11 @@ std::string resolve_transport(const runtime_config& cfg, const net::launch_info&
   // (local_size 0: the launcher does not say; the job may span hosts.)
   if (launch.size <= 1) return "local";
   if (launch.local_size == launch.size) return "shm";
-  return "mpi";
+  // Across hosts: shm inside each, mpi between. Every process must choose
+  // alike, and no launcher tells each process the other hosts' counts, so
+  // this holds even if every host runs one process (the composite then
+  // makes no shm backend and passes everything to mpi).
+  return "shm+mpi";
 }
 
 }  // namespace

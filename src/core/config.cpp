@@ -31,15 +31,19 @@ const char* to_string(alloc_kind k) {
 constexpr long default_spin_us = 50;
 constexpr long default_yield_us = 200;
 
+constexpr const char* bind_accepted = "none|compact|scatter|CPU list (0-3,6 or L0-3)";
+
 void define_runtime_options(base::option_set& set) {
   using base::option_spec;
   set.define({"threads", "", "integer 1..4096", "PEs (worker threads) in this node",
               base::integer_in(1, 4096), false, "cores in the process's CPU set"});
-  set.define({"bind", "compact", "none|compact|scatter|CPU list (0-3,6 or L0-3)",
+  set.define({"bind", "compact", bind_accepted,
               "where PEs run: one per core, filling a cache domain first (compact), spread "
               "(scatter), unbound (none), or an explicit list",
+              // The syntax only: a CPU list is checked against the machine
+              // after parsing (parse_options), once the topology may be loaded.
               [](const std::string& v) -> std::optional<std::string> {
-                std::string err = base::topology::get().check_bind(v);
+                std::string err = base::topology::check_bind_syntax(v);
                 if (err.empty()) return std::nullopt;
                 return err;
               }});
@@ -52,10 +56,11 @@ void define_runtime_options(base::option_set& set) {
               base::one_of({"mimalloc", "system"})});
   set.define({"msg-pool", "on", "on|off", "per-PE size-class free lists for message blocks",
               base::boolean()});
-  set.define({"transport", "auto", "auto|local|shm|mpi|ucx",
-              "network between nodes (processes); auto: local for one process, shm when "
-              "every process is on one host, else mpi",
-              base::one_of({"auto", "local", "shm", "mpi", "ucx"})});
+  set.define({"transport", "auto", "auto|local|shm|mpi|ucx|shm+mpi|shm+ucx",
+              "network between nodes (processes); shm+X: shm inside each host, X between "
+              "hosts; auto: local for one process, shm when every process is on one host, "
+              "else shm+mpi",
+              base::one_of({"auto", "local", "shm", "mpi", "ucx", "shm+mpi", "shm+ucx"})});
   set.define({"comm", "", "thread|workers|hybrid",
               "who drives the network: a dedicated comm thread, the PEs between messages, or "
               "both (PEs help when idle)",
@@ -91,9 +96,23 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   define_runtime_options(set);
   set.parse(argc, argv, environ);
 
+  // The first topology::get() of the process comes next. In a job of several
+  // processes on this host, local rank 0 discovers the machine and the others
+  // load what it found (topology.hpp); they wait for it as long as for the
+  // job's other processes. The launcher's environment alone says who is who
+  // (net_start reads it again; its errors now come from here).
+  const net::launch_info launch = net::launch_from_environment();
+  base::topology::share_per_host(
+      {launch.job_id, launch.local_rank, launch.local_size, set.get_double("startup-timeout")});
+
   runtime_config c;
   const base::topology& topo = base::topology::get();
   const int cpus = int(topo.allowed().size());
+  // What the option's validator could not check without the machine; the
+  // message is the one a validator's would be.
+  if (std::string err = topo.check_bind(set.get("bind")); !err.empty())
+    base::usage_error("%s: %s; accepted: %s", set.origin("bind").c_str(), err.c_str(),
+                      bind_accepted);
 
   c.threads =
       set.given("threads") ? int(set.get_int("threads")) : std::max(1, topo.allowed_cores());

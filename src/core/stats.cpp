@@ -2,9 +2,12 @@
 // time in the back-off (spinning, yielding or asleep), overhead is the rest
 // of the PE's wall time (scheduler, queues, timers). CPU changes are counted
 // only for unbound PEs, by sampling sched_getcpu once per scheduler turn.
+// The topology line says whether this process discovered the machine or
+// loaded what local rank 0 of its host discovered.
 #include <cstdio>
 #include "core/node.hpp"
 #include "weft/base/timer.hpp"
+#include "weft/base/topology.hpp"
 
 namespace weft::core {
 
@@ -13,6 +16,7 @@ void print_stats(node_state& node) {
   const bool unbound = node.cfg.bind == "none";
   std::fprintf(out, "weft stats: node %d, %zu PEs, %.3f s\n", node.node_id, node.pes.size(),
                double(base::wall_ns() - node.start_ns) * 1e-9);
+  std::fprintf(out, "topology: %s\n", base::topology::get().origin().c_str());
   std::fprintf(out, "%4s %5s %10s %10s %10s %6s %12s %12s %s\n", "PE", "cpu", "busy_ms", "idle_ms",
                "ovh_ms", "busy%", "sent", "handled", unbound ? "cpu_changes" : "");
   std::uint64_t tot_sent = 0, tot_done = 0;

@@ -1,20 +1,11 @@
 #include "weft/net/transport.hpp"
 
 #include <string>
+#include "backends.hpp"
+#include "composite.hpp"
 #include "weft/base/error.hpp"
 
 namespace weft::net {
-
-std::unique_ptr<transport> make_local_transport();  // local.cpp
-#if WEFT_HAVE_SHM_TRANSPORT
-std::unique_ptr<transport> make_shm_transport();  // shm.cpp
-#endif
-#if WEFT_HAVE_MPI_TRANSPORT
-std::unique_ptr<transport> make_mpi_transport();  // mpi.cpp
-#endif
-#if WEFT_HAVE_UCX_TRANSPORT
-std::unique_ptr<transport> make_ucx_transport();  // ucx.cpp
-#endif
 
 transport::~transport() = default;
 
@@ -43,6 +34,13 @@ std::string available_transports() {
 #if WEFT_HAVE_UCX_TRANSPORT
   s += ", ucx";
 #endif
+  // The composites: shm inside each host, the named backend between hosts.
+#if WEFT_HAVE_SHM_TRANSPORT && WEFT_HAVE_MPI_TRANSPORT
+  s += ", shm+mpi";
+#endif
+#if WEFT_HAVE_SHM_TRANSPORT && WEFT_HAVE_UCX_TRANSPORT
+  s += ", shm+ucx";
+#endif
   return s;
 }
 
@@ -57,11 +55,14 @@ std::unique_ptr<transport> create_transport(const std::string& name) {
 #if WEFT_HAVE_UCX_TRANSPORT
   if (name == "ucx") return make_ucx_transport();
 #endif
+  // A composite whose inter-host backend is missing is named by that backend.
+  if (name == "shm+mpi" || name == "shm+ucx") return make_composite_transport(name.substr(4));
   if (name == "shm" || name == "mpi" || name == "ucx")
     base::usage_error("--weft:transport=%s: this build of weft has no %s transport (it has: %s)",
                       name.c_str(), name.c_str(), available_transports().c_str());
-  base::usage_error("--weft:transport=%s: unknown transport; accepted: local, shm, mpi, ucx",
-                    name.c_str());
+  base::usage_error(
+      "--weft:transport=%s: unknown transport; accepted: local, shm, mpi, ucx, shm+mpi, shm+ucx",
+      name.c_str());
 }
 
 }  // namespace weft::net

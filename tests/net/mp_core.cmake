@@ -68,6 +68,52 @@ foreach(t ${mp_transports})
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
 endforeach()
 
+# The composites (shm inside a host, mpi or ucx between hosts). On this one
+# host every node is in one host group, so they run as shm does, through the
+# composite's routing, waits and finalize (tests/net/mp_composite.cmake splits
+# the host; tests/net/two_hosts.sh uses two). A subset of the cases: the
+# rest would only repeat shm's.
+set(mp_composites)
+if(WEFT_HAVE_MPI)
+  list(APPEND mp_composites shm+mpi)
+endif()
+if(WEFT_HAVE_UCX)
+  list(APPEND mp_composites shm+ucx)
+endif()
+if(WEFT_SANITIZE STREQUAL "thread")
+  set(mp_composites)
+endif()
+foreach(t ${mp_composites})
+  string(REPLACE "+" "_" n ${t})
+  foreach(c pingpong alltoall quiescence)
+    mp_core_test(net.core.${n}.2x2.${c} CODE 0 NP 2
+                 ARGS --case=${c} --weft:transport=${t} --weft:threads=2)
+    mp_core_test(net.core.${n}.4x1.${c} CODE 0 NP 4
+                 ARGS --case=${c} --weft:transport=${t} --weft:threads=1)
+  endforeach()
+  mp_core_test(net.core.${n}.2x2.exitcode CODE 0 NP 2
+               ARGS --case=exitcode --weft:transport=${t} --weft:threads=2)
+  foreach(mode thread workers hybrid)
+    mp_core_test(net.core.${n}.2x2.comm_${mode} CODE 0 NP 2
+                 ARGS --case=alltoall --weft:transport=${t} --weft:threads=2 --weft:comm=${mode})
+  endforeach()
+  mp_core_test(net.core.${n}.fatal CODE nonzero NP 2
+               ARGS --case=fatal --weft:transport=${t} --weft:threads=1
+               EXPECT "weft: node 1: fatal: mp_core: node 1 fails on purpose")
+  add_test(NAME net.core.${n}.kill_one
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/kill_one.sh ${MPIEXEC_EXECUTABLE}
+                   $<TARGET_FILE:net_mp_core> ${t})
+  set_tests_properties(net.core.${n}.kill_one PROPERTIES TIMEOUT 120 LABELS net
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
+endforeach()
+# A composite whose inter-host backend this build lacks is a usage error
+# naming it (the TSan build has no ucx).
+if(NOT WEFT_HAVE_UCX)
+  mp_core_test(net.core.shm_ucx.missing CODE 2 NP 2
+               ARGS --case=pingpong --weft:transport=shm+ucx
+               EXPECT "--weft:transport=shm.ucx: this build of weft has no ucx transport")
+endif()
+
 # Processes of different builds (handler tables differ) refuse to start.
 mp_core_test(net.core.different_builds CODE 2 NP 2
              ARGS --case=pingpong --weft:transport=shm --weft:threads=1
@@ -103,7 +149,7 @@ weftrun_test(dry_run 0 ARGS --nodes 2 --threads 3 --transport shm --comm workers
 weftrun_test(bad_nodes 2 ARGS --nodes 0 ./app
              EXPECT "weftrun: error: --nodes=0: expected a number of nodes")
 weftrun_test(bad_transport 2 ARGS --nodes 2 --transport pigeon ./app
-             EXPECT "weftrun: error: --transport=pigeon: accepted: auto, shm, mpi, ucx")
+             EXPECT "weftrun: error: --transport=pigeon: accepted: auto, shm, mpi, ucx, shm\\+mpi, shm\\+ucx")
 weftrun_test(no_program 2 ARGS --nodes 2 EXPECT "weftrun: error: no program given")
 weftrun_test(runs_a_job 0 ARGS --nodes 2 --threads 2 $<TARGET_FILE:net_mp_core> --case=alltoall
              --weft:quiet EXPECT "mp_core: alltoall passed on 4 PEs in 2 processes")

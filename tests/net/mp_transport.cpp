@@ -40,6 +40,7 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+#include "mp_fail.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
 
@@ -139,18 +140,9 @@ std::unordered_map<void*, std::size_t> g_recv_buffers;  // allocated, not yet de
 
 [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void fail(const char* fmt, ...) {
-  char what[1024];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  char line[1200];
-  int n = std::snprintf(line, sizeof line, "mp_transport: FAIL (node %d): %s\n", g_me, what);
-  ssize_t w = ::write(STDERR_FILENO, line, std::size_t(n > 0 ? n : 0));
-  (void)w;
-  // Through the transport, so that no other node is left waiting for this one.
-  if (g_transport_live) g_transport->abort(1, "mp_transport failed (see above)");
-  std::_Exit(1);
+  mp_test::fail_job("mp_transport", g_me, g_transport_live ? g_transport.get() : nullptr, fmt, ap);
 }
 
 // The blocking calls (init, allgather, barrier, finalize) cannot be polled

@@ -38,6 +38,7 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+#include "mp_fail.hpp"
 #include "net/ucx.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
@@ -67,17 +68,9 @@ std::uint64_t g_delivered = 0;
 
 [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void fail(const char* fmt, ...) {
-  char what[1024];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  char line[1200];
-  int n = std::snprintf(line, sizeof line, "mp_ucx: FAIL (node %d): %s\n", g_me, what);
-  ssize_t w = ::write(STDERR_FILENO, line, std::size_t(n > 0 ? n : 0));
-  (void)w;
-  if (g_live) g_transport->abort(1, "mp_ucx failed (see above)");
-  std::_Exit(1);
+  mp_test::fail_job("mp_ucx", g_me, g_live ? g_transport.get() : nullptr, fmt, ap);
 }
 
 std::uint64_t mix(std::uint64_t x) {

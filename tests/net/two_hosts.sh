@@ -9,15 +9,26 @@
 # itself for the first host (PMIx then reports wrong local peers).
 # The veth counters must grow by at least the payload each case sends each
 # way, beyond what a job running `true` moves (the launch traffic).
-#   two_hosts.sh <mpirun> <net_mp_core> <transport: mpi|ucx>
+# The composites (shm+mpi, shm+ucx) run 4 processes, 2 per host, 1 PE each:
+# mp_core's cases as above, then net_mp_composite, whose counters must show
+# that the messages between the processes of one host went through shm and
+# the others through the network (at least their bytes cross the veth), and
+# a job with the default transport, which must choose shm+mpi.
+#   two_hosts.sh <mpirun> <net_mp_core> <transport: mpi|ucx|shm+mpi|shm+ucx> [<net_mp_composite>]
 # Exit 0: passed; 1: failed; 77: skipped (no namespaces here).
 set -u
-if [ $# -ne 3 ]; then
-  echo "usage: two_hosts.sh <mpirun> <net_mp_core> <mpi|ucx>" >&2
+if [ $# -ne 3 ] && [ $# -ne 4 ]; then
+  echo "usage: two_hosts.sh <mpirun> <net_mp_core> <mpi|ucx|shm+mpi|shm+ucx> [<net_mp_composite>]" >&2
   exit 2
 fi
-mpirun=$1 prog=$2 transport=$3
-case $transport in mpi | ucx) ;; *) echo "two_hosts: unknown transport '$transport'" >&2; exit 2 ;; esac
+mpirun=$1 prog=$2 transport=$3 composite_prog=${4:-}
+case $transport in
+  mpi | ucx) per_host=1 threads=2 ;;
+  shm+mpi | shm+ucx) per_host=2 threads=1 ;;
+  *) echo "two_hosts: unknown transport '$transport'" >&2; exit 2 ;;
+esac
+inter=${transport#shm+}  # what runs between the hosts
+nprocs=$((2 * per_host))
 here=$(cd "$(dirname "$0")" && pwd)
 tag="two_hosts ($transport)"
 
@@ -105,12 +116,13 @@ echo "\$host -> netns \$ns: \$*" >>"$agentlog"
 exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$ns && \$*"
 EOF
 chmod +x "$agent"
-printf '%s slots=1\n%s slots=1\n' "$addr1" "$addr2" >"$work/hosts"
+# Filled by slot: nodes 0 .. per_host-1 on host 1, the others on host 2.
+printf '%s slots=%d\n%s slots=%d\n' "$addr1" "$per_host" "$addr2" "$per_host" >"$work/hosts"
 
 # Open MPI and PMIx keep their session files under TMPDIR: ours goes with us.
-mpirun_args=(-n 2 --hostfile "$work/hosts" --bind-to none
+mpirun_args=(-n "$nprocs" --hostfile "$work/hosts" --bind-to none
   --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include "$dev")
-if [ "$transport" = mpi ]; then
+if [ "$inter" = mpi ]; then
   mpirun_args+=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$dev")
 else
   mpirun_args+=(-x UCX_TLS=tcp -x "UCX_NET_DEVICES=$dev")
@@ -162,8 +174,8 @@ base_tx=$d_tx base_rx=$d_rx
 echo "$tag: launch only (a job running true): veth $base_tx B host1->host2, $base_rx B host2->host1"
 
 # ---- the cases -------------------------------------------------------------------
-# want_<case>: payload bytes that must cross each way (2 processes x 2 PEs;
-# PEs 0,1 on host 1, PEs 2,3 on host 2).
+# want_<case>: payload bytes that must cross each way (2 processes x 2 PEs,
+# or 4 x 1; either way PEs 0,1 on host 1, PEs 2,3 on host 2).
 #  pingpong: PE 0 <-> PE 3, pingpong_rounds messages of an int each way, one
 #    at a time (so also at least that many packets each way);
 #  alltoall: each PE sends alltoall_count 8-byte messages to each PE: 2 PEs x
@@ -175,10 +187,10 @@ want_alltoall=$((2 * 2 * alltoall_count * 8))
 want_broadcast=$((broadcast_count * 8))
 for c in pingpong alltoall broadcast; do
   start=$(date +%s.%N)
-  run "$c" "$prog" "--case=$c" "--weft:transport=$transport" --weft:threads=2 --weft:quiet \
-    --weft:timeout=90
+  run "$c" "$prog" "--case=$c" "--weft:transport=$transport" "--weft:threads=$threads" \
+    --weft:quiet --weft:timeout=90
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
-  grep -q "^mp_core: $c passed .*2 processes" "$out" || fail "$c: no 'mp_core: $c passed' line"
+  grep -q "^mp_core: $c passed .*$nprocs processes" "$out" || fail "$c: no 'mp_core: $c passed' line"
   want_var="want_$c"
   want=${!want_var}
   x_tx=$((d_tx - base_tx)) x_rx=$((d_rx - base_rx))
@@ -191,4 +203,41 @@ for c in pingpong alltoall broadcast; do
       fail "pingpong: fewer than $pingpong_rounds packets each way over $dev ($d_txp / $d_rxp)"
   fi
 done
+
+# ---- the composites: which path each message took ---------------------------------
+if [ "$per_host" -eq 2 ]; then
+  if [ -n "$composite_prog" ]; then
+    # Each node prints "mp_composite: node N host-group G shm-sent M msgs X B
+    # inter-sent K msgs Y B"; it has already checked that exactly its messages
+    # to G went through shm and the others through the inter backend.
+    run "composite counters" "$composite_prog" "--inter=$inter" --expect-group=2
+    grep -q "^mp_composite: passed, 4 processes over $transport" "$out" ||
+      fail "composite counters: no 'mp_composite: passed' line"
+    want_tx=0 want_rx=0
+    for n in 0 1 2 3; do
+      line=$(grep "^mp_composite: node $n host-group " "$out") ||
+        fail "composite counters: no counters line of node $n"
+      read -r -a f <<<"$line"
+      group=${f[4]} shm_msgs=${f[6]} shm_bytes=${f[8]} net_msgs=${f[11]} net_bytes=${f[13]}
+      if [ "$n" -lt 2 ]; then want_group=0,1; else want_group=2,3; fi
+      [ "$group" = "$want_group" ] || fail "composite counters: node $n's host group is $group, not $want_group"
+      [ "$shm_msgs" -gt 0 ] && [ "$net_msgs" -gt 0 ] ||
+        fail "composite counters: node $n sent $shm_msgs messages through shm and $net_msgs between hosts"
+      if [ "$n" -lt 2 ]; then want_tx=$((want_tx + net_bytes)); else want_rx=$((want_rx + net_bytes)); fi
+      echo "$tag: node $n (host $((n / 2 + 1))): $shm_msgs messages ($shm_bytes B) through shm," \
+        "$net_msgs ($net_bytes B) through $inter"
+    done
+    x_tx=$((d_tx - base_tx)) x_rx=$((d_rx - base_rx))
+    echo "$tag: composite counters: veth beyond launch: $x_tx / $x_rx B; $inter sent $want_tx / $want_rx B"
+    [ "$x_tx" -ge "$want_tx" ] || fail "composite counters: only $x_tx B beyond launch went host1->host2 (< $want_tx)"
+    [ "$x_rx" -ge "$want_rx" ] || fail "composite counters: only $x_rx B beyond launch went host2->host1 (< $want_rx)"
+  fi
+  if [ "$inter" = mpi ]; then
+    # The default across hosts: every node's startup line names the composite.
+    run "auto" "$prog" --case=pingpong --weft:threads=1 --weft:timeout=90
+    lines=$(grep -c "of 4 nodes (transport=shm+mpi," "$out")
+    [ "$lines" -eq 4 ] || fail "auto: $lines of 4 nodes chose transport=shm+mpi"
+    echo "$tag: auto chose shm+mpi on every node"
+  fi
+fi
 echo "$tag: passed"

@@ -13,7 +13,15 @@
 //            indices "L0-3"; every CPU must lie in the inherited set
 // More PEs than CPUs in the set wrap around (the run is oversubscribed; the
 // caller warns).
+//
+// One discovery per host: in a job of several processes on one host, the
+// process of local rank 0 asks hwloc and writes the machine as XML to a file
+// private to the user; the others load that file instead of walking /proc and
+// /sys themselves (topology.cpp has the protocol). The machine tree is then
+// the same in every process of the host; the inherited CPU set and the
+// cgroup's allowed CPUs are still each process's own.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 #include "weft/base/export.hpp"
@@ -37,6 +45,37 @@ class WEFT_API topology {
   // thread (weft::run does).
   static const topology& get();
 
+  // How the processes of one job on one host share one discovery.
+  struct host_share {
+    std::string job_id;     // the same in every process of the job, in no other job
+    int local_rank = 0;     // this process among the job's processes on this host
+    int local_size = 0;     // the job's processes on this host (0: unknown)
+    double timeout_s = 60;  // how long a process waits for local rank 0's file
+  };
+
+  // Makes the first get() share the discovery as `share` says: local rank 0
+  // discovers and writes shared_file(), the others wait for it (a fatal error
+  // naming the file after timeout_s) and load it. Returns whether get() will
+  // share: not when the topology is already loaded, when local_size < 2, or
+  // when hwloc's environment (HWLOC_XMLFILE, HWLOC_SYNTHETIC, ...) chooses the
+  // machine. Main thread, before anything calls get().
+  static bool share_per_host(const host_share& share);
+
+  // A topology built by the steps the first get() takes (sharing as `share`
+  // says, or discovered by this process if it is null), but owned by the
+  // caller: for tests of the sharing.
+  static std::unique_ptr<topology> load(const host_share* share);
+
+  // The file through which the processes of job `job_id` on this host share
+  // the topology: in /dev/shm (else $TMPDIR, else /tmp), named from the user,
+  // the host name and the job id.
+  static std::string shared_file(const std::string& job_id);
+
+  // How this process got its topology: "discovered", "discovered and shared
+  // through <file> ..." (local rank 0) or "loaded from <file> (discovered by
+  // local rank 0)".
+  const std::string& origin() const { return origin_; }
+
   // Counts over the whole machine.
   int packages() const { return packages_; }
   int numa_nodes() const { return numa_nodes_; }
@@ -52,6 +91,10 @@ class WEFT_API topology {
   // Validates a --weft:bind value; returns "" if good, else what is wrong
   // (e.g. "CPU 7 is not in this process's CPU set 0-1").
   std::string check_bind(const std::string& bind) const;
+  // The part of check_bind that needs no machine: a policy name or a well
+  // formed CPU list. Option parsing uses it, so that parsing does not load
+  // the topology before the sharing is set up.
+  static std::string check_bind_syntax(const std::string& bind);
 
   // The OS CPU index for each of n PEs under a policy (-1 everywhere for
   // "none"). The bind value must have passed check_bind.
@@ -73,8 +116,9 @@ class WEFT_API topology {
   topology& operator=(const topology&) = delete;
 
  private:
-  topology();
+  explicit topology(const host_share* share);
   void* hw_ = nullptr;  // hwloc_topology_t
+  std::string origin_;
   int packages_ = 0, numa_nodes_ = 0, l3_caches_ = 0, cores_ = 0, pus_ = 0;
   std::vector<cpu_info> allowed_;
 };

@@ -40,7 +40,9 @@ WEFT_API void define_runtime_options(base::option_set& set);
 // Parses --weft:* from argv (removing them) and WEFT_* from the environment
 // into a validated configuration; bad input exits with code 2 and one line
 // naming the problem. Handles --weft:help (exit 0). Does not start anything,
-// so tools and benchmarks that do not start a node use it too.
+// so tools and benchmarks that do not start a node use it too. It loads the
+// machine topology: in a job of several processes on one host, local rank 0
+// discovers it and the others wait for its file (base/topology.hpp).
 // Main thread, before weft::run.
 WEFT_API runtime_config parse_options(int& argc, char** argv, base::option_set* out_set = nullptr);
 

@@ -1,0 +1,20 @@
+// Private to weft_net: the constructors of the backends this build has
+// (transport.cpp chooses among them by name; the composite builds two).
+#pragma once
+#include <memory>
+#include "weft/net/transport.hpp"
+
+namespace weft::net {
+
+std::unique_ptr<transport> make_local_transport();  // local.cpp
+#if WEFT_HAVE_SHM_TRANSPORT
+std::unique_ptr<transport> make_shm_transport();  // shm.cpp
+#endif
+#if WEFT_HAVE_MPI_TRANSPORT
+std::unique_ptr<transport> make_mpi_transport();  // mpi.cpp
+#endif
+#if WEFT_HAVE_UCX_TRANSPORT
+std::unique_ptr<transport> make_ucx_transport();  // ucx.cpp
+#endif
+
+}  // namespace weft::net

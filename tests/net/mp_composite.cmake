@@ -10,9 +10,8 @@ set(composite_inters)
 if(WEFT_HAVE_MPI)
   list(APPEND composite_inters mpi)
 endif()
-if(WEFT_HAVE_UCX)
-  list(APPEND composite_inters ucx)
-endif()
+# shm+ucx is refused for now (docs/net.md, known limits): mp_composite
+# --inter=ucx --split=2 reproduces its stall.
 foreach(inter ${composite_inters})
   # Two hosts of two: shm inside each, the inter backend between them.
   weft_add_mpirun_test(net_shm_${inter}_split_2x2 mp_composite 4 --inter=${inter} --split=2

@@ -7,44 +7,12 @@ endif()
 add_executable(net_mp_core ${CMAKE_CURRENT_SOURCE_DIR}/mp_core.cpp)
 target_link_libraries(net_mp_core PRIVATE weft::weft)
 
-set(mp_core_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    ASAN_OPTIONS=detect_leaks=0)
-# No binding by mpirun: weft binds its PEs itself (--weft:bind).
-set(mp_core_mpirun ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none ${MPIEXEC_NUMPROC_FLAG})
-
 # mp_core_test(<name> CODE <n> NP <procs> ARGS <args...> [EXPECT <regex...>] [ENV <VAR=v...>])
 function(mp_core_test name)
-  cmake_parse_arguments(T "" "CODE;NP" "ARGS;EXPECT;ENV" ${ARGN})
-  set(cmd ${mp_core_mpirun} ${T_NP} $<TARGET_FILE:net_mp_core> ${T_ARGS}
-      --weft:quiet --weft:timeout=90)
-  set(env ${mp_core_env} ${T_ENV})
-  foreach(v cmd env T_EXPECT)
-    string(REPLACE ";" "\\;" ${v} "${${v}}")
-  endforeach()
-  set(args "-DCMD=${cmd}" "-DEXPECT_CODE=${T_CODE}" "-DENV=${env}")
-  if(T_EXPECT)
-    list(APPEND args "-DEXPECT_REGEX=${T_EXPECT}")
-  endif()
-  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} ${args}
-           -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-  set_tests_properties(${name} PROPERTIES TIMEOUT 150 LABELS net)
+  weft_mp_program_test(${name} TARGET net_mp_core ${ARGN})
 endfunction()
 
-set(mp_transports shm)
-if(WEFT_HAVE_MPI)
-  list(APPEND mp_transports mpi)
-endif()
-if(WEFT_HAVE_UCX)
-  list(APPEND mp_transports ucx)
-endif()
-# Open MPI and UCX are not built with ThreadSanitizer: their own threads and
-# atomics would drown the report. The TSan build runs the shm transport,
-# which covers the comm code of core.
-if(WEFT_SANITIZE STREQUAL "thread")
-  set(mp_transports shm)
-endif()
-
-foreach(t ${mp_transports})
+foreach(t ${weft_mp_transports})
   foreach(c pingpong alltoall broadcast nodequeue quiescence)
     mp_core_test(net.core.${t}.2x2.${c} CODE 0 NP 2
                  ARGS --case=${c} --weft:transport=${t} --weft:threads=2)
@@ -131,7 +99,8 @@ function(weftrun_test name code)
   cmake_parse_arguments(T "" "" "ARGS;EXPECT" ${ARGN})
   # Quoted arguments of add_test keep their ';' lists whole.
   set(cmd ${weftrun} ${T_ARGS})
-  set(env ${mp_core_env} MPIRUN=${MPIEXEC_EXECUTABLE} WEFTRUN_MPIRUN_ARGS=--oversubscribe)
+  set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0
+      MPIRUN=${MPIEXEC_EXECUTABLE} WEFTRUN_MPIRUN_ARGS=--oversubscribe)
   add_test(NAME net.weftrun.${name}
            COMMAND ${CMAKE_COMMAND} "-DCMD=${cmd}" -DEXPECT_CODE=${code}
                    "-DEXPECT_REGEX=${T_EXPECT}" "-DENV=${env}"

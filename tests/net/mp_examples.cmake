@@ -8,42 +8,19 @@ if(NOT MPIEXEC_EXECUTABLE)
 endif()
 
 # weft_mp_example_test(<name> NP <procs> TARGET <target> ARGS <args...>
-#                      EXPECT <regex...> [JSON_LINES])
+#                      EXPECT <regex...> [JSON_LINES]): exit code 0 expected.
 function(weft_mp_example_test name)
-  cmake_parse_arguments(T "JSON_LINES" "NP;TARGET" "ARGS;EXPECT" ${ARGN})
-  # No binding by mpirun: weft binds its PEs itself (--weft:bind).
-  # --weft:quiet drops only weft's startup lines, never the programs' output.
-  set(cmd ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none ${MPIEXEC_NUMPROC_FLAG} ${T_NP}
-      $<TARGET_FILE:${T_TARGET}> ${T_ARGS} --weft:quiet --weft:timeout=90)
-  set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0)
-  # The lists travel as one -D value each; "\;" keeps them whole.
-  foreach(v cmd env T_EXPECT)
-    string(REPLACE ";" "\\;" ${v} "${${v}}")
-  endforeach()
-  set(args "-DCMD=${cmd}" -DEXPECT_CODE=0 "-DENV=${env}" "-DEXPECT_REGEX=${T_EXPECT}")
-  if(T_JSON_LINES)
-    list(APPEND args -DJSON_LINES=1)
-  endif()
-  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} ${args}
-           -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-  set_tests_properties(${name} PROPERTIES TIMEOUT 150 LABELS net)
+  weft_mp_program_test(${name} CODE 0 ${ARGN})
 endfunction()
 
 # examples/ and bench/ are added after tests/ by the top-level CMakeLists, so
 # their targets do not exist yet here: this runs deferred, at the end of the
 # top-level directory (the tests are then registered there).
+# The transports reach the deferred call through a global property (it runs
+# in another directory's scope).
+set_property(GLOBAL PROPERTY weft_mp_example_transports ${weft_mp_transports})
 function(weft_mp_example_tests)
-  set(transports shm)
-  if(WEFT_HAVE_MPI)
-    list(APPEND transports mpi)
-  endif()
-  if(WEFT_HAVE_UCX)
-    list(APPEND transports ucx)
-  endif()
-  # As in mp_core.cmake: Open MPI and UCX are not built with ThreadSanitizer.
-  if(WEFT_SANITIZE STREQUAL "thread")
-    set(transports shm)
-  endif()
+  get_property(transports GLOBAL PROPERTY weft_mp_example_transports)
 
   # Layouts "<processes>x<PEs per process>": 2x2 over every transport, 4x1
   # over shm.

@@ -1,57 +1,23 @@
 # The objects layer across processes (mp_objects.cpp), under mpirun: every
 # case in 2 processes x 2 PEs and 4 processes x 1 PE (non-SMP), over each
-# transport built. mp_core.cmake's mp_core_test() names its own program, so
-# this file has a function of its own; the launch line and the environment
-# are the same.
+# transport built (weft_mp_transports and weft_mp_program_test() come from
+# CMakeLists.txt).
 if(NOT MPIEXEC_EXECUTABLE)
   return()
 endif()
 add_executable(net_mp_objects ${CMAKE_CURRENT_SOURCE_DIR}/mp_objects.cpp)
 target_link_libraries(net_mp_objects PRIVATE weft::weft)
 
-set(mp_objects_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    ASAN_OPTIONS=detect_leaks=0)
-# No binding by mpirun: weft binds its PEs itself (--weft:bind).
-set(mp_objects_mpirun ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none
-    ${MPIEXEC_NUMPROC_FLAG})
-
 # mp_objects_test(<name> CODE <n|nonzero> NP <procs> ARGS <args...> [EXPECT <regex>]
 #                 [ENV <VAR=v...>])
 function(mp_objects_test name)
-  cmake_parse_arguments(T "" "CODE;NP" "ARGS;EXPECT;ENV" ${ARGN})
-  set(cmd ${mp_objects_mpirun} ${T_NP} $<TARGET_FILE:net_mp_objects> ${T_ARGS}
-      --weft:quiet --weft:timeout=90)
-  set(env ${mp_objects_env} ${T_ENV})
-  foreach(v cmd env T_EXPECT)
-    string(REPLACE ";" "\\;" ${v} "${${v}}")
-  endforeach()
-  set(args "-DCMD=${cmd}" "-DEXPECT_CODE=${T_CODE}" "-DENV=${env}")
-  if(T_EXPECT)
-    list(APPEND args "-DEXPECT_REGEX=${T_EXPECT}")
-  endif()
-  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} ${args}
-           -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-  set_tests_properties(${name} PROPERTIES TIMEOUT 150 LABELS net)
+  weft_mp_program_test(${name} TARGET net_mp_objects ${ARGN})
 endfunction()
-
-# The transports as in mp_core.cmake: shm always, mpi and ucx when built;
-# the ThreadSanitizer build runs shm only (Open MPI and UCX are not built
-# with it).
-set(mp_objects_transports shm)
-if(WEFT_HAVE_MPI)
-  list(APPEND mp_objects_transports mpi)
-endif()
-if(WEFT_HAVE_UCX)
-  list(APPEND mp_objects_transports ucx)
-endif()
-if(WEFT_SANITIZE STREQUAL "thread")
-  set(mp_objects_transports shm)
-endif()
 
 # Cases that end with "mp_objects: <case> passed on 4 PEs in <N> processes".
 set(mp_objects_cases array1d array2d group nodegroup chares migration insert futures coroutines
     readonly buffer priorities exitcode tree)
-foreach(t ${mp_objects_transports})
+foreach(t ${weft_mp_transports})
   # 4 PEs in all: 2 processes x 2 PEs, 4 x 1.
   foreach(np 2 4)
     math(EXPR threads "4 / ${np}")

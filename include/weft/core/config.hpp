@@ -19,11 +19,12 @@ struct runtime_config {
   bool oversubscribed = false;   // more PEs than CPUs in the inherited set
   queue_kind queue = queue_kind::mpsc;
   alloc_kind alloc = alloc_kind::mimalloc;
-  bool msg_pool = true;            // per-PE size-class free lists for messages
-  std::string transport = "auto";  // auto | local | shm | mpi | ucx; in weft::config(): the one in use
-  std::string comm;                // thread | workers | hybrid; "": chosen at startup
-  int commap = -1;                 // CPU of the comm thread (-1: unbound)
-  double startup_timeout_s = 60;   // wait for the job's other processes
+  bool msg_pool = true;  // per-PE size-class free lists for messages
+  std::string transport =
+      "auto";        // auto | local | shm | mpi | ucx; in weft::config(): the one in use
+  std::string comm;  // thread | workers | hybrid; "": chosen at startup
+  int commap = -1;   // CPU of the comm thread (-1: unbound)
+  double startup_timeout_s = 60;  // wait for the job's other processes
   bool stats = false;
   bool quiet = false;
   bool print_config = false;

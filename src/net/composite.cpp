@@ -41,7 +41,9 @@
 // is delivered; it waits only for the group's nodes, which are all in their own
 // shm finalize (or still running, and so progressing) since every node
 // finalises shm before the inter backend; it needs nothing of the inter
-// backend, so it never waits for a node busy in the inter finalize. Then the
+// backend, so it never waits for a node busy in the inter finalize. It
+// progresses the inter backend while it waits all the same, so that what
+// this node queued there keeps leaving for peers that still wait for it. Then the
 // inter backend's finalize delivers everything sent through it (mpi and ucx
 // count the messages per pair). Core sends nothing once it calls finalize
 // (net_closed), so no message can enter shm after its finalize. Messages that
@@ -279,7 +281,10 @@ void composite_transport::init(const launch_info& launch, const hooks& h,
     shm_hooks.deliver = shm_deliver;
     shm_hooks.release = shm_release;
     shm_hooks.node_lost = h.node_lost != nullptr ? shm_node_lost : nullptr;
-    shm_ = make_shm_transport();
+    shm_options shm_opts;
+    // inter_ outlives shm_ (finalize ends shm first); see settle_shm.
+    shm_opts.while_waiting = [inter = inter_.get()] { inter->progress(); };
+    shm_ = make_shm_transport(shm_opts);
     shm_->init(local, shm_hooks, startup_timeout_s);
   } else {
     in_group_[std::size_t(rank_)] = -1;  // nothing goes through shm
@@ -305,8 +310,12 @@ void composite_transport::deliver_held() {
 // joins the collective would wait forever. So every node of the host first
 // gets every shm send it made released (in the peer's ring, or read by it),
 // progressing both backends meanwhile, then the host's nodes meet at shm's
-// barrier, which drains the rings while it waits; only then does any of
-// them enter the inter collective. No node sends while inside a collective
+// barrier, which drains the rings and progresses the inter backend while it
+// waits (shm_options::while_waiting): a node of the host may still wait for
+// a message from another host whose sender has it queued in its inter
+// backend (a UCX send waiting for room in our FIFO), and that sender, in its
+// own host's barrier, must keep pushing it. Only then does any of them enter
+// the inter collective. No node sends while inside a collective
 // call, so nothing refills the queues; messages left in the rings are
 // delivered by the next progress().
 void composite_transport::settle_shm() {

@@ -344,6 +344,11 @@ class shm_transport final : public transport {
   [[noreturn]] void lose(int node);
   void barrier_impl();
   static void backoff(unsigned& spins);
+  // A pause in barrier() or finalize(): the caller's while_waiting, then backoff.
+  void wait_step(unsigned& spins) {
+    if (opts_.while_waiting) opts_.while_waiting();
+    backoff(spins);
+  }
 
   shm_options opts_;
   hooks hooks_{};
@@ -1017,7 +1022,7 @@ void shm_transport::barrier_impl() {
       // barrier is still closed after its death was seen.
       if (lost >= 0 && h0->bar_sense.load(std::memory_order_acquire) != bar_sense_) lose(lost);
     }
-    backoff(spins);
+    wait_step(spins);
   }
 }
 
@@ -1132,7 +1137,7 @@ void shm_transport::finalize() {
   // a dead peer ends it through the liveness check.
   unsigned spins = 0;
   while (queued_peers_ != 0 || outstanding_ != 0) {
-    if (progress() == 0) backoff(spins);
+    if (progress() == 0) wait_step(spins);
   }
   barrier_impl();
   // Everything sent to us is now in our rings (senders finished their

@@ -4,6 +4,7 @@
 // chunked path (allow_cma = false) or the sender's overflow queue (tiny rings).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include "weft/net/transport.hpp"
@@ -28,6 +29,12 @@ struct shm_options {
   // (CMA pins the pages it reads). CMA keeps the single copy for messages
   // too large to stream through the caches.
   std::size_t cma_min = std::size_t(4) << 20;
+  // Called at each pause of barrier() and finalize() while they wait for
+  // the other processes. A composite transport progresses its other backend
+  // here: a process waiting only on shm would leave that backend's queued
+  // sends unsent, and a peer on another host waiting for them would never
+  // arrive at its own barrier (the shm+ucx stall).
+  std::function<void()> while_waiting;
 };
 
 std::unique_ptr<transport> make_shm_transport(const shm_options& options);

@@ -54,11 +54,7 @@ std::unique_ptr<transport> create_transport(const std::string& name) {
 #endif
   // A composite whose inter-host backend is missing is named by that backend.
   if (name == "shm+mpi") return make_composite_transport("mpi");
-  if (name == "shm+ucx")
-    base::usage_error(
-        "not implemented: --weft:transport=shm+ucx: with shm groups beside ucx, messages "
-        "between hosts stall in about one run in five under load (docs/net.md, known limits); "
-        "use shm+mpi, or ucx alone");
+  if (name == "shm+ucx") return make_composite_transport("ucx");
   if (name == "shm" || name == "mpi" || name == "ucx")
     base::usage_error("--weft:transport=%s: this build of weft has no %s transport (it has: %s)",
                       name.c_str(), name.c_str(), available_transports().c_str());

@@ -45,6 +45,9 @@ set(mp_composites)
 if(WEFT_HAVE_MPI)
   list(APPEND mp_composites shm+mpi)
 endif()
+if(WEFT_HAVE_UCX)
+  list(APPEND mp_composites shm+ucx)
+endif()
 if(WEFT_SANITIZE STREQUAL "thread")
   set(mp_composites)
 endif()
@@ -71,10 +74,6 @@ foreach(t ${mp_composites})
   set_tests_properties(net.core.${n}.kill_one PROPERTIES TIMEOUT 120 LABELS net
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
 endforeach()
-# shm+ucx is refused until its stall is fixed (docs/net.md, known limits).
-mp_core_test(net.core.shm_ucx.refused CODE 2 NP 2
-             ARGS --case=pingpong --weft:transport=shm+ucx
-             EXPECT "not implemented: --weft:transport=shm.ucx")
 
 # Processes of different builds (handler tables differ) refuse to start.
 mp_core_test(net.core.different_builds CODE 2 NP 2

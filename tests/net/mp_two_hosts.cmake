@@ -29,10 +29,8 @@ foreach(t ${two_hosts_transports})
     SKIP_RETURN_CODE 77
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
 endforeach()
-# The composites; net_mp_composite comes from mp_composite.cmake. shm+ucx is
-# refused for now (docs/net.md, known limits).
+# The composites; net_mp_composite comes from mp_composite.cmake.
 set(two_hosts_composites ${two_hosts_transports})
-list(REMOVE_ITEM two_hosts_composites ucx)
 foreach(t ${two_hosts_composites})
   set(composite_prog)
   if(TARGET net_mp_composite)

@@ -88,6 +88,14 @@ void define_runtime_options(base::option_set& set) {
   set.define({"idle-yield-us", "", "integer 0..1000000",
               "idle back-off: microseconds of sched_yield before sleeping",
               base::integer_in(0, 1000000), false, std::to_string(default_yield_us)});
+  // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
+  set.define({"tasks-scheme", "adaptive-idle",
+              "split|broadcast|static|adaptive-idle|adaptive-history",
+              "how weft::parallel_for shares a loop with the node's PEs when the call does not "
+              "choose: recursive splitting over work-stealing deques, one descriptor every PE "
+              "grabs chunks from, equal blocks per PE, tasks only for idle PEs, or as many as "
+              "were stolen lately (docs/tasks.md)",
+              base::one_of({"split", "broadcast", "static", "adaptive-idle", "adaptive-history"})});
 }
 
 runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) {
@@ -136,6 +144,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.quiet = set.get_bool("quiet");
   c.print_config = set.get_bool("print-config");
   c.timeout_s = set.get_double("timeout");
+  c.tasks_scheme = set.get("tasks-scheme");
 
   // Mode rules: options that cannot apply to this run are errors.
   if (c.transport == "local") {

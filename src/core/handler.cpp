@@ -33,6 +33,16 @@ void detail::register_layer(const layer_hooks& hooks) {
   t.layers.push_back(hooks);
 }
 
+void detail::set_scheduler_hooks(const scheduler_hooks& hooks) {
+  core::handler_table& t = core::handlers();
+  if (t.frozen.load(std::memory_order_acquire))
+    base::fatal("set_scheduler_hooks while a node runs");
+  if (hooks.run_tasks == nullptr || hooks.tasks_visible == nullptr)
+    base::fatal("set_scheduler_hooks: both run_tasks and tasks_visible are required");
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.sched = hooks;
+}
+
 std::size_t num_handlers() {
   return core::handlers().entries.size();
 }

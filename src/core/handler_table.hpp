@@ -18,6 +18,7 @@ struct handler_table {
   std::mutex mutex;
   std::vector<handler_entry> entries;
   std::vector<detail::layer_hooks> layers;  // in registration order
+  detail::scheduler_hooks sched;            // the tasks layer's, if linked
   std::atomic<bool> frozen{false};
 };
 

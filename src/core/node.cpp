@@ -335,6 +335,7 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
 
   // The handler table is complete now: nodes compare it as they meet.
   core::handlers().frozen.store(true, std::memory_order_release);
+  node->tasks = core::handlers().sched;
   core::net_start(*node);
 
   if (cfg.print_config && node->node_id == 0) std::fputs(cfg.config_text.c_str(), stdout);

@@ -154,6 +154,14 @@ struct node_state {
   alignas(base::cache_line) std::atomic<std::size_t> node_queue_size{0};
   // PEs sleeping or about to (for waking one on send_node).
   alignas(base::cache_line) std::atomic<int> sleepers{0};
+  // PEs in an idle period (detail::idle_pes): each PE adds itself once when
+  // a period begins and removes itself when it ends, so a busy node never
+  // writes this line. Read relaxed by the tasks layer to decide how many
+  // tasks to expose.
+  alignas(base::cache_line) std::atomic<int> idle_pes{0};
+  // The tasks layer's scheduler hooks (fixed before PEs start; null members
+  // when that layer is not linked).
+  detail::scheduler_hooks tasks{};
 
   alignas(base::cache_line) std::atomic<bool> stop{false};
   std::atomic<int> exit_code{0};

@@ -17,6 +17,9 @@
 // Either the producer sees sleeping == 1 and wakes the consumer, or the
 // consumer's check after setting it sees the message; a wake-up is never lost
 // and a producer makes the system call only when the consumer really sleeps.
+// Tasks exposed by the tasks layer follow the same protocol: the "queue" is
+// scheduler_hooks::tasks_visible, the producer's publication is its deque
+// push followed by detail::wake_idle_pes (fence, then the sleep words).
 #include <execinfo.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -173,6 +176,9 @@ void handle(node_state& node, pe_state& pe, message* m) {
     m->flags &= std::uint16_t(~message_flags::broadcast);
   }
   const handler_entry& h = table[m->handler];
+  // A handler may run nested in another (detail::serve_messages): the
+  // watchdog must see the outer one again when it returns.
+  const std::int64_t outer = pe.current_handler.load(std::memory_order_relaxed);
   pe.current_handler.store(m->handler, std::memory_order_relaxed);
   const bool timed = node.cfg.stats;
   const std::uint64_t t0 = timed ? base::cycles() : 0;
@@ -185,8 +191,45 @@ void handle(node_state& node, pe_state& pe, message* m) {
                 pe.rank);
   }
   if (timed) pe.busy_cycles += base::cycles() - t0;
-  pe.current_handler.store(-1, std::memory_order_relaxed);
+  pe.current_handler.store(outer, std::memory_order_relaxed);
   count_one(pe.processed);
+}
+
+// Runs up to `limit` messages of the PE's own queue; returns how many ran.
+int run_own_queue(node_state& node, pe_state& pe, int limit) {
+  int did = 0;
+  while (did < limit) {
+    message* m = pop_own(pe, did == 0);
+    // The common case: no priorities anywhere, the message runs as popped.
+    if (m != nullptr && m->priority == 0 && pe.prioritized.empty()) {
+      handle(node, pe, m);
+      ++did;
+      continue;
+    }
+    // A prioritised message is queued: gather what has arrived and run the
+    // highest priority first (FIFO among equals).
+    if (m != nullptr) {
+      hold(pe, m);
+      for (int k = 0; k < batch; ++k) {
+        message* x = pop_own(pe, false);
+        if (x == nullptr) break;
+        hold(pe, x);
+      }
+    }
+    if (pe.prioritized.empty()) break;
+    message* best = pe.prioritized.top().m;
+    pe.prioritized.pop();
+    handle(node, pe, best);
+    ++did;
+  }
+  return did;
+}
+
+// An idle period ends (the PE found work): it no longer counts as idle.
+inline void end_idle(node_state& node, pe_state& pe) {
+  if (pe.idle_since_ns == 0) return;
+  pe.idle_since_ns = 0;
+  node.idle_pes.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // Runs due timers; returns how many ran.
@@ -241,7 +284,8 @@ inline bool has_work(node_state& node, pe_state& pe) {
          (node.comm == comm_mode::workers &&
           node.outbox_count.load(std::memory_order_relaxed) != 0) ||
          (!pe.timers.empty() && pe.timers.top().deadline_ns <= base::wall_ns()) ||
-         node.stop.load(std::memory_order_relaxed);
+         node.stop.load(std::memory_order_relaxed) ||
+         (node.tasks.tasks_visible != nullptr && node.tasks.tasks_visible());
 }
 
 // Quiescence detection on PE 0 (see quiescence_check). Runs the callbacks
@@ -325,7 +369,10 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
 // spin and yield budgets span the whole idle period, not one step.
 void idle(node_state& node, pe_state& pe) {
   const std::uint64_t c0 = node.cfg.stats ? base::cycles() : 0;
-  if (pe.idle_since_ns == 0) pe.idle_since_ns = base::wall_ns();
+  if (pe.idle_since_ns == 0) {
+    pe.idle_since_ns = base::wall_ns();
+    node.idle_pes.fetch_add(1, std::memory_order_relaxed);
+  }
   const std::uint64_t spin_end = pe.idle_since_ns + std::uint64_t(node.cfg.idle_spin_us) * 1000;
   const std::uint64_t yield_end = spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
   const bool polling = !pe.conditions.empty() || pe.pairs_backlog ||
@@ -476,31 +523,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
       if (pe.last_cpu >= 0 && cpu != pe.last_cpu) ++pe.cpu_changes;
       pe.last_cpu = cpu;
     }
-    int did = 0;
-    while (did < batch) {
-      message* m = pop_own(pe, did == 0);
-      // The common case: no priorities anywhere, the message runs as popped.
-      if (m != nullptr && m->priority == 0 && pe.prioritized.empty()) {
-        handle(node, pe, m);
-        ++did;
-        continue;
-      }
-      // A prioritised message is queued: gather what has arrived and run the
-      // highest priority first (FIFO among equals).
-      if (m != nullptr) {
-        hold(pe, m);
-        for (int k = 0; k < batch; ++k) {
-          message* x = pop_own(pe, false);
-          if (x == nullptr) break;
-          hold(pe, x);
-        }
-      }
-      if (pe.prioritized.empty()) break;
-      message* best = pe.prioritized.top().m;
-      pe.prioritized.pop();
-      handle(node, pe, best);
-      ++did;
-    }
+    int did = run_own_queue(node, pe, batch);
     if (message* m = pop_node_queue(node)) {
       handle(node, pe, m);
       ++did;
@@ -510,16 +533,64 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     flush_backlog(node, pe);
     // comm=workers: the PEs are the progress engine, a turn each.
     if (node.comm == comm_mode::workers) did += try_progress(node);
+    // The tasks layer: a task of the PE's own each turn, so tasks and
+    // messages share the PE; a stolen one only when the turn found nothing
+    // (DESIGN.md: steal before backing off).
+    if (node.tasks.run_tasks != nullptr) did += node.tasks.run_tasks(did == 0);
     if (did != 0) {
-      pe.idle_since_ns = 0;
+      end_idle(node, pe);
       continue;
     }
     maybe_detect_quiescence(node, pe);
     if (node.stop.load(std::memory_order_relaxed)) break;
     idle(node, pe);
   }
+  end_idle(node, pe);
   pe.phase.store(int(pe_phase::stopped), std::memory_order_relaxed);
   if (node.cfg.stats) pe.end_cycles = base::cycles();
 }
 
 }  // namespace weft::core
+
+namespace weft::detail {
+
+int idle_pes() noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  return node != nullptr ? node->idle_pes.load(std::memory_order_relaxed) : 0;
+}
+
+void end_idle_period() noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node != nullptr && core::t_pe != nullptr) core::end_idle(*node, *core::t_pe);
+}
+
+void wake_idle_pes(int n) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || n <= 0) return;
+  // Orders the caller's publication of its tasks before the read of the
+  // sleep words (the producer half of the wake-up protocol).
+  base::full_fence();
+  if (node->sleepers.load(std::memory_order_seq_cst) == 0) return;
+  for (auto& pe : node->pes) {
+    if (pe.get() == core::t_pe || pe->sleeping.load(std::memory_order_seq_cst) == 0) continue;
+    core::wake_pe(*node, *pe);
+    if (--n == 0) return;
+  }
+}
+
+int serve_messages(int max) {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  core::pe_state* pe = core::t_pe;
+  if (node == nullptr || pe == nullptr) return 0;
+  return core::run_own_queue(*node, *pe, max);
+}
+
+void pending_work_begin() noexcept {
+  if (core::pe_state* pe = core::t_pe) core::count_one(pe->sent);
+}
+
+void pending_work_end() noexcept {
+  if (core::pe_state* pe = core::t_pe) core::count_one(pe->processed);
+}
+
+}  // namespace weft::detail

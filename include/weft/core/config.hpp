@@ -32,6 +32,9 @@ struct runtime_config {
   long idle_spin_us = 0;         // idle back-off: spin this long,
   bool idle_spin_given = false;  // set by the user (else chosen from oversubscription)
   long idle_yield_us = 0;        //   then yield this long, then sleep
+  // Default scheme of weft::parallel_for (the tasks layer reads it; core
+  // only validates the name, as it does for the transport).
+  std::string tasks_scheme = "adaptive-idle";
   std::string config_text;       // --weft:print-config text: values and their origins
 };
 

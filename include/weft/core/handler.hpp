@@ -46,6 +46,48 @@ struct layer_hooks {
   std::uint64_t (*fingerprint)() = nullptr;
 };
 WEFT_API void register_layer(const layer_hooks& hooks);
+
+// How a work-sharing layer (tasks) joins the PE scheduler loop without core
+// knowing about it. At most one such layer; set before weft::run, like
+// handlers. Both functions run on a PE, must not throw, and may be called at
+// any scheduler turn, also before the layer's pe_start ran on other PEs.
+//  run_tasks:    once per scheduler turn, after the messages; `idle` is true
+//                when the turn found no message, timer or network work.
+//                Runs at most a little work (one task of the PE's own, or,
+//                when idle, one stolen from another PE of the node) and
+//                returns how many tasks ran (0 lets the PE go idle).
+//  tasks_visible: polled by the idle back-off and checked once more after a
+//                PE announced it sleeps (see scheduler.cpp, "wake-up
+//                protocol"): true when some PE of the node has exposed tasks
+//                this PE could take. A layer that exposes tasks calls
+//                wake_idle_pes after publishing them, so either it sees the
+//                sleeper or the sleeper sees the tasks.
+struct scheduler_hooks {
+  int (*run_tasks)(bool idle) = nullptr;
+  bool (*tasks_visible)() = nullptr;
+};
+WEFT_API void set_scheduler_hooks(const scheduler_hooks& hooks);
+
+// --- for the layer behind scheduler_hooks (PE only unless said otherwise) ---
+// PEs of this node in an idle period: their last scheduler turn found
+// nothing to do, and they have not found work since (spinning, yielding or
+// asleep). A hint, read relaxed; 0 off a running node.
+WEFT_API int idle_pes() noexcept;
+// Ends this PE's idle period now (it took a task): idle_pes() stops counting
+// it before the task runs, not after.
+WEFT_API void end_idle_period() noexcept;
+// After a seq_cst publication of tasks: wakes up to `n` sleeping PEs of this
+// node (none if nobody sleeps: one fence and one load).
+WEFT_API void wake_idle_pes(int n) noexcept;
+// Runs up to `max` messages of this PE's own queue, from inside a handler
+// (a synchronous parallel_for serving its messages between chunks). The
+// handlers it runs are nested in the caller's. Returns how many ran.
+WEFT_API int serve_messages(int max);
+// Work that is not a message but must keep quiescence detection from firing
+// while it is pending (an asynchronous loop): begin counts as a message sent
+// by this PE, end as one handled by this PE (any PE of the node).
+WEFT_API void pending_work_begin() noexcept;
+WEFT_API void pending_work_end() noexcept;
 }  // namespace detail
 
 }  // namespace weft

@@ -13,3 +13,4 @@
 #include "weft/objects/readonly.hpp"
 #include "weft/objects/reduction.hpp"
 #include "weft/objects/task.hpp"
+#include "weft/tasks/parallel_for.hpp"

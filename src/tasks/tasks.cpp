@@ -741,7 +741,11 @@ void run_sync(std::uint64_t n, const for_options& options, loop_body body) {
   }
   account(*l, done);
   wait_for(*l, options.serve_messages);
-  std::exception_ptr error = l->error;
+  // Moved out, not copied: the last reference may be dropped by a message on
+  // another PE, and the exception must then be owned by this thread alone
+  // (its reference count is in uninstrumented libstdc++, and the caller reads
+  // the exception while that PE would release it).
+  std::exception_ptr error = std::move(l->error);
   release(l);
   if (error) std::rethrow_exception(error);
 }

@@ -195,9 +195,9 @@ class composite_transport final : public transport {
   std::vector<int> in_group_;  // by job node: index in the group, or -1
   std::vector<channel> channels_;
   std::uint64_t shm_unreleased_ = 0;  // given to shm, not yet released by it
-  // Messages the inter backend delivered while init() ran its allgather
-  // (a node already through init may send): core gets them once init has
-  // returned, before anything later from the same node.
+  // Messages the inter backend delivered while init() ran its allgather or
+  // waited in shm's init (a node already through init may send): core gets
+  // them once init has returned, before anything later from the same node.
   bool holding_ = false;
   std::vector<held_message> held_;
   composite_counters counters_;
@@ -282,7 +282,9 @@ void composite_transport::init(const launch_info& launch, const hooks& h,
     shm_hooks.release = shm_release;
     shm_hooks.node_lost = h.node_lost != nullptr ? shm_node_lost : nullptr;
     shm_options shm_opts;
-    // inter_ outlives shm_ (finalize ends shm first); see settle_shm.
+    // inter_ outlives shm_ (finalize ends shm first); see settle_shm. In
+    // shm's init this keeps our part of the host-key allgather moving
+    // towards a peer that still waits for it (its FIFO was full).
     shm_opts.while_waiting = [inter = inter_.get()] { inter->progress(); };
     shm_ = make_shm_transport(shm_opts);
     shm_->init(local, shm_hooks, startup_timeout_s);

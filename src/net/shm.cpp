@@ -344,7 +344,7 @@ class shm_transport final : public transport {
   [[noreturn]] void lose(int node);
   void barrier_impl();
   static void backoff(unsigned& spins);
-  // A pause in barrier() or finalize(): the caller's while_waiting, then backoff.
+  // A pause in init(), barrier() or finalize(): the caller's while_waiting, then backoff.
   void wait_step(unsigned& spins) {
     if (opts_.while_waiting) opts_.while_waiting();
     backoff(spins);
@@ -600,6 +600,7 @@ void shm_transport::open_peers(std::uint64_t deadline, double timeout_s) {
           !absent.empty() && !unready.empty() ? "; not ready: node(s) " : "",
           !absent.empty() && !unready.empty() ? unready.c_str() : "");
     }
+    if (opts_.while_waiting) opts_.while_waiting();
     sleep_ns(200'000);
   }
   for (peer& p : peers_)
@@ -649,7 +650,7 @@ void shm_transport::arrive(std::uint64_t deadline, double timeout_s) {
       fail_init("node(s) %s did not finish startup within %g s (--weft:startup-timeout)",
                 list.c_str(), timeout_s);
     }
-    backoff(spins);
+    wait_step(spins);
   }
   cma_ = own_.load()->cma_ok != 0;
   for (peer* p : others_) cma_ = cma_ && p->hdr->cma_ok != 0;

@@ -29,11 +29,14 @@ struct shm_options {
   // (CMA pins the pages it reads). CMA keeps the single copy for messages
   // too large to stream through the caches.
   std::size_t cma_min = std::size_t(4) << 20;
-  // Called at each pause of barrier() and finalize() while they wait for
-  // the other processes. A composite transport progresses its other backend
-  // here: a process waiting only on shm would leave that backend's queued
-  // sends unsent, and a peer on another host waiting for them would never
-  // arrive at its own barrier (the shm+ucx stall).
+  // Called at each pause of init(), barrier() and finalize() while they wait
+  // for the other processes. A composite transport progresses its other
+  // backend here: a process waiting only on shm would leave that backend's
+  // queued sends unsent, and a peer on another host waiting for them would
+  // never arrive at its own barrier (the shm+ucx stall). In init() this
+  // covers the composite's host-key allgather: a node through it may still
+  // hold its part for a peer (queued behind a full UCX FIFO) while it waits
+  // here for its own host's processes.
   std::function<void()> while_waiting;
 };
 

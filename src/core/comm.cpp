@@ -8,7 +8,8 @@
 // (comm=hybrid: PEs help only when idle). The transport is called by one
 // thread at a time (comm_busy), so backends need no locks of their own.
 //
-// On the wire a message is its header and payload as they are. The header's
+// On the wire a message is its header from `flags` on (the queue link and
+// the size stay behind: message.hpp, wire_offset) and its payload. The header's
 // bcast_root field, unused by a message sent to one PE, carries the
 // destination PE; a broadcast keeps its root there and enters each node at
 // the root's local rank; a node-queue message (flag node) enters the node
@@ -63,13 +64,26 @@ message* make_control(control_kind kind, const void* body, std::size_t bytes) {
   return m.release();
 }
 
+// What a message looks like to the transport: its header from `flags` on,
+// then the payload (message.hpp, wire_offset). Receive buffers are message
+// blocks handed out at the same offset.
+inline void* wire_begin(message* m) {
+  return reinterpret_cast<std::byte*>(m) + wire_offset;
+}
+inline std::size_t wire_bytes(const message* m) {
+  return sizeof(message) - wire_offset + m->size;
+}
+inline message* message_of_wire(void* buffer) {
+  return reinterpret_cast<message*>(static_cast<std::byte*>(buffer) - wire_offset);
+}
+
 void* hook_alloc(std::size_t bytes) {
   std::uint8_t cls = 0;
-  return base::block_alloc(bytes, cls);
+  return static_cast<std::byte*>(base::block_alloc(bytes + wire_offset, cls)) + wire_offset;
 }
 
 void hook_release(void* buffer) {
-  release_message(static_cast<message*>(buffer));
+  release_message(message_of_wire(buffer));
 }
 
 [[noreturn]] void hook_node_lost(int node, const char* why) {
@@ -122,14 +136,16 @@ void handle_control(node_state& node, int src, message* m) {
 
 void hook_deliver(int src, void* buffer, std::size_t bytes) {
   node_state& node = *g_net_node;
-  auto* m = static_cast<message*>(buffer);
-  if (bytes < sizeof(message) || bytes != sizeof(message) + m->size)
+  message* m = message_of_wire(buffer);
+  if (bytes < sizeof(message) - wire_offset)
     base::fatal(
-        "node %d sent a message of %zu bytes whose header says %zu: the nodes disagree "
-        "about the message layout (different builds?)",
-        src, bytes, bytes < sizeof(message) ? 0 : sizeof(message) + m->size);
-  // The block is ours now: its class is the one our allocator chose.
-  m->size_class = base::block_class_for(bytes);
+        "node %d sent a message of %zu bytes, shorter than a message header (%zu bytes on the "
+        "wire): the nodes disagree about the message layout (different builds?)",
+        src, bytes, sizeof(message) - wire_offset);
+  // The fields that stayed behind, and the block's class, which is the one
+  // our allocator chose.
+  m->size = std::uint32_t(bytes - (sizeof(message) - wire_offset));
+  m->size_class = base::block_class_for(bytes + wire_offset);
   new (&m->link) base::queue_link;
   if (m->flags & message_flags::control) {
     handle_control(node, src, m);
@@ -180,7 +196,7 @@ int drain_outboxes(node_state& node) {
       if (l == nullptr) break;
       auto* m = reinterpret_cast<message*>(l);
       node.outbox_count.fetch_sub(1, std::memory_order_relaxed);
-      node.transport->send(n, m, sizeof(message) + m->size);
+      node.transport->send(n, wire_begin(m), wire_bytes(m));
       ++did;
     }
   }
@@ -282,7 +298,7 @@ struct node_card {
   std::uint32_t header_bytes;
   std::uint32_t pid;
 };
-constexpr std::uint64_t card_magic = 0x7765667431ull;  // "weft1"
+constexpr std::uint64_t card_magic = 0x7765667432ull;  // "weft2": the wire layout of wire_offset
 
 // Several processes on one host share its CPUs: with compact or scatter
 // binding, process r of the host takes the r-th slice of the placement of
@@ -345,7 +361,7 @@ void send_remote(node_state& node, int dst, message* m) {
     outbox& box = node.outboxes[std::size_t(dst)];
     const bool direct = !node.net_closed.load(std::memory_order_relaxed) && box.queue.empty();
     if (direct) {
-      node.transport->send(dst, m, sizeof(message) + m->size);
+      node.transport->send(dst, wire_begin(m), wire_bytes(m));
       drain_outboxes(node);
     }
     node.comm_busy.store(false, std::memory_order_release);

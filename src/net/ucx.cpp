@@ -7,14 +7,32 @@
 //    every node creates endpoints to all others. PMIx is not used while the
 //    job runs (a fence is a trip through the launcher's daemons): allgather
 //    and barrier are active messages.
-//  - Order. UCP does not promise that active messages on one endpoint are
-//    handled in the order they were sent (multi-fragment messages, several
-//    lanes), and a rendezvous message completes after later small ones
-//    anyway. So every message carries a per-destination sequence number and
-//    the receiver keeps a window per source whose head it delivers in order.
-//    A GET in flight holds back only its own source (lesson 9).
-//  - Small messages (<= eager_max): one active message, forced eager; the
-//    receive callback copies the bytes into hooks.alloc's buffer.
+//  - Order. Every message has a place in the stream from its sender to its
+//    receiver: its sequence number, counted by both ends. A rendezvous
+//    message completes after later small ones, so the receiver keeps a
+//    window per source whose head it delivers in order; a GET in flight
+//    holds back only its own source (lesson 9). Active messages on one
+//    endpoint are handled in the order they were sent (they share the
+//    endpoint's one AM lane, in-order on every UCX transport, and forced
+//    eager; UCP's tag matching rests on the same order), so an eager
+//    message needs no number on the wire: it is the one after the newest
+//    the receiver has seen from that sender. The one message whose
+//    announcement is sent late is a persistent channel's (its note waits
+//    for the PUT's flush); while a note is outstanding towards a node, the
+//    messages that follow it carry their numbers (an 8-byte eager header).
+//    Rendezvous descriptors carry their number anyway and say whether they
+//    follow their predecessor directly; the receiver checks that they do,
+//    and a mismatch is a fatal error naming both numbers: were UCX ever to
+//    reorder, the job stops instead of delivering out of order.
+//  - Small messages (<= eager_max): one active message, forced eager, with
+//    no header of weft's: the AM id says the sender (am_count + source
+//    node; UCX ids go to 65535, so jobs of more nodes send a source and a
+//    sequence number in an 8-byte header instead, as after a channel note). UCX's shared-memory
+//    transports hold 28 bytes of user data in the first cache line of a
+//    FIFO element; core's 20-byte wire header plus an 8-byte payload fits
+//    there only without a header of ours (measured: 28 bytes ~300 ns
+//    one-way, 32 bytes ~450 ns on the reference machine). The receive
+//    callback copies the bytes into hooks.alloc's buffer.
 //  - Large messages: GET rendezvous from registered memory (lesson 8). The
 //    sender copies the message into a slot of its send pool (registered once
 //    at init), releases the caller's buffer and sends a descriptor
@@ -79,7 +97,11 @@ enum am_id : unsigned {
   am_chan_credit,  // the channel buffer is free again
   am_coll,         // one node's part of an allgather
   am_count
+  // am_count + s: an eager message from node s, with no header (see Order)
 };
+
+// UCP's active message ids are 16 bits.
+constexpr unsigned am_id_limit = 1u << 16;
 
 // The header of every active message. One layout for all kinds keeps the
 // handlers simple; 40 bytes is far below any transport's header limit (the
@@ -90,17 +112,17 @@ struct am_header {
   std::uint64_t addr = 0;    // rndv, chan_ready: address in the sender's memory
   std::uint64_t cookie = 0;  // rndv/ack: sender's token; chan_*: channel; coll: round
   std::uint32_t src = 0;
-  std::uint32_t reserved = 0;
+  std::uint32_t flags = 0;  // am_flag_*
 };
 
-// The header of an eager message, the one kind on the latency path. UCX
-// 1.13's shared-memory transports send at most 100 bytes by their short
-// path (UCP's own 8-byte header included); past that a message takes the
-// slower copy path. A weft message is 32 bytes of header plus its payload,
-// so with the 40-byte header above only payloads up to 12 bytes stayed
-// short; with these 8 bytes, payloads up to 52 do. The size is the
-// message's length; the sequence number is its low 32 bits, completed by
-// the receiver from its window (which never spans 2^28).
+// am_header::flags of a rendezvous descriptor: its message follows the
+// previous one of the stream at once (no channel note was outstanding), so
+// its number must be the one after the newest the receiver has seen.
+constexpr std::uint32_t am_flag_in_order = 1;
+
+// The header of an eager message in a job too large for an AM id per
+// source (see Order). The size is the message's length; the sequence
+// number is its low 32 bits, checked against the receiver's count.
 struct eager_header {
   std::uint32_t src = 0;
   std::uint32_t seq = 0;
@@ -148,7 +170,8 @@ struct inbound {
     std::uint64_t bytes = 0;
     state_t state = empty;
   };
-  std::uint64_t next_seq = 0;
+  std::uint64_t next_seq = 0;  // the window's head: the next to deliver
+  std::uint64_t next_new = 0;  // one past the newest number seen: an eager message's
   std::deque<slot> window;
 };
 
@@ -301,6 +324,14 @@ class ucx_transport final : public transport {
     static_cast<ucx_transport*>(arg)->handle_am(Id, header, header_length, data, length, param);
     return UCS_OK;
   }
+  // An eager message from the peer `arg` (id am_count + its node).
+  static ucs_status_t on_eager_from(void* arg, const void* header, std::size_t header_length,
+                                    void* data, std::size_t length,
+                                    const ucp_am_recv_param_t* param) {
+    auto* p = static_cast<peer*>(arg);
+    p->self->handle_eager_from(p->node, header, header_length, data, length, param);
+    return UCS_OK;
+  }
   static void on_op_done(void* request, ucs_status_t status, void* user_data) {
     auto* o = static_cast<op*>(user_data);
     o->status = status;
@@ -335,6 +366,12 @@ class ucx_transport final : public transport {
   // --- receiving
   void handle_am(unsigned id, const void* header, std::size_t header_length, void* data,
                  std::size_t length, const ucp_am_recv_param_t* param);
+  void handle_eager_from(int src, const void* header, std::size_t header_length, void* data,
+                         std::size_t length, const ucp_am_recv_param_t* param);
+  void seen(int src, std::uint64_t seq) {
+    inbound& in = in_[std::size_t(src)];
+    if (seq >= in.next_new) in.next_new = seq + 1;
+  }
   void* alloc_for(std::size_t bytes);
   void place(int src, std::uint64_t seq, void* buffer, std::size_t bytes, bool ready);
   void mark_ready(int src, std::uint64_t seq);
@@ -388,6 +425,7 @@ class ucx_transport final : public transport {
   hooks hooks_;
   int rank_ = 0, size_ = 1;
   bool use_pmix_ = false, initialized_ = false, finalized_ = false, closing_ = false;
+  bool eager_by_id_ = false;  // eager messages name their source by AM id (see Order)
   pmix_proc_t pmix_me_{};
 
   ucp_context_h context_ = nullptr;
@@ -400,6 +438,7 @@ class ucx_transport final : public transport {
   std::vector<peer> peers_;              // sized once at init: the error handler holds pointers
   std::vector<bool> local_;              // peers on this host
   std::vector<std::uint64_t> next_out_;  // next sequence number per destination
+  std::vector<std::uint32_t> notes_due_;  // per destination: channel notes not yet sent
   std::vector<inbound> in_;
   std::size_t ready_count_ = 0;  // ready slots not yet delivered, over all sources
 
@@ -438,7 +477,25 @@ void ucx_transport::init(const launch_info& launch, const hooks& h, double start
   create_worker();
   peers_.resize(std::size_t(size_));
   for (int p = 0; p < size_; ++p) peers_[std::size_t(p)] = peer{this, p, nullptr, nullptr};
+  // One AM id per source for eager messages, when the ids suffice; the
+  // handlers are set before any peer can reach this worker (the fence in
+  // exchange_and_connect).
+  eager_by_id_ =
+      opt_.eager_source_ids && std::size_t(am_count) + std::size_t(size_) <= am_id_limit;
+  if (eager_by_id_)
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      ucp_am_handler_param_t hp{};
+      hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+      hp.id = am_count + unsigned(p);
+      hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+      hp.cb = &on_eager_from;
+      hp.arg = &peers_[std::size_t(p)];
+      check(ucp_worker_set_am_recv_handler(worker_, &hp), "ucp_worker_set_am_recv_handler");
+    }
   next_out_.assign(std::size_t(size_), 0);
+  notes_due_.assign(std::size_t(size_), 0);
   in_.resize(std::size_t(size_));
   chans_in_.resize(std::size_t(size_));
   if (size_ > 1) {
@@ -765,7 +822,12 @@ void ucx_transport::am_send(op* o, unsigned id, const void* data, std::size_t n)
   p.flags = UCP_AM_SEND_FLAG_EAGER;
   const void* header = &o->hdr;
   std::size_t header_bytes = sizeof(am_header);
-  if (id == am_eager) {
+  if (id == am_eager && eager_by_id_ && notes_due_[std::size_t(o->node)] == 0) {
+    id = am_count + unsigned(rank_);  // the id names the sender; no header (see Order)
+    header = nullptr;
+    header_bytes = 0;
+  } else if (id == am_eager) {
+    counters_.eager_with_header++;
     o->eager = eager_header{o->hdr.src, std::uint32_t(o->hdr.seq)};
     header = &o->eager;
     header_bytes = sizeof(eager_header);
@@ -817,6 +879,7 @@ void ucx_transport::send_rndv(int node, std::uint64_t seq, void* buffer, std::si
   h.seq = seq;
   h.size = bytes;
   h.cookie = cookie;
+  if (notes_due_[std::size_t(node)] == 0) h.flags = am_flag_in_order;
   std::size_t off = slot_pool::none;
   if (pool_memh_ != nullptr) off = pool_.take(bytes, r.pool_class);
   if (off != slot_pool::none) {
@@ -884,6 +947,7 @@ void ucx_transport::send_persistent(int channel, void* buffer, std::size_t bytes
     ucp_request_free(r);  // UCX frees it on completion; the flush below covers it
   op* o = new_op(op_kind::flush_put, c.node);
   o->hdr.seq = next_out_[std::size_t(c.node)]++;
+  notes_due_[std::size_t(c.node)]++;  // until finish() sends the note
   o->hdr.size = bytes;
   o->hdr.cookie = std::uint64_t(channel);
   o->buffer = buffer;
@@ -928,6 +992,26 @@ void ucx_transport::mark_ready(int src, std::uint64_t seq) {
   ready_count_++;
 }
 
+void ucx_transport::handle_eager_from(int src, const void* header, std::size_t header_length,
+                                      void* data, std::size_t length,
+                                      const ucp_am_recv_param_t* param) {
+  (void)header;
+  if (header_length != 0)
+    base::fatal(
+        "ucx transport (node %d): eager message from node %d with a %zu-byte header, expected "
+        "none",
+        rank_, src, header_length);
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0)
+    base::fatal(
+        "ucx transport (node %d): UCX rendezvous for an eager message from node %d, but weft "
+        "sends every active message eagerly",
+        rank_, src);
+  const std::uint64_t seq = in_[std::size_t(src)].next_new++;
+  void* buf = alloc_for(length);
+  if (length > 0) std::memcpy(buf, data, length);
+  place(src, seq, buf, length, true);
+}
+
 void ucx_transport::handle_am(unsigned id, const void* header, std::size_t header_length,
                               void* data, std::size_t length, const ucp_am_recv_param_t* param) {
   const std::size_t expected = id == am_eager ? sizeof(eager_header) : sizeof(am_header);
@@ -935,16 +1019,13 @@ void ucx_transport::handle_am(unsigned id, const void* header, std::size_t heade
     base::fatal("ucx transport (node %d): active message %u with a %zu-byte header, expected %zu",
                 rank_, id, header_length, expected);
   am_header h;
+  std::uint32_t eager_seq = 0;
   if (id == am_eager) {
     eager_header e;
     std::memcpy(&e, header, sizeof e);
     h.src = e.src;
     h.size = length;
-    if (e.src < std::uint32_t(size_)) {
-      // The full number: the next one expected plus how far ahead this one is.
-      const std::uint64_t next = in_[e.src].next_seq;
-      h.seq = next + std::uint32_t(e.seq - std::uint32_t(next));
-    }
+    eager_seq = e.seq;
   } else {
     std::memcpy(&h, header, sizeof h);
   }
@@ -952,6 +1033,20 @@ void ucx_transport::handle_am(unsigned id, const void* header, std::size_t heade
   if (h.src >= std::uint32_t(size_) || src == rank_)
     base::fatal("ucx transport (node %d): active message %u names source node %u", rank_, id,
                 h.src);
+  if (id == am_eager) {
+    // The full number: the next one to deliver plus how far ahead this one is.
+    const std::uint64_t next = in_[std::size_t(src)].next_seq;
+    h.seq = next + std::uint32_t(eager_seq - std::uint32_t(next));
+  }
+  if (id == am_rndv && (h.flags & am_flag_in_order) != 0 &&
+      h.seq != in_[std::size_t(src)].next_new)
+    base::fatal(
+        "ucx transport (node %d): rendezvous message %llu from node %d arrived when %llu was "
+        "due: UCX handled the endpoint's active messages out of order (weft's ucx transport "
+        "relies on their order; UCX_TLS chooses other transports)",
+        rank_, static_cast<unsigned long long>(h.seq), src,
+        static_cast<unsigned long long>(in_[std::size_t(src)].next_new));
+  if (id == am_eager || id == am_rndv || id == am_chan_note) seen(src, h.seq);
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0)
     base::fatal(
         "ucx transport (node %d): UCX rendezvous for active message %u from node %d, "
@@ -1150,6 +1245,7 @@ void ucx_transport::finish(op* o) {
       // notification overtake nothing.
       hooks_.release(o->buffer);
       send_ctrl(o->node, am_chan_note, o->hdr);
+      notes_due_[std::size_t(o->node)]--;
       break;
   }
   recycle(o);

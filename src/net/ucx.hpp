@@ -27,11 +27,16 @@ struct ucx_options {
   // transports (it falls back to TCP over loopback), so by default it is not
   // asked: there the launcher notices the dead process and ends the job.
   bool detect_local_peer_failure = false;
+  // Eager messages name their sender by UCX active-message id and carry no
+  // header of weft's (ucx.cpp, "Order"); false sends the 8-byte header that
+  // jobs of more than 65,000 nodes need, so tests reach that path.
+  bool eager_source_ids = true;
 };
 
 // What the transport did so far. Read on the thread that drives it.
 struct ucx_counters {
   std::uint64_t eager = 0;                 // messages sent as one active message
+  std::uint64_t eager_with_header = 0;     // of those, with the 8-byte header (source, number)
   std::uint64_t rndv_pooled = 0;           // rendezvous from a send-pool slot
   std::uint64_t rndv_registered = 0;       // rendezvous from a buffer registered for it
   std::uint64_t pool_fallbacks = 0;        // of those, because the pool had no room

@@ -11,6 +11,9 @@
 //               for messages above max_bytes, order against send()
 //   wake        wait_for_incoming returns for wake_waiter (before or during
 //               the wait) and for an arriving message
+//   headers     pool and channels with eager messages that carry the 8-byte
+//               header (source, number) instead of naming their source by
+//               AM id (ucx_options.eager_source_ids = false)
 //   remote      pool and channels with every peer treated as remote
 //               (UCX peer-failure handling, which on one host means TCP)
 //   lost        node 1 leaves without finalize: the others get
@@ -340,7 +343,7 @@ void case_lanes() {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "mp_ucx: %s\nusage: net_mp_ucx --case=pooled|registered|exhausted|persistent|"
-               "wake|remote|lost|late|lanes\n",
+               "headers|wake|remote|lost|late|lanes\n",
                why);
   std::exit(2);
 }
@@ -356,14 +359,16 @@ int main(int argc, char** argv) {
     else
       usage(("unknown argument '" + a + "'").c_str());
   }
-  const std::set<std::string> known = {"pooled", "registered", "exhausted", "persistent", "wake",
-                                       "remote", "lost",       "late",      "lanes"};
+  const std::set<std::string> known = {"pooled", "registered", "exhausted", "persistent",
+                                       "headers", "wake",       "remote",    "lost",
+                                       "late",    "lanes"};
   if (known.count(name) == 0) usage(("--case: unknown case '" + name + "'").c_str());
 
   weft::net::ucx_options options;
   if (name == "registered") options.pooled = false;
   if (name == "exhausted") options.pool_bytes = 512 << 10;
   if (name == "remote" || name == "lost") options.detect_local_peer_failure = true;
+  if (name == "headers") options.eager_source_ids = false;
   g_transport = weft::net::make_ucx_transport(options);
   weft::net::launch_info launch = weft::net::launch_from_environment();
   g_me = launch.rank;
@@ -396,6 +401,17 @@ int main(int argc, char** argv) {
     case_pooled();
     case_persistent();
   }
+  if (name == "headers") {
+    case_pooled();
+    case_persistent();
+    if (counters().eager_with_header != counters().eager)
+      fail("eager_source_ids = false: %" PRIu64 " of %" PRIu64 " eager messages had a header",
+           counters().eager_with_header, counters().eager);
+  }
+  // With an id per source, only messages behind a channel note carry a header.
+  if ((name == "pooled" || name == "registered") && counters().eager_with_header != 0)
+    fail("%" PRIu64 " eager messages with a header, though no channel was used",
+         counters().eager_with_header);
   if (name == "lost") case_lost();
   if (name == "lanes") case_lanes();
 

@@ -174,6 +174,22 @@ void print_startup(const node_state& node) {
 void deliver_local(node_state& node, int pe, message* m, bool from_network) {
   pe_state& dst = *node.pes[std::size_t(pe)];
   pe_state* self = t_pe;
+  // To itself: the PE's own FIFO; it is awake (it is sending). Not for
+  // messages from the network: others of the same source node may be
+  // delivered by another thread into the MPSC queue, and the two queues
+  // are not ordered against each other.
+  if (self == &dst && !from_network) {
+    m->link.next.store(nullptr, std::memory_order_relaxed);
+    if (dst.local_tail != nullptr)
+      reinterpret_cast<message*>(dst.local_tail)->link.next.store(&m->link,
+                                                                  std::memory_order_relaxed);
+    else
+      dst.local_head = m;
+    dst.local_tail = m;
+    dst.local_count.store(dst.local_count.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+    return;
+  }
   if (dst.pairs && self != nullptr && !from_network) {
     dst.pairs->push(self->rank, m);
     if (!dst.pairs->flush(self->rank)) self->pairs_backlog = true;
@@ -395,6 +411,11 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
 
   // Messages still queued at exit are freed (exit ends the run by design).
   for (auto& pe : node->pes) {
+    while (message* m = pe->local_head) {
+      pe->local_head = reinterpret_cast<message*>(m->link.next.load(std::memory_order_relaxed));
+      core::release_message(m);
+    }
+    pe->local_tail = nullptr;
     while (base::queue_link* l = pe->queue.pop())
       core::release_message(reinterpret_cast<message*>(l));
     if (pe->pairs) pe->pairs->drain_quiescent([](message* m) { core::release_message(m); });

@@ -66,6 +66,16 @@ struct pe_state {
   std::atomic<int> phase{int(pe_phase::starting)};
 
   // --- owned by this PE only.
+  // Messages this PE sent to itself, FIFO, with no atomic operation. Through
+  // the MPSC queue a self-send exchanged the very line other PEs push to,
+  // and under kNeighbor (half of the sends go to the own PE at 2 PEs) that
+  // line moved between the cores several times per iteration.
+  message* local_head = nullptr;
+  message* local_tail = nullptr;
+  bool local_first = false;  // pop_own alternates, so neither queue starves the other
+  // How many wait in the local queue, for the watchdog (a relaxed store of
+  // the owner's count; it is the only writer).
+  std::atomic<std::size_t> local_count{0};
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers;
   std::uint64_t timer_seq = 0;
   std::vector<std::function<bool()>> conditions;

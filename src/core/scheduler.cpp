@@ -99,7 +99,7 @@ inline void count_one(std::atomic<std::uint64_t>& c) {
 // With spsc-pairs, the MPSC queue carries only what threads that are not PEs
 // send; it gets the first pop of every turn, so steady PE-to-PE traffic in
 // the rings cannot starve it.
-inline message* pop_own(pe_state& pe, bool first_of_turn) {
+inline message* pop_shared(pe_state& pe, bool first_of_turn) {
   if (pe.pairs) {
     message* m = nullptr;
     if (first_of_turn) {
@@ -110,13 +110,34 @@ inline message* pop_own(pe_state& pe, bool first_of_turn) {
   return reinterpret_cast<message*>(pe.queue.pop());
 }
 
+inline message* pop_local(pe_state& pe) {
+  message* m = pe.local_head;
+  if (m == nullptr) return nullptr;
+  pe.local_head = reinterpret_cast<message*>(m->link.next.load(std::memory_order_relaxed));
+  if (pe.local_head == nullptr) pe.local_tail = nullptr;
+  pe.local_count.store(pe.local_count.load(std::memory_order_relaxed) - 1,
+                       std::memory_order_relaxed);
+  return m;
+}
+
+// The PE's next message: from its own FIFO of self-sends and from what
+// others sent, taking turns (each queue keeps its order; between them no
+// order is promised, as between any two senders).
+inline message* pop_own(pe_state& pe, bool first_of_turn) {
+  if (pe.local_head == nullptr) return pop_shared(pe, first_of_turn);
+  pe.local_first = !pe.local_first;
+  if (pe.local_first) return pop_local(pe);
+  if (message* m = pop_shared(pe, first_of_turn)) return m;
+  return pop_local(pe);
+}
+
 // Moves a popped message into the PE's priority order.
 inline void hold(pe_state& pe, message* m) {
   pe.prioritized.push({m->priority, pe.held_seq++, m});
 }
 
 inline bool own_queue_has_work(const pe_state& pe) {
-  return !pe.queue.empty() || (pe.pairs && !pe.pairs->empty());
+  return pe.local_head != nullptr || !pe.queue.empty() || (pe.pairs && !pe.pairs->empty());
 }
 
 message* pop_node_queue(node_state& node) {

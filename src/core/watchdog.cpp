@@ -52,12 +52,14 @@ void dump(node_state& node) {
     // Counting the MPSC queue walks its links, which is safe only while the
     // PE does not pop (and free) messages: when it is inside a handler (the
     // usual hang), asleep or stopped. Otherwise say only whether it is empty.
-    // The rings are counted by their indices, always safe.
+    // The rings are counted by their indices and the local FIFO by its
+    // counter, always safe.
     const std::int64_t h = pe->current_handler.load();
     const pe_phase phase = pe_phase(pe->phase.load());
     const bool still = h != -1 || phase == pe_phase::sleeping || phase == pe_phase::stopped;
     char qtext[64];
-    const std::size_t ring = pe->pairs ? pe->pairs->approx_size() : 0;
+    const std::size_t ring = (pe->pairs ? pe->pairs->approx_size() : 0) +
+                             pe->local_count.load(std::memory_order_relaxed);
     if (still)
       std::snprintf(qtext, sizeof qtext, "%zu message(s)", pe->queue.approx_size() + ring);
     else if (pe->queue.empty())

@@ -416,4 +416,71 @@ TEST(Messaging, BurstLargerThanRingKeepsFifo) {
   }
 }
 
+// ---- messages a PE sends to itself ---------------------------------------------------
+// They go through a FIFO of the PE's own (no atomic operation); it must keep
+// their order, and a PE that keeps sending itself messages must still handle
+// what other PEs send it (the two queues take turns).
+
+std::atomic<long> g_self_next{0};
+std::atomic<long> g_self_loops{0};
+std::atomic<long> g_from_other{0};
+void on_self(weft::message_ptr m);
+void on_from_other(weft::message_ptr m);
+void on_start_other(weft::message_ptr m);
+const weft::handler_id h_self = weft::register_handler("self", on_self);
+const weft::handler_id h_from_other = weft::register_handler("from_other", on_from_other);
+const weft::handler_id h_start_other = weft::register_handler("start_other", on_start_other);
+constexpr long self_burst = 20000;
+constexpr long other_n = 2000;
+
+void on_self(weft::message_ptr m) {
+  const long i = m->as<long>();
+  if (weft::my_pe() != 0) record_error("self-send handled on PE " + std::to_string(weft::my_pe()));
+  if (i < self_burst) {  // the burst: strict FIFO
+    if (i != g_self_next.load(std::memory_order_relaxed))
+      record_error("self burst: got " + std::to_string(i) + ", expected " +
+                   std::to_string(g_self_next.load()));
+    g_self_next.store(i + 1, std::memory_order_relaxed);
+    return;
+  }
+  // The loop: one message to itself after another until PE 1's are all in.
+  // Were the own FIFO always served first, they would never be.
+  g_self_loops.fetch_add(1, std::memory_order_relaxed);
+  if (g_from_other.load() == other_n) {
+    weft::exit(0);
+    return;
+  }
+  weft::send(0, weft::make_message_with(h_self, i + 1));
+}
+
+void on_from_other(weft::message_ptr) { g_from_other.fetch_add(1); }
+
+void on_start_other(weft::message_ptr) {
+  for (long i = 0; i < other_n; ++i) weft::send(0, weft::make_message_with(h_from_other, i));
+}
+
+TEST(Messaging, SelfSendsKeepFifoAndDoNotStarveOtherSenders) {
+  for (const char* queue : {"mpsc", "spsc-pairs"}) {
+    SCOPED_TRACE(queue);
+    reset_errors();
+    g_self_next = 0;
+    g_self_loops = 0;
+    g_from_other = 0;
+    // Starvation is a hang: the watchdog turns it into a failure.
+    const std::vector<std::string> opts = {threads_opt(2), std::string("--weft:queue=") + queue,
+                                           "--weft:timeout=30"};
+    int rc = run_node(opts, [] {
+      if (weft::my_pe() != 0) record_error("main runs on PE " + std::to_string(weft::my_pe()));
+      for (long i = 0; i < self_burst; ++i) weft::send(0, weft::make_message_with(h_self, i));
+      weft::send(0, weft::make_message_with(h_self, self_burst));  // starts the loop
+      weft::send(1, weft::make_message_with(h_start_other, 0L));
+    });
+    EXPECT_EQ(rc, 0);
+    EXPECT_EQ(g_errors.load(), 0) << first_error();
+    EXPECT_EQ(g_self_next.load(), self_burst);
+    EXPECT_EQ(g_from_other.load(), other_n);
+    EXPECT_GT(g_self_loops.load(), 0);
+  }
+}
+
 }  // namespace

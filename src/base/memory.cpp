@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <mimalloc.h>
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include "weft/base/error.hpp"
 #include "weft/config.hpp"
@@ -112,7 +114,26 @@ void raw_free_from(raw_allocator a, void* p) {
     g_sys_free(p);
 }
 
+// Registered memory for large blocks (set by core around the transport's
+// lifetime). Each block it gives out starts with the address of the
+// registered_memory it came from, so that it returns there even after
+// another one was set (a new run in the same process).
+std::atomic<registered_memory*> g_registered{nullptr};
+constexpr std::size_t registered_prefix = 16;  // keeps blocks 16-byte aligned
+
+void set_registered_memory(registered_memory* m) {
+  g_registered.store(m, std::memory_order_release);
+}
+
 void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
+  if (bytes > block_max) {
+    if (registered_memory* r = g_registered.load(std::memory_order_acquire))
+      if (void* p = r->allocate(bytes + registered_prefix)) {
+        std::memcpy(p, &r, sizeof r);
+        size_class = block_registered;
+        return static_cast<unsigned char*>(p) + registered_prefix;
+      }
+  }
   if (!g_pool || bytes > block_max) {
     size_class = block_unpooled;
     return raw_alloc(bytes);
@@ -128,11 +149,23 @@ void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
   return raw_alloc(class_bytes(c));
 }
 
-std::uint8_t block_class_for(std::size_t bytes) {
-  return !g_pool || bytes > block_max ? block_unpooled : class_of(bytes);
+std::uint8_t block_class_of(const void* block, std::size_t bytes) {
+  if (bytes > block_max) {
+    registered_memory* r = g_registered.load(std::memory_order_acquire);
+    if (r != nullptr && r->contains(block)) return block_registered;
+    return block_unpooled;
+  }
+  return !g_pool ? block_unpooled : class_of(bytes);
 }
 
 void block_free(void* p, std::uint8_t size_class) {
+  if (size_class == block_registered) {
+    void* start = static_cast<unsigned char*>(p) - registered_prefix;
+    registered_memory* r = nullptr;
+    std::memcpy(&r, start, sizeof r);
+    r->deallocate(start);
+    return;
+  }
   if (size_class == block_unpooled || !g_pool) {
     raw_free(p);
     return;

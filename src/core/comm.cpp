@@ -145,7 +145,7 @@ void hook_deliver(int src, void* buffer, std::size_t bytes) {
   // The fields that stayed behind, and the block's class, which is the one
   // our allocator chose.
   m->size = std::uint32_t(bytes - (sizeof(message) - wire_offset));
-  m->size_class = base::block_class_for(bytes + wire_offset);
+  m->size_class = base::block_class_of(m, bytes + wire_offset);
   new (&m->link) base::queue_link;
   if (m->flags & message_flags::control) {
     handle_control(node, src, m);
@@ -531,6 +531,9 @@ void net_start(node_state& node) {
   if (cfg.commap >= 0 && node.comm == comm_mode::workers)
     base::usage_error("--weft:commap=%d: comm=workers has no comm thread to bind", cfg.commap);
   node.transport_waits = node.transport->can_wait();
+  // Large messages are written where the transport can send them from
+  // without a copy (lesson 5). No PE runs yet.
+  base::set_registered_memory(node.transport->message_memory());
 }
 
 void net_start_threads(node_state& node) {
@@ -558,6 +561,9 @@ void net_stop(node_state& node) {
       node.transport->progress();
     }
   }
+  // No PE runs any more; blocks already given out return to the transport's
+  // memory when freed, which outlives finalize for them.
+  base::set_registered_memory(nullptr);
   node.transport->finalize();
   node.comm_busy.store(false, std::memory_order_release);
   g_net_node = nullptr;

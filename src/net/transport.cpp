@@ -22,6 +22,9 @@ bool transport::can_wait() const {
   return false;
 }
 void transport::wake_waiter() {}
+base::registered_memory* transport::message_memory() {
+  return nullptr;
+}
 
 std::string available_transports() {
   std::string s = "local";

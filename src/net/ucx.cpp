@@ -33,15 +33,21 @@
 //    there only without a header of ours (measured: 28 bytes ~300 ns
 //    one-way, 32 bytes ~450 ns on the reference machine). The receive
 //    callback copies the bytes into hooks.alloc's buffer.
-//  - Large messages: GET rendezvous from registered memory (lesson 8). The
-//    sender copies the message into a slot of its send pool (registered once
-//    at init), releases the caller's buffer and sends a descriptor
-//    {address, size, cookie}; the receiver GETs into hooks.alloc's buffer and
-//    acks; the ack frees the slot. A copy is preferred to registering the
-//    caller's buffer because registration is a system call and page pinning
-//    on RDMA hardware, paid per message; the per-message variant is kept
-//    (ucx_options::pooled = false, and when the pool has no room) so a
-//    benchmark can compare the two.
+//  - Large messages: GET rendezvous from registered memory (lessons 5 and
+//    8). The send pool is memory this process maps and registers once at
+//    init, and offers core for its large message blocks
+//    (transport::message_memory): a message written there leaves as it is,
+//    a descriptor {address, size, cookie} naming it; the receiver GETs into
+//    hooks.alloc's buffer (itself in its own pool, when core has room there)
+//    and acks; the ack releases the message. A message from elsewhere (the
+//    pool was full when it was made, or its buffer is not core's) is copied
+//    into a slot of the pool first, and the ack frees the slot. A copy is
+//    preferred to registering the caller's buffer because registration is a
+//    system call and page pinning on RDMA hardware, paid per message; the
+//    per-message variant is kept (ucx_options::pooled = false, and when the
+//    pool has no room) so a benchmark can compare the two. The pool is ours
+//    (mmap), not UCX's (UCP_MEM_MAP_ALLOCATE), because blocks core still
+//    holds when the transport ends must stay valid until they are freed.
 //  - Persistent channels: the receiver registers a buffer of max_bytes once
 //    (handshake); a send is then a PUT into it, an endpoint flush (a PUT's
 //    completion is only local; the flush makes it visible remotely), and a
@@ -60,6 +66,7 @@
 
 #include <pmix.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <ucp/api/ucp.h>
 #include <algorithm>
 #include <atomic>
@@ -70,6 +77,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -179,11 +187,10 @@ struct inbound {
 struct rndv_out {
   bool live = false;
   int node = -1;
-  std::size_t pool_offset = 0;
-  unsigned pool_class = 0;
-  bool from_pool = false;
+  void* slot = nullptr;      // the pool slot the message was copied into
   ucp_mem_h memh = nullptr;  // registered for this message only
-  void* caller = nullptr;    // released on the ack when not copied to the pool
+  void* caller = nullptr;    // released on the ack when not copied to the pool (in place:
+                             // from the pool as it is, or registered for this message)
 };
 
 // Blocks of the send pool in power-of-two classes, carved from the front on
@@ -236,6 +243,78 @@ class slot_pool {
   std::size_t size_ = 0, bump_ = 0;
   unsigned min_shift_ = 12, max_shift_ = 0;
   std::vector<std::vector<std::size_t>> free_;
+
+ public:
+  unsigned min_shift() const { return min_shift_; }
+};
+
+// The send pool: slots of one mapping, for the transport's copies and for
+// core's large message blocks (base::registered_memory), from any thread
+// under one lock (a slot holds at least 16 KiB, so the lock is never the
+// cost). It outlives the transport while core holds blocks of it: retire()
+// at finalize, and the last deallocate then unmaps it.
+class message_pool final : public base::registered_memory {
+ public:
+  // Maps `bytes` of private memory; false if the system refuses.
+  bool map(std::size_t bytes, std::size_t min_block) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    base_ = static_cast<std::byte*>(p);
+    bytes_ = bytes;
+    slots_.reset(bytes, min_block);
+    class_at_.assign((bytes >> slots_.min_shift()) + 1, 0);
+    return true;
+  }
+  std::byte* base() const { return base_; }
+  std::size_t bytes() const { return bytes_; }
+
+  // A slot of at least `bytes`, or null.
+  void* allocate(std::size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    unsigned cls = 0;
+    const std::size_t off = slots_.take(bytes, cls);
+    if (off == slot_pool::none) return nullptr;
+    class_at_[off >> slots_.min_shift()] = std::uint8_t(cls);
+    ++live_;
+    return base_ + off;
+  }
+  void deallocate(void* p) override {
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const std::size_t off = std::size_t(static_cast<std::byte*>(p) - base_);
+      slots_.give(off, class_at_[off >> slots_.min_shift()]);
+      last = --live_ == 0 && retired_;
+    }
+    if (last) delete this;
+  }
+  bool contains(const void* p) const override {
+    const auto* b = static_cast<const std::byte*>(p);
+    return b >= base_ && b < base_ + bytes_;
+  }
+  // The transport is done with the pool (its registration is gone): it goes
+  // now, or with its last block.
+  void retire() {
+    bool now = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      retired_ = true;
+      now = live_ == 0;
+    }
+    if (now) delete this;
+  }
+
+ private:
+  ~message_pool() override {
+    if (base_ != nullptr) ::munmap(base_, bytes_);
+  }
+  std::mutex mutex_;
+  std::byte* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  slot_pool slots_;                   // guarded by mutex_
+  std::vector<std::uint8_t> class_at_;  // guarded by mutex_: a slot's class, by offset
+  std::size_t live_ = 0;              // guarded by mutex_: slots given out
+  bool retired_ = false;              // guarded by mutex_
 };
 
 // A channel this node sends on.
@@ -315,6 +394,9 @@ class ucx_transport final : public transport {
   void finalize() override;
 
   const ucx_counters& counters() const { return counters_; }
+  base::registered_memory* message_memory() override {
+    return pool_memh_ != nullptr ? pool_ : nullptr;
+  }
   std::string describe_lanes(int node) const;
 
   // UCX callbacks.
@@ -443,8 +525,7 @@ class ucx_transport final : public transport {
   std::size_t ready_count_ = 0;  // ready slots not yet delivered, over all sources
 
   ucp_mem_h pool_memh_ = nullptr;
-  std::byte* pool_base_ = nullptr;
-  slot_pool pool_;
+  message_pool* pool_ = nullptr;  // retired at finalize; see message_pool
   std::vector<rndv_out> rndv_;
   std::vector<std::uint32_t> rndv_free_;
   std::size_t rndv_live_ = 0;
@@ -594,21 +675,18 @@ void ucx_transport::create_worker() {
   signal_worker_.store(worker_, std::memory_order_release);
 
   if (opt_.pooled && opt_.pool_bytes > 0 && size_ > 1) {
-    // UCX allocates the pool so that it can place it where the fastest RMA
-    // transport reaches it (a shared-memory segment on one host, pinned
-    // memory on RDMA hardware).
+    auto* pool = new message_pool;
+    if (!pool->map(opt_.pool_bytes, opt_.eager_max + 1)) {
+      pool->retire();
+      base::fatal("ucx transport (node %d): cannot map a %zu-byte send pool: %s", rank_,
+                  opt_.pool_bytes, std::strerror(errno));
+    }
+    pool_ = pool;
     ucp_mem_map_params_t mp{};
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                    UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    mp.address = nullptr;
-    mp.length = opt_.pool_bytes;
-    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = pool_->base();
+    mp.length = pool_->bytes();
     check(ucp_mem_map(context_, &mp, &pool_memh_), "ucp_mem_map (send pool)");
-    ucp_mem_attr_t ma{};
-    ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
-    check(ucp_mem_query(pool_memh_, &ma), "ucp_mem_query (send pool)");
-    pool_base_ = static_cast<std::byte*>(ma.address);
-    pool_.reset(std::min(ma.length, opt_.pool_bytes), opt_.eager_max + 1);
   }
 }
 
@@ -723,7 +801,7 @@ void ucx_transport::exchange_and_connect(double timeout_s) {
   // The pool record: its base address, then its packed rkey (no rkey: this
   // node sends every large message from a buffer registered for it).
   std::vector<std::byte> pool(8);
-  std::uint64_t base = reinterpret_cast<std::uintptr_t>(pool_base_);
+  std::uint64_t base = reinterpret_cast<std::uintptr_t>(pool_ != nullptr ? pool_->base() : nullptr);
   std::memcpy(pool.data(), &base, 8);
   if (pool_memh_ != nullptr) {
     std::vector<std::byte> rkey = pack_rkey(pool_memh_, -1);
@@ -880,14 +958,21 @@ void ucx_transport::send_rndv(int node, std::uint64_t seq, void* buffer, std::si
   h.size = bytes;
   h.cookie = cookie;
   if (notes_due_[std::size_t(node)] == 0) h.flags = am_flag_in_order;
-  std::size_t off = slot_pool::none;
-  if (pool_memh_ != nullptr) off = pool_.take(bytes, r.pool_class);
-  if (off != slot_pool::none) {
+  if (pool_memh_ != nullptr && pool_->contains(buffer)) {
+    // Written in the pool: it leaves as it is; the ack releases it.
+    counters_.rndv_in_place++;
+    r.caller = buffer;
+    h.addr = reinterpret_cast<std::uintptr_t>(buffer);
+    rndv_[cookie] = r;
+    send_ctrl(node, am_rndv, h);
+    return;
+  }
+  void* slot = pool_memh_ != nullptr ? pool_->allocate(bytes) : nullptr;
+  if (slot != nullptr) {
     counters_.rndv_pooled++;
-    std::memcpy(pool_base_ + off, buffer, bytes);
-    r.from_pool = true;
-    r.pool_offset = off;
-    h.addr = reinterpret_cast<std::uintptr_t>(pool_base_ + off);
+    std::memcpy(slot, buffer, bytes);
+    r.slot = slot;
+    h.addr = reinterpret_cast<std::uintptr_t>(slot);
     rndv_[cookie] = r;
     // The caller's buffer is free now; handed back from progress(), which is
     // where core expects releases.
@@ -1150,10 +1235,12 @@ void ucx_transport::run(action& a) {
         base::fatal("ucx transport (node %d): rendezvous ack %llu from node %d matches no send",
                     rank_, static_cast<unsigned long long>(a.hdr.cookie), a.node);
       rndv_out& r = rndv_[a.hdr.cookie];
-      if (r.from_pool) {
-        pool_.give(r.pool_offset, r.pool_class);
+      if (r.slot != nullptr) {
+        pool_->deallocate(r.slot);
       } else {
-        check(ucp_mem_unmap(context_, r.memh), "ucp_mem_unmap (rendezvous send buffer)", a.node);
+        if (r.memh != nullptr)
+          check(ucp_mem_unmap(context_, r.memh), "ucp_mem_unmap (rendezvous send buffer)",
+                a.node);
         hooks_.release(r.caller);
       }
       r = rndv_out{};
@@ -1468,6 +1555,7 @@ void ucx_transport::finalize() {
     for (auto& [id, c] : chans) ucp_mem_unmap(context_, c.memh);
   chans_in_.clear();
   if (pool_memh_ != nullptr) ucp_mem_unmap(context_, std::exchange(pool_memh_, nullptr));
+  if (pool_ != nullptr) std::exchange(pool_, nullptr)->retire();
   signal_worker_.store(nullptr, std::memory_order_release);
   ucp_worker_destroy(std::exchange(worker_, nullptr));
   ucp_cleanup(std::exchange(context_, nullptr));

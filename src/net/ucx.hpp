@@ -11,10 +11,11 @@
 namespace weft::net {
 
 struct ucx_options {
-  // Large messages leave from a send pool registered once at init (lesson 8):
-  // the sender copies the message into a pool slot. false registers each
-  // large message's own buffer instead (one ucp_mem_map per message), the
-  // variant a benchmark compares the pool against.
+  // Large messages leave from a send pool registered once at init (lessons
+  // 5 and 8): core writes its large messages there (message_memory), and
+  // the transport copies any other into a pool slot. false: no pool; each
+  // large message's own buffer is registered instead (one ucp_mem_map per
+  // message), the variant a benchmark compares the pool against.
   bool pooled = true;
   // Messages up to this size go as one eager active message; larger ones by
   // GET rendezvous.
@@ -37,7 +38,8 @@ struct ucx_options {
 struct ucx_counters {
   std::uint64_t eager = 0;                 // messages sent as one active message
   std::uint64_t eager_with_header = 0;     // of those, with the 8-byte header (source, number)
-  std::uint64_t rndv_pooled = 0;           // rendezvous from a send-pool slot
+  std::uint64_t rndv_in_place = 0;         // rendezvous of a message written in the send pool
+  std::uint64_t rndv_pooled = 0;           // rendezvous from a send-pool slot it was copied to
   std::uint64_t rndv_registered = 0;       // rendezvous from a buffer registered for it
   std::uint64_t pool_fallbacks = 0;        // of those, because the pool had no room
   std::uint64_t persistent_puts = 0;       // send_persistent into the channel's remote buffer

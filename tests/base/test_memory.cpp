@@ -2,7 +2,9 @@
 // both raw allocators.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <thread>
 #include <vector>
@@ -88,4 +90,72 @@ TEST(Memory, PoolOffUsesTheRawAllocator) {
   EXPECT_EQ(cls, wb::block_unpooled);
   wb::block_free(p, cls);
   wb::set_block_pool(true);
+}
+
+// A transport's registered memory, made of two fixed slots.
+class two_slots final : public wb::registered_memory {
+ public:
+  void* allocate(std::size_t bytes) override {
+    if (bytes > slot_bytes) return nullptr;
+    for (int i = 0; i < 2; ++i)
+      if (!used_[i]) {
+        used_[i] = true;
+        ++allocations;
+        return &arena_[i * slot_bytes];
+      }
+    return nullptr;
+  }
+  void deallocate(void* p) override {
+    const std::size_t i = std::size_t(static_cast<unsigned char*>(p) - arena_) / slot_bytes;
+    ASSERT_LT(i, 2u);
+    ASSERT_TRUE(used_[i]) << "a slot freed twice";
+    used_[i] = false;
+    ++deallocations;
+  }
+  bool contains(const void* p) const override {
+    auto* b = static_cast<const unsigned char*>(p);
+    return b >= arena_ && b < arena_ + sizeof arena_;
+  }
+  static constexpr std::size_t slot_bytes = 2 * wb::block_max;
+  int allocations = 0, deallocations = 0;
+
+ private:
+  alignas(16) unsigned char arena_[2 * slot_bytes];
+  bool used_[2] = {false, false};
+};
+
+TEST(Memory, LargeBlocksComeFromRegisteredMemoryWhileItHasRoom) {
+  auto mem = std::make_unique<two_slots>();
+  wb::set_registered_memory(mem.get());
+  const std::size_t big = wb::block_max + 100;
+  std::uint8_t c1 = 0, c2 = 0, c3 = 0, small = 0;
+  void* a = wb::block_alloc(big, c1);
+  void* b = wb::block_alloc(big, c2);
+  void* c = wb::block_alloc(big, c3);  // full: the raw allocator
+  void* s = wb::block_alloc(100, small);  // small blocks never go there
+  EXPECT_EQ(c1, wb::block_registered);
+  EXPECT_EQ(c2, wb::block_registered);
+  EXPECT_EQ(c3, wb::block_unpooled);
+  EXPECT_NE(small, wb::block_registered);
+  EXPECT_TRUE(mem->contains(a) && mem->contains(b));
+  EXPECT_FALSE(mem->contains(c));
+  EXPECT_EQ(std::uintptr_t(a) % 16, 0u);
+  std::memset(a, 1, big);  // the whole request is usable
+  // What a receiver restores from the block alone.
+  EXPECT_EQ(wb::block_class_of(a, big), wb::block_registered);
+  EXPECT_EQ(wb::block_class_of(c, big), wb::block_unpooled);
+  EXPECT_EQ(wb::block_class_of(s, 100), small);
+  wb::block_free(a, c1);
+  wb::block_free(c, c3);
+  wb::block_free(s, small);
+  // Removed: new large blocks come from the raw allocator, and blocks given
+  // out before still go back to the memory they came from.
+  wb::set_registered_memory(nullptr);
+  std::uint8_t c4 = 0;
+  void* d = wb::block_alloc(big, c4);
+  EXPECT_EQ(c4, wb::block_unpooled);
+  wb::block_free(d, c4);
+  wb::block_free(b, c2);
+  EXPECT_EQ(mem->allocations, 2);
+  EXPECT_EQ(mem->deallocations, 2);
 }

@@ -15,10 +15,10 @@ if(TEST net_ucx_tcp_2)
   set_property(TEST net_ucx_tcp_2 APPEND PROPERTY ENVIRONMENT "UCX_TLS=tcp")
 endif()
 
-# Pool and per-message registration, a pool too small, persistent channels,
-# eager messages with the 8-byte header,
-# the wake-up: at 2 and 3 processes, and the pool cases over TCP alone too.
-foreach(case pooled registered exhausted persistent headers wake)
+# The pool, messages written in it, per-message registration, a pool too
+# small, persistent channels, eager messages with the 8-byte header, the
+# wake-up: at 2 and 3 processes, and the pool cases over TCP alone too.
+foreach(case pooled inplace registered exhausted persistent headers wake)
   foreach(nprocs 2 3)
     weft_add_mpirun_test(net_ucx_${case}_${nprocs} mp_ucx ${nprocs} --case=${case})
   endforeach()

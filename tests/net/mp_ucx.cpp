@@ -7,6 +7,9 @@
 //   registered  the per-message registration variant (ucx_options.pooled = false)
 //   exhausted   a pool too small for the burst: the rest is registered per
 //               message, and nothing is lost or reordered
+//   inplace     large messages written in the transport's registered memory
+//               (message_memory, as core's are) leave from there, with no
+//               copy: buffers on both sides come from it
 //   persistent  channels: ping-pong through PUTs, fallbacks while busy and
 //               for messages above max_bytes, order against send()
 //   wake        wait_for_incoming returns for wake_waiter (before or during
@@ -68,6 +71,31 @@ std::vector<std::uint64_t> g_sent_seq, g_recv_seq;  // per peer
 std::set<void*> g_send_buffers;
 std::unordered_map<void*, std::size_t> g_recv_buffers;
 std::uint64_t g_delivered = 0;
+// --case=inplace: buffers above the eager limit come from the transport's
+// registered memory; these are the ones that did.
+bool g_in_pool = false;
+std::set<void*> g_pool_buffers;
+std::uint64_t g_pool_taken = 0;  // buffers that came from it
+constexpr std::size_t kEagerMax = 16 << 10;  // ucx_options' default
+
+// A buffer of `bytes` for a message: from the registered memory when asked
+// and it has room, else from the heap.
+void* buffer_for(std::size_t bytes) {
+  if (g_in_pool && bytes > kEagerMax)
+    if (weft::base::registered_memory* m = g_transport->message_memory())
+      if (void* p = m->allocate(bytes)) {
+        g_pool_buffers.insert(p);
+        ++g_pool_taken;
+        return p;
+      }
+  return std::aligned_alloc(16, (bytes + 15) / 16 * 16 + 16);
+}
+void free_buffer(void* p) {
+  if (g_pool_buffers.erase(p) == 1)
+    g_transport->message_memory()->deallocate(p);
+  else
+    std::free(p);
+}
 
 [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void fail(const char* fmt, ...) {
@@ -91,7 +119,7 @@ unsigned char pattern(int src, int dst, std::uint64_t seq, std::size_t at) {
 }
 
 void* hook_alloc(std::size_t bytes) {
-  void* p = std::aligned_alloc(16, (bytes + 15) / 16 * 16 + 16);
+  void* p = buffer_for(bytes);
   if (p == nullptr) fail("out of memory for a %zu-byte receive buffer", bytes);
   g_recv_buffers[p] = bytes;
   return p;
@@ -120,12 +148,12 @@ void hook_deliver(int src, void* buffer, std::size_t bytes) {
       fail("from node %d: message %" PRIu64 " (%zu bytes) corrupt at byte %zu", src, h.seq, bytes,
            at);
   ++g_delivered;
-  std::free(buffer);
+  free_buffer(buffer);
 }
 
 void hook_release(void* buffer) {
   if (g_send_buffers.erase(buffer) != 1) fail("hooks.release(%p): not an unreleased send", buffer);
-  std::free(buffer);
+  free_buffer(buffer);
 }
 
 bool g_expect_lost = false;
@@ -138,7 +166,7 @@ void hook_node_lost(int node, const char* why) {
 }
 
 void* make_message(int dst, std::size_t bytes) {
-  auto* p = static_cast<unsigned char*>(std::aligned_alloc(16, (bytes + 15) / 16 * 16 + 16));
+  auto* p = static_cast<unsigned char*>(buffer_for(bytes));
   if (p == nullptr) fail("out of memory for a %zu-byte message", bytes);
   header h{kMagic, std::uint32_t(g_me), g_sent_seq[std::size_t(dst)]++};
   std::memcpy(p, &h, kHeader);
@@ -204,6 +232,16 @@ void case_pooled() {
   const auto& c = counters();
   if (c.rndv_pooled == 0) fail("no rendezvous from the send pool (%" PRIu64 ")", c.rndv_pooled);
   if (c.eager == 0) fail("no eager message");
+}
+
+void case_inplace() {
+  if (g_transport->message_memory() == nullptr) fail("the pooled transport offers no memory");
+  large_traffic(3);
+  const auto& c = counters();
+  if (c.rndv_in_place == 0 || c.rndv_pooled != 0)
+    fail("in place: %" PRIu64 " rendezvous in place, %" PRIu64 " copied to the pool",
+         c.rndv_in_place, c.rndv_pooled);
+  if (g_pool_taken == 0) fail("no buffer came from the registered memory");
 }
 
 void case_registered() {
@@ -342,7 +380,7 @@ void case_lanes() {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "mp_ucx: %s\nusage: net_mp_ucx --case=pooled|registered|exhausted|persistent|"
+               "mp_ucx: %s\nusage: net_mp_ucx --case=pooled|inplace|registered|exhausted|persistent|"
                "headers|wake|remote|lost|late|lanes\n",
                why);
   std::exit(2);
@@ -359,13 +397,14 @@ int main(int argc, char** argv) {
     else
       usage(("unknown argument '" + a + "'").c_str());
   }
-  const std::set<std::string> known = {"pooled", "registered", "exhausted", "persistent",
-                                       "headers", "wake",       "remote",    "lost",
-                                       "late",    "lanes"};
+  const std::set<std::string> known = {"pooled", "inplace", "registered", "exhausted",
+                                       "persistent", "headers", "wake",    "remote",
+                                       "lost",    "late",    "lanes"};
   if (known.count(name) == 0) usage(("--case: unknown case '" + name + "'").c_str());
 
   weft::net::ucx_options options;
   if (name == "registered") options.pooled = false;
+  if (name == "inplace") g_in_pool = true;
   if (name == "exhausted") options.pool_bytes = 512 << 10;
   if (name == "remote" || name == "lost") options.detect_local_peer_failure = true;
   if (name == "headers") options.eager_source_ids = false;
@@ -393,6 +432,7 @@ int main(int argc, char** argv) {
   g_recv_seq.assign(std::size_t(g_nodes), 0);
 
   if (name == "pooled") case_pooled();
+  if (name == "inplace") case_inplace();
   if (name == "registered") case_registered();
   if (name == "exhausted") case_exhausted();
   if (name == "persistent") case_persistent();

@@ -34,8 +34,10 @@ WEFT_API void raw_free(void* p);
 WEFT_API void raw_free_from(raw_allocator a, void* p);
 
 // Size classes 64 B, 128 B, ... 128 KiB (a 64 KiB payload and its header fit
-// the last); larger blocks bypass the lists.
+// the last); larger blocks bypass the lists, and come from registered
+// memory when a transport offers some (below).
 inline constexpr std::uint8_t block_unpooled = 0xff;
+inline constexpr std::uint8_t block_registered = 0xfe;
 inline constexpr std::size_t block_min = 64;
 inline constexpr std::size_t block_max = 128 * 1024;
 
@@ -43,12 +45,34 @@ inline constexpr std::size_t block_max = 128 * 1024;
 // other weft threads run.
 WEFT_API void set_block_pool(bool enabled);
 
+// Memory a transport registered once for remote access (lesson 5: message
+// buffers come from pools the transport registered, so a large message
+// leaves by a rendezvous from where it was written, with no copy into a
+// pool and no registration per message). While one is set, blocks larger
+// than block_max come from it, and from the raw allocator when it is full.
+// allocate and deallocate: any thread, never block for long (a short
+// lock); allocate returns 16-byte aligned memory or null when full.
+// contains: whether `p` points into memory it gave out.
+class registered_memory {
+ public:
+  virtual ~registered_memory() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* p) = 0;
+  virtual bool contains(const void* p) const = 0;
+};
+// Sets (or, with null, removes) the memory large blocks come from. Blocks
+// given out earlier go back to the memory they came from, which must stay
+// usable until its last block is freed. Core calls it around the
+// transport's lifetime, while no PE runs.
+WEFT_API void set_registered_memory(registered_memory* m);
+
 // A block of at least `bytes`; stores its class (to hand back to block_free)
 // in `size_class`. Any thread; never returns null.
 WEFT_API void* block_alloc(std::size_t bytes, std::uint8_t& size_class);
-// The class block_alloc(bytes, c) gives c (a transport overwrites a whole
-// received block, header included, and core restores its class from this).
-WEFT_API std::uint8_t block_class_for(std::size_t bytes);
+// The class of `block`, of at least `bytes`, that block_alloc gave out (a
+// transport overwrites a whole received block, header included, and core
+// restores its class from this).
+WEFT_API std::uint8_t block_class_of(const void* block, std::size_t bytes);
 // Any thread (the block joins the calling thread's lists).
 WEFT_API void block_free(void* p, std::uint8_t size_class);
 // Returns the calling thread's cached blocks to the raw allocator (called by

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include "weft/base/export.hpp"
+#include "weft/base/memory.hpp"
 
 namespace weft::net {
 
@@ -44,8 +45,9 @@ WEFT_API launch_info launch_from_environment();
 // How a transport hands work back to core. Plain function pointers: they
 // run on the progress path for every message.
 struct hooks {
-  // A buffer for an incoming message of `bytes` (16-byte aligned). The
-  // transport fills it and passes it to deliver, which takes ownership.
+  // A buffer for an incoming message of `bytes` (4-byte aligned: core's
+  // messages travel from a field 12 bytes into their block). The transport
+  // fills it and passes it to deliver, which takes ownership.
   void* (*alloc)(std::size_t bytes) = nullptr;
   void (*deliver)(int src_node, void* buffer, std::size_t bytes) = nullptr;
   // The transport no longer needs a buffer it was given by send().
@@ -67,7 +69,7 @@ class WEFT_API transport {
   virtual int node_rank() const = 0;
   virtual int num_nodes() const = 0;
 
-  // Non-blocking: queues `bytes` at `buffer` (16-byte aligned) for `node`
+  // Non-blocking: queues `bytes` at `buffer` (4-byte aligned) for `node`
   // (never this node); the transport may use the buffer until it passes it
   // to hooks.release. Messages from one node to another arrive in the order
   // they were sent.
@@ -91,6 +93,13 @@ class WEFT_API transport {
   virtual bool can_wait() const;
   // Ends a wait_for_incoming in progress (or the next one). Any thread.
   virtual void wake_waiter();
+
+  // Memory this transport registered once for remote access, for core's
+  // large message blocks (base::set_registered_memory): a message written
+  // there leaves by rendezvous with no copy and no registration of its own.
+  // Null (the default): the transport has none. After init; the object
+  // stays usable, also after finalize, until its last block is freed.
+  virtual base::registered_memory* message_memory();
 
   // Collective, blocking, startup and shutdown only: every node passes
   // `bytes` at `mine`, and `all` receives num_nodes() * bytes, node 0 first.

@@ -63,6 +63,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -92,6 +93,11 @@ constexpr std::uint32_t seg_version = 1;
 constexpr std::size_t gather_bytes = 4096;
 constexpr std::size_t min_ring_bytes = 4096;
 constexpr std::size_t max_ring_bytes = std::size_t(1) << 30;
+// The default ring size (shm_options::ring_bytes = 0): this budget per
+// process, shared among its peers, within these bounds.
+constexpr std::size_t ring_budget_bytes = std::size_t(32) << 20;
+constexpr std::size_t default_ring_min = std::size_t(64) << 10;
+constexpr std::size_t default_ring_max = std::size_t(1) << 20;
 // Liveness of peers is checked this often: often enough to end a job with a
 // dead process within a second, rarely enough to cost nothing (one poll()).
 constexpr std::uint64_t liveness_period_ns = 100'000'000;
@@ -425,7 +431,24 @@ void shm_transport::init(const launch_info& launch, const hooks& h, double start
   const double timeout_s = std::clamp(startup_timeout_s, 0.001, 1e6);
   const std::uint64_t deadline = base::wall_ns() + std::uint64_t(timeout_s * 1e9);
 
-  std::size_t rb = std::clamp(opts_.ring_bytes, min_ring_bytes, max_ring_bytes);
+  std::size_t rb = opts_.ring_bytes;
+  if (rb == 0) {
+    // The largest power of two within the budget share (rounding up would
+    // exceed the budget), and smaller while the job's segments would take
+    // more than half of what /dev/shm has free (a container's /dev/shm is
+    // often 64 MiB).
+    const std::size_t share = ring_budget_bytes / std::size_t(std::max(1, size_ - 1));
+    rb = default_ring_max;
+    while (rb > default_ring_min && rb > share) rb >>= 1;
+    struct statvfs vfs {};
+    if (statvfs("/dev/shm", &vfs) == 0) {
+      const double free_bytes = double(vfs.f_bavail) * double(vfs.f_frsize);
+      while (rb > default_ring_min &&
+             double(size_) * double(segment_bytes(size_, rb)) > free_bytes / 2)
+        rb >>= 1;
+    }
+  }
+  rb = std::clamp(rb, min_ring_bytes, max_ring_bytes);
   ring_bytes_ = min_ring_bytes;
   while (ring_bytes_ < rb) ring_bytes_ <<= 1;
 
@@ -490,6 +513,15 @@ void shm_transport::create_own() {
     close(fd);
     fail_init("ftruncate(%s, %zu) failed: %s (is /dev/shm full?)", own_name_, own_bytes_,
               std::strerror(e));
+  }
+  // Reserve the pages now: a tmpfs that runs out later would end the process
+  // with SIGBUS on the first write to a page it cannot back.
+  if (int e = posix_fallocate(fd, 0, off_t(own_bytes_)); e != 0 && e != EOPNOTSUPP) {
+    close(fd);
+    fail_init(
+        "reserving %zu bytes for %s failed: %s (/dev/shm is too small for %d processes of "
+        "this job; enlarge it, e.g. docker run --shm-size=1g)",
+        own_bytes_, own_name_, std::strerror(e), size_);
   }
   void* m = mmap(nullptr, own_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;

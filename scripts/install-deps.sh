@@ -10,6 +10,7 @@ packages=(
   libabsl-dev               # flat hash maps (objects: element and location tables)
   openmpi-bin libopenmpi-dev # MPI: the mpi transport, launch by mpirun, bench/mpi_pingpong
   libucx-dev libpmix-dev    # the ucx transport (UCP), and PMIx for its address exchange
+  libboost-context-dev      # user-level threads (fibers) for libweft-omp's team members
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks
   python3 python3-matplotlib # tools/ (reports, plots)

@@ -2,7 +2,9 @@
 //
 // weft::run turns the calling thread into PE 0 and starts PEs 1..N-1 as
 // threads bound by the configured policy; it returns when weft::exit is
-// called. Intra-node sends push the message pointer on the destination PE's
+// called. An attached node (detail::start_attached_node) is the same node
+// with PE 0's thread handed back to the program between the calls that
+// serve its messages. Intra-node sends push the message pointer on the destination PE's
 // queue and wake that PE only if it sleeps (scheduler.cpp explains the
 // protocol); the transport is never called for them.
 #include "core/node.hpp"
@@ -121,7 +123,7 @@ inline void count_send(node_state& node) {
   }
 }
 
-void pe_thread_main(node_state& node, pe_state& pe) {
+void pe_enter(node_state& node, pe_state& pe) {
   t_pe = &pe;
   detail::pe_local& local = detail::this_pe_local();
   local = {node.first_pe + pe.rank, node.total_pes, node.node_id,
@@ -131,7 +133,11 @@ void pe_thread_main(node_state& node, pe_state& pe) {
   base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
   for (const auto& l : handlers().layers)
     if (l.pe_start) l.pe_start();
-  scheduler_loop(node, pe);
+}
+
+void pe_leave(node_state& node, pe_state& pe) {
+  (void)node;
+  detail::pe_local& local = detail::this_pe_local();
   pe.has_thread.store(false, std::memory_order_release);  // the watchdog must not signal it now
   // Layers free their per-PE state in reverse order of registration.
   const auto& layers = handlers().layers;
@@ -144,6 +150,12 @@ void pe_thread_main(node_state& node, pe_state& pe) {
   base::block_cache_release();
   local = {};
   t_pe = nullptr;
+}
+
+void pe_thread_main(node_state& node, pe_state& pe) {
+  pe_enter(node, pe);
+  scheduler_loop(node, pe);
+  pe_leave(node, pe);
 }
 
 void print_startup(const node_state& node) {
@@ -328,7 +340,22 @@ int run(int& argc, char**& argv, std::function<void(args)> main_fn) {
   return run(cfg, argc, argv, std::move(main_fn));
 }
 
-int run(const runtime_config& cfg, int argc, char** argv, std::function<void(args)> main_fn) {
+namespace {
+
+// A node between its start and its end: what run() and an attached node
+// (detail::start_attached_node) share.
+struct running_node {
+  std::unique_ptr<core::node_state> node;
+  std::thread watchdog;
+  std::vector<std::thread> threads;  // PEs 1..N-1
+  cpu_set_t saved{};
+  bool have_saved = false;
+};
+
+// Everything up to the PE threads: the node, the transport, the layers, the
+// watchdog; PEs 1..N-1 started. PE 0 is the calling thread's to run.
+void start_node(running_node& r, const runtime_config& cfg, int argc, char** argv,
+                std::function<void(args)> main_fn) {
   if (core::g_node.load() != nullptr) base::fatal("weft::run called while a node already runs");
   if (cfg.threads < 1 || int(cfg.pe_cpus.size()) != cfg.threads)
     base::usage_error(
@@ -340,7 +367,8 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
                                                            : base::raw_allocator::system);
   base::set_block_pool(cfg.msg_pool);
 
-  auto node = std::make_unique<core::node_state>();
+  r.node = std::make_unique<core::node_state>();
+  core::node_state* node = r.node.get();
   node->cfg = cfg;
   node->main_fn = std::move(main_fn);
   node->main_args = {argc, argv};
@@ -370,32 +398,35 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
         node->host_pes, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
   std::fflush(stdout);
 
-  core::g_node.store(node.get(), std::memory_order_seq_cst);
+  core::g_node.store(node, std::memory_order_seq_cst);
   core::g_ever_ran.store(true);
   core::install_backtrace_handler();
 
   // Remember the caller's CPU set: PE 0 is bound while the node runs, and the
   // program gets its thread back as it was.
-  cpu_set_t saved;
-  CPU_ZERO(&saved);
-  bool have_saved = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
+  CPU_ZERO(&r.saved);
+  r.have_saved = pthread_getaffinity_np(pthread_self(), sizeof r.saved, &r.saved) == 0;
 
   for (const auto& l : core::handlers().layers)
     if (l.node_start) l.node_start();
-  std::thread watchdog;
-  core::start_watchdog(*node, watchdog);
+  core::start_watchdog(*node, r.watchdog);
   core::net_start_threads(*node);
-  std::vector<std::thread> threads;
-  threads.reserve(std::size_t(cfg.threads - 1));
+  r.threads.reserve(std::size_t(cfg.threads - 1));
   for (int i = 1; i < cfg.threads; ++i)
-    threads.emplace_back(core::pe_thread_main, std::ref(*node),
-                         std::ref(*node->pes[std::size_t(i)]));
-  core::pe_thread_main(*node, *node->pes[0]);
-  for (auto& t : threads) t.join();
+    r.threads.emplace_back(core::pe_thread_main, std::ref(*node),
+                           std::ref(*node->pes[std::size_t(i)]));
+}
+
+// After PE 0 has left its scheduler: joins the other PEs and ends the node.
+int finish_node(running_node& r) {
+  core::node_state* node = r.node.get();
+  const runtime_config& cfg = node->cfg;
+  for (auto& t : r.threads) t.join();
+  r.threads.clear();
   // Before the layers free their state: finalize still delivers (and drops)
   // what arrives, and the watchdog still covers a peer that never comes.
   core::net_stop(*node);
-  core::stop_watchdog(*node, watchdog);
+  core::stop_watchdog(*node, r.watchdog);
   {
     const auto& layers = core::handlers().layers;
     for (auto it = layers.rbegin(); it != layers.rend(); ++it)
@@ -406,7 +437,7 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   core::g_node.store(nullptr, std::memory_order_seq_cst);
   while (core::g_external_calls.load(std::memory_order_seq_cst) != 0) sched_yield();
 
-  if (have_saved) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+  if (r.have_saved) pthread_setaffinity_np(pthread_self(), sizeof r.saved, &r.saved);
   if (cfg.stats) core::print_stats(*node);
 
   // Messages still queued at exit are freed (exit ends the run by design).
@@ -427,7 +458,59 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   for (message* m : node->node_queue) core::release_message(m);
   core::handlers().frozen.store(false, std::memory_order_release);
   base::block_cache_release();
-  return node->exit_code.load();
+  const int code = node->exit_code.load();
+  r.node.reset();
+  return code;
 }
+
+// The attached node, if one runs (detail::start_attached_node).
+running_node* g_attached = nullptr;
+
+}  // namespace
+
+int run(const runtime_config& cfg, int argc, char** argv, std::function<void(args)> main_fn) {
+  // An OpenMP region before weft::run started an attached node on this
+  // thread (libweft-omp): it ends here, and the run starts afresh.
+  if (g_attached != nullptr && core::t_pe == g_attached->node->pes[0].get())
+    detail::stop_attached_node();
+  running_node r;
+  start_node(r, cfg, argc, argv, std::move(main_fn));
+  core::pe_thread_main(*r.node, *r.node->pes[0]);
+  return finish_node(r);
+}
+
+namespace detail {
+
+void start_attached_node(const runtime_config& cfg) {
+  if (core::t_pe != nullptr) base::fatal("weft: a PE cannot start an attached node");
+  auto* r = new running_node;
+  start_node(*r, cfg, 0, nullptr, {});
+  core::pe_enter(*r->node, *r->node->pes[0]);
+  r->node->pes[0]->phase.store(int(core::pe_phase::running), std::memory_order_relaxed);
+  g_attached = r;
+}
+
+bool node_runs() noexcept {
+  return core::g_node.load(std::memory_order_acquire) != nullptr;
+}
+
+bool attached_node_runs() noexcept {
+  return g_attached != nullptr;
+}
+
+int stop_attached_node() {
+  running_node* r = g_attached;
+  if (r == nullptr) return 0;
+  if (core::t_pe != r->node->pes[0].get())
+    base::fatal("weft: the attached node is stopped by another thread than the one it runs on");
+  weft::exit(0);
+  core::pe_leave(*r->node, *r->node->pes[0]);
+  const int code = finish_node(*r);
+  g_attached = nullptr;
+  delete r;
+  return code;
+}
+
+}  // namespace detail
 
 }  // namespace weft

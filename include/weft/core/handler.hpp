@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include "weft/base/export.hpp"
+#include "weft/core/config.hpp"
 #include "weft/core/message.hpp"
 
 namespace weft {
@@ -88,6 +89,22 @@ WEFT_API int serve_messages(int max);
 // by this PE, end as one handled by this PE (any PE of the node).
 WEFT_API void pending_work_begin() noexcept;
 WEFT_API void pending_work_end() noexcept;
+
+// A node for a program that never calls weft::run (libweft-omp started
+// from a plain OpenMP program's first parallel region): PEs 1..N-1 run on
+// threads of their own; the calling thread becomes PE 0 but runs no
+// scheduler loop of its own: it handles its messages only inside calls
+// that serve them (serve_messages, as a PE waiting in a parallel region
+// does), and otherwise goes on with the program. It stays bound to PE 0's
+// CPU until the node stops. Only one node at a time, as with weft::run.
+//  start_attached_node: the calling thread, which must not be a PE;
+//  stop_attached_node:  the same thread; ends the node (weft::exit(0)),
+//                       joins its PEs and returns the exit code.
+WEFT_API void start_attached_node(const runtime_config& cfg);
+// Whether a node runs in this process (weft::run or attached). Any thread.
+WEFT_API bool node_runs() noexcept;
+WEFT_API bool attached_node_runs() noexcept;
+WEFT_API int stop_attached_node();
 }  // namespace detail
 
 }  // namespace weft

@@ -1,0 +1,90 @@
+// User-level threads (fibers): a function running on a stack of its own,
+// which can suspend in the middle and be resumed later by the thread that
+// runs it. Layer `threads` (DESIGN.md): the OpenMP runtime runs the members
+// of a team as fibers, so that a member waiting at a barrier gives its PE
+// back to the scheduler instead of blocking it (lesson 11), and MPI ranks
+// will be fibers too.
+//
+//   weft::threads::fiber* f = weft::threads::fiber::create(&body, arg);
+//   if (!f->resume()) { ... it suspended: resume it later ... }
+//   weft::threads::fiber::destroy(f);           // once it finished
+//
+//   void body(void* arg) { ...; weft::threads::fiber::suspend(); ... }
+//
+// Contexts. A fiber is resumed by any thread, but it must always be resumed
+// by the same one: code compiled for threads may keep the address of a
+// thread_local across a call that suspends, so a fiber moved to another
+// thread would read the first thread's variables (the OpenMP runtime pins
+// each fiber to the PE that started it). resume() runs the fiber on the
+// calling thread's stack of control until the fiber suspends or returns; a
+// fiber may resume another (nested), and suspend() always returns to the
+// one that resumed it. Neither blocks the thread beyond running the fiber.
+//
+// The switch is Boost.Context's fcontext (make_fcontext / jump_fcontext, a
+// few nanoseconds), with the sanitizers told about every switch
+// (AddressSanitizer's and ThreadSanitizer's fiber interfaces), so sanitized
+// builds check fiber code like any other. Rejected: ucontext (a system call
+// per switch for the signal mask), boost::context::fiber (its fcontext
+// variant tells the sanitizers nothing in Boost 1.74).
+#pragma once
+#include <cstddef>
+#include <exception>
+#include "weft/base/export.hpp"
+
+namespace weft::threads {
+
+class WEFT_API fiber {
+ public:
+  using entry = void (*)(void* arg);
+
+  // A fiber that will run entry(arg) when first resumed, on a stack of at
+  // least `stack_bytes` (rounded up to pages; a guard page below it turns an
+  // overflow into a crash, not a corruption). Stacks are reused through a
+  // per-thread cache. Any thread.
+  static fiber* create(entry fn, void* arg, std::size_t stack_bytes = default_stack_bytes);
+  // Frees a fiber that returned or was never resumed; its stack goes to the
+  // calling thread's cache. Any thread.
+  static void destroy(fiber* f) noexcept;
+
+  // Runs the fiber on the calling thread until it suspends (false) or its
+  // function returns (true). An exception that left the function is
+  // rethrown here. Must not be called on a finished fiber, nor on one that
+  // is running (resumed and not suspended).
+  bool resume();
+  // Inside a fiber: back to the code that resumed it; returns when it is
+  // resumed again. Called off a fiber it is a fatal error.
+  static void suspend();
+  // The fiber the calling thread runs now, or null on a thread's own stack.
+  static fiber* current() noexcept;
+
+  bool finished() const noexcept { return done_; }
+
+  static constexpr std::size_t default_stack_bytes = std::size_t(256) << 10;
+
+ private:
+  fiber() = default;
+  friend struct fiber_access;  // the switch code in fiber.cpp
+
+  void* ctx_ = nullptr;   // where the fiber continues (saved by its last switch out)
+  void* back_ = nullptr;  // where its resumer continues
+  entry fn_ = nullptr;
+  void* arg_ = nullptr;
+  void* stack_ = nullptr;  // lowest address of the mapping (guard page included)
+  std::size_t stack_bytes_ = 0;  // the mapping's size
+  bool started_ = false;
+  bool done_ = false;
+  std::exception_ptr error_;
+  // Sanitizer state: the resumer's stack bounds (AddressSanitizer), the
+  // fiber's and its resumer's TSan fibers; null outside sanitized builds.
+  const void* back_stack_bottom_ = nullptr;
+  std::size_t back_stack_size_ = 0;
+  void* fake_stack_ = nullptr;
+  void* tsan_fiber_ = nullptr;
+  void* tsan_back_ = nullptr;
+};
+
+// Releases the calling thread's cached stacks (a thread that ran fibers
+// calls it as it ends; it also runs at thread exit).
+WEFT_API void release_stack_cache() noexcept;
+
+}  // namespace weft::threads

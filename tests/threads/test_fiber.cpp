@@ -1,0 +1,154 @@
+// Fibers: run, suspend, resume, nesting, exceptions, stacks reused, and many
+// fibers interleaved on one thread and on several threads at once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+#include "weft/threads/fiber.hpp"
+
+namespace wt = weft::threads;
+
+namespace {
+
+struct steps {
+  std::vector<int> log;
+  int rounds = 3;
+};
+
+void stepper(void* arg) {
+  auto* s = static_cast<steps*>(arg);
+  for (int i = 0; i < s->rounds; ++i) {
+    s->log.push_back(i);
+    wt::fiber::suspend();
+  }
+  s->log.push_back(100);
+}
+
+TEST(Fiber, RunsSuspendsAndResumesWhereItStopped) {
+  steps s;
+  wt::fiber* f = wt::fiber::create(&stepper, &s);
+  EXPECT_EQ(wt::fiber::current(), nullptr);
+  for (int i = 0; i < s.rounds; ++i) {
+    EXPECT_FALSE(f->resume());
+    EXPECT_EQ(s.log.size(), std::size_t(i + 1));
+    EXPECT_EQ(s.log.back(), i);
+    EXPECT_EQ(wt::fiber::current(), nullptr);
+  }
+  EXPECT_TRUE(f->resume());
+  EXPECT_TRUE(f->finished());
+  EXPECT_EQ(s.log.back(), 100);
+  wt::fiber::destroy(f);
+}
+
+struct nest {
+  wt::fiber* inner = nullptr;
+  std::vector<std::string> log;
+};
+
+void inner_body(void* arg) {
+  auto* n = static_cast<nest*>(arg);
+  n->log.push_back("inner1");
+  wt::fiber::suspend();  // back to the outer fiber, which resumed it
+  n->log.push_back("inner2");
+}
+
+void outer_body(void* arg) {
+  auto* n = static_cast<nest*>(arg);
+  wt::fiber* self = wt::fiber::current();
+  n->log.push_back("outer1");
+  EXPECT_FALSE(n->inner->resume());
+  EXPECT_EQ(wt::fiber::current(), self);
+  n->log.push_back("outer2");
+  wt::fiber::suspend();  // back to the test
+  EXPECT_TRUE(n->inner->resume());
+  n->log.push_back("outer3");
+}
+
+TEST(Fiber, AFiberResumesAnotherAndSuspendReturnsToTheResumer) {
+  nest n;
+  n.inner = wt::fiber::create(&inner_body, &n);
+  wt::fiber* outer = wt::fiber::create(&outer_body, &n);
+  EXPECT_FALSE(outer->resume());
+  EXPECT_TRUE(outer->resume());
+  const std::vector<std::string> want = {"outer1", "inner1", "outer2", "inner2", "outer3"};
+  EXPECT_EQ(n.log, want);
+  wt::fiber::destroy(n.inner);
+  wt::fiber::destroy(outer);
+}
+
+void thrower(void*) {
+  wt::fiber::suspend();
+  throw std::runtime_error("from the fiber");
+}
+
+TEST(Fiber, AnExceptionLeavingTheFunctionIsRethrownByResume) {
+  wt::fiber* f = wt::fiber::create(&thrower, nullptr);
+  EXPECT_FALSE(f->resume());
+  try {
+    f->resume();
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "from the fiber");
+  }
+  EXPECT_TRUE(f->finished());
+  wt::fiber::destroy(f);
+}
+
+void deep(void* arg) {
+  // Uses most of a 1 MiB stack: the stack is as large as asked.
+  volatile char buf[900 << 10];
+  for (std::size_t i = 0; i < sizeof buf; i += 4096) buf[i] = char(i);
+  *static_cast<int*>(arg) = buf[4096];
+}
+
+TEST(Fiber, StackIsAsLargeAsAsked) {
+  int out = 0;
+  wt::fiber* f = wt::fiber::create(&deep, &out, std::size_t(1) << 20);
+  EXPECT_TRUE(f->resume());
+  EXPECT_EQ(out, char(4096));
+  wt::fiber::destroy(f);
+}
+
+void count_up(void* arg) {
+  auto* c = static_cast<long*>(arg);
+  for (int i = 0; i < 100; ++i) {
+    ++*c;
+    wt::fiber::suspend();
+  }
+}
+
+// Many fibers interleaved round-robin, on several threads at once (each
+// thread its own fibers): every step runs exactly once, stacks are reused.
+TEST(Fiber, ManyFibersInterleavedOnSeveralThreads) {
+  constexpr int threads = 4, per_thread = 50;
+  std::atomic<long> total{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&] {
+      for (int round = 0; round < 3; ++round) {
+        std::vector<long> counts(per_thread, 0);
+        std::vector<wt::fiber*> fs;
+        for (int i = 0; i < per_thread; ++i)
+          fs.push_back(wt::fiber::create(&count_up, &counts[std::size_t(i)], 64 << 10));
+        bool any = true;
+        while (any) {
+          any = false;
+          for (wt::fiber*& f : fs)
+            if (f != nullptr && !f->resume()) any = true;
+            else if (f != nullptr) {
+              wt::fiber::destroy(f);
+              f = nullptr;
+            }
+        }
+        for (long c : counts) total += c;
+      }
+      wt::release_stack_cache();
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(total.load(), long(threads) * 3 * per_thread * 100);
+}
+
+}  // namespace

@@ -1,0 +1,211 @@
+// libweft-omp's internals: teams, OpenMP threads, work shares, tasks
+// (docs/omp.md has the design; the entry points are in the .cpp files of
+// this folder).
+//
+// An OpenMP thread is a thread_state. Thread 0 of a team is the thread that
+// met the parallel construct, on its own stack; threads 1..n-1 are fibers
+// (layer threads), each started on another PE of the node by a message and
+// pinned to the PE that started it. Every wait (barriers, ordered, locks,
+// taskwait) gives the PE back: a fiber suspends (a barrier wakes it by a
+// message to its PE) or yields (a message to its own PE, then suspend), and
+// thread 0, which cannot leave its stack, serves its PE's messages while it
+// waits -- which is how member fibers on its PE and other teams' members
+// keep running. So no wait blocks a PE's scheduler (lesson 11), and two
+// teams waiting for each other's PEs cannot deadlock.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+#include "weft/base/cache.hpp"
+#include "weft/threads/fiber.hpp"
+
+namespace weft::omp {
+
+// OpenMP schedule kinds as libgomp numbers them (GOMP_loop_start's `sched`,
+// omp_sched_t): static 1, dynamic 2, guided 3, auto 4; the monotonic flag
+// is bit 31.
+enum sched_kind : int { sched_static = 1, sched_dynamic = 2, sched_guided = 3, sched_auto = 4 };
+
+// The data-environment ICVs a thread carries (OpenMP 5.0, 2.4).
+struct icvs {
+  int nthreads = 1;          // nthreads-var
+  int run_sched = sched_dynamic;  // run-sched-var
+  long run_chunk = 1;
+  bool dynamic = false;      // dyn-var
+};
+
+// The process-wide ones, read from the environment once.
+struct global_icvs {
+  icvs initial;              // what the initial thread starts with
+  // max-active-levels-var: set by omp_set_max_active_levels (any thread).
+  std::atomic<int> max_active_levels{1};
+  int thread_limit = 1 << 20;
+  std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE
+};
+global_icvs& globals();
+
+struct team;
+struct task_node;
+struct taskgroup;
+
+// One OpenMP thread (its implicit task).
+struct thread_state {
+  team* t = nullptr;          // null: the initial thread (no team)
+  int id = 0;                 // omp_get_thread_num
+  int level = 0;              // nesting level of its team's region
+  int active_level = 0;
+  thread_state* parent = nullptr;  // the thread that met the region
+  icvs icv;
+  // Work shares: the number of the next one this thread meets, and the one
+  // it is in.
+  unsigned ws_next = 0;
+  struct ws_slot* ws = nullptr;
+  // Loops: this thread's static chunk counter, and the ordered sequence
+  // number of the chunk it runs (-1: none).
+  long static_trip = 0;
+  long ordered_seq = -1;
+  // Tasks: the task this thread runs now (its implicit one when none).
+  task_node* task = nullptr;
+  taskgroup* group = nullptr;
+  // Where it runs: a fiber pinned to `pe` (node-local rank), or thread 0 on
+  // its PE's own stack (fiber null).
+  threads::fiber* fiber = nullptr;
+  int pe = -1;
+  // The member whose fiber this is (itself for a member; for thread 0 of a
+  // nested region met on a fiber, that fiber's member): who is done when
+  // the fiber ends.
+  thread_state* owner = nullptr;
+};
+
+// The OpenMP thread the calling OS thread runs now (null: the initial
+// thread of this OS thread, made on first use).
+thread_state& current();
+void set_current(thread_state* t) noexcept;
+
+// A work-sharing construct's shared state. A team keeps a ring of them; the
+// k-th construct a thread meets is slot k % ring, first come initialises.
+struct alignas(base::cache_line) ws_slot {
+  std::mutex mutex;
+  unsigned id = ~0u;       // the construct it holds (guarded)
+  int joined = 0;          // threads that entered it (guarded)
+  int left = 0;            // threads that left it (guarded)
+  bool busy = false;       // holds a construct not every thread has left (guarded)
+  // Loops (signed or unsigned iteration space, as GCC lowers them).
+  alignas(base::cache_line) std::atomic<long> next{0};
+  long end = 0, incr = 1, chunk = 1;
+  std::atomic<unsigned long long> next_ull{0};
+  unsigned long long end_ull = 0, incr_ull = 1, chunk_ull = 1;
+  bool up = true;            // ull: counting up
+  int sched = sched_dynamic; // of this loop
+  long start = 0;
+  unsigned long long start_ull = 0;
+  // ordered: the sequence number of the chunk whose ordered regions may run.
+  alignas(base::cache_line) std::atomic<long> ordered_turn{0};
+  std::atomic<long> chunk_counter{0};  // dynamic ordered: chunks handed out
+  // sections
+  std::atomic<unsigned> section{1};
+  unsigned sections = 0;
+  // single copyprivate
+  std::atomic<void*> copy_data{nullptr};
+  std::atomic<bool> copy_ready{false};
+};
+
+inline constexpr unsigned ws_ring = 16;
+
+// A task made by GOMP_task and deferred.
+// References: the task itself until it finished, plus each deferred child
+// until that child finished (so `refs == 1` while it runs means "no child
+// pending", which is what taskwait waits for). A deferred task (on the
+// heap) is freed by whoever drops its last reference; implicit and
+// undeferred tasks live in a team or on a stack and wait for refs == 1
+// before they go.
+struct task_node {
+  void (*fn)(void*) = nullptr;
+  void* arg = nullptr;       // into `storage`
+  std::vector<unsigned char> storage;
+  task_node* parent = nullptr;
+  taskgroup* group = nullptr;
+  std::atomic<long> refs{1};
+  bool heap = false;
+  bool final = false;  // final clause, or a descendant of a final task
+};
+
+struct taskgroup {
+  taskgroup* outer = nullptr;
+  std::atomic<long> pending{0};
+};
+
+// A member of a team: its OpenMP thread and how it was started.
+struct member {
+  enum : int { unstarted = 0, claimed = 1 };
+  std::atomic<int> state{unstarted};
+  thread_state thr;
+  task_node implicit;
+};
+
+struct team {
+  int size = 1;
+  void (*fn)(void*) = nullptr;
+  void* data = nullptr;
+  std::uint64_t start_ns = 0;
+  int master_pe = -1;
+  thread_state* outer = nullptr;  // what the meeting thread ran as before (restored at the end)
+  std::vector<member> members;  // sized at creation, never resized
+
+  // References: the master, plus each start message in flight, plus each
+  // started member until its fiber is gone. The last one frees the team.
+  std::atomic<int> refs{1};
+  // Members 1..size-1 whose fiber finished and was destroyed.
+  std::atomic<int> finished{0};
+
+  // Barrier: arrivals in the current round, the round number, and the
+  // fibers asleep at it (woken by a message to their PE).
+  alignas(base::cache_line) std::atomic<int> arrived{0};
+  std::atomic<unsigned> round{0};
+  std::mutex sleep_mutex;
+  std::vector<thread_state*> sleepers;  // guarded by sleep_mutex
+
+  ws_slot ring[ws_ring];
+
+  // Deferred tasks of the team, and how many are queued or running.
+  alignas(base::cache_line) std::mutex task_mutex;
+  std::deque<task_node*> tasks;  // guarded by task_mutex
+  std::atomic<long> tasks_pending{0};
+
+  explicit team(int n) : size(n), members(std::size_t(n)) {}
+};
+
+// ---- the parts the entry points share (team.cpp) ---------------------------
+
+// One pause of a waiting OpenMP thread, giving the PE back (see the top of
+// this file): runs a queued task of its team, or -- a fiber -- suspends on
+// `sleepers` (when may_sleep; recheck(ctx) is tested under `m` first, so a
+// wake-up is never lost) or yields, or -- thread 0 on its PE's stack --
+// starts members nobody started, serves the PE's messages, or yields.
+void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
+               std::vector<thread_state*>* sleepers, bool (*recheck)(void*), void* ctx);
+
+void barrier(thread_state& me);
+// Runs one queued task of the team; false if none was queued.
+bool run_one_task(thread_state& me);
+// Wakes fibers asleep on `sleepers` (sends each a resume message).
+void wake_all(std::mutex& m, std::vector<thread_state*>& sleepers);
+
+// The team size a parallel region gets (num_threads clause, 0: none).
+int team_size_for(thread_state& me, unsigned num_threads);
+// Runs fn(data) as a parallel region of `n` threads; `prepare` (may be
+// null) initialises the team's first work share before any thread runs.
+void run_region(void (*fn)(void*), void* data, int n,
+                void (*prepare)(team&, void*) = nullptr, void* prepare_ctx = nullptr);
+// The same in two halves (GOMP_parallel_start / GOMP_parallel_end, where
+// the caller runs fn itself as thread 0 in between).
+team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*) = nullptr,
+                   void* prepare_ctx = nullptr);
+void end_region(team* t);
+
+[[noreturn]] void not_implemented(const char* what);
+
+}  // namespace weft::omp

@@ -1,0 +1,506 @@
+// Parallel regions: teams of OpenMP threads on the PEs of a node, barriers
+// that give the PE back, the waits every other construct uses, the ICVs,
+// and the node a plain OpenMP program gets at its first region (see
+// omp_internal.hpp for the model).
+//
+// A region of n threads on PE p: thread 0 runs fn(data) right there; a
+// start message goes to each of the next n-1 PEs of the node, whose handler
+// claims its member and runs it as a fiber pinned to that PE. A member
+// nobody started within start_grace_ns of the region's start, by the time
+// thread 0 waits for it, is claimed by thread 0 and run on p as a fiber
+// (the PE it was sent to is busy: the seeds' "busy cores will not pick up
+// statically assigned work"). The region ends at a barrier all threads meet;
+// thread 0 then waits until every member's fiber is gone, and the last
+// reference frees the team.
+#include <sched.h>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unordered_set>
+#include "omp/omp_internal.hpp"
+#include "weft/base/error.hpp"
+#include "weft/base/timer.hpp"
+#include "weft/core/handler.hpp"
+#include "weft/core/runtime.hpp"
+
+namespace weft::omp {
+
+namespace {
+
+// A member not started this long after its region began is run by thread 0
+// itself when it waits for it (longer than a sleeping PE takes to wake up,
+// 13-24 us on the reference machine).
+constexpr std::uint64_t start_grace_ns = 50'000;
+// Spins of a waiting thread before it gives its PE back.
+constexpr int wait_spins = 64;
+
+thread_local thread_state* t_current = nullptr;
+thread_local thread_state* t_initial = nullptr;
+
+handler_id h_start = 0, h_resume = 0;
+
+// ---- ICVs from the environment ---------------------------------------------------
+
+[[noreturn]] void bad_env(const char* var, const char* value, const char* accepted) {
+  base::usage_error("%s=%s: %s", var, value, accepted);
+}
+
+long parse_positive(const char* var, const char* v) {
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (end == v || n < 1) bad_env(var, v, "expected a positive integer");
+  return n;
+}
+
+void parse_schedule(const char* v, int& kind, long& chunk) {
+  std::string s(v);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (s.rfind("monotonic:", 0) == 0) s = s.substr(10);
+  if (s.rfind("nonmonotonic:", 0) == 0) s = s.substr(13);
+  const std::size_t comma = s.find(',');
+  const std::string k = s.substr(0, comma);
+  if (k == "static")
+    kind = sched_static;
+  else if (k == "dynamic")
+    kind = sched_dynamic;
+  else if (k == "guided")
+    kind = sched_guided;
+  else if (k == "auto")
+    kind = sched_auto;
+  else
+    bad_env("OMP_SCHEDULE", v, "expected [monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk]");
+  chunk = kind == sched_static ? 0 : 1;
+  if (comma != std::string::npos) chunk = parse_positive("OMP_SCHEDULE", s.c_str() + comma + 1);
+}
+
+std::size_t parse_stacksize(const char* var, const char* v) {
+  char* end = nullptr;
+  const double n = std::strtod(v, &end);
+  if (end == v || n <= 0) bad_env(var, v, "expected a size such as 4M, 512K or 65536");
+  double unit = 1024;  // OpenMP: a bare number is in kilobytes
+  switch (*end) {
+    case 'b': case 'B': unit = 1; ++end; break;
+    case 'k': case 'K': unit = 1024; ++end; break;
+    case 'm': case 'M': unit = 1024.0 * 1024; ++end; break;
+    case 'g': case 'G': unit = 1024.0 * 1024 * 1024; ++end; break;
+    default: break;
+  }
+  if (*end != '\0') bad_env(var, v, "expected a size such as 4M, 512K or 65536");
+  return std::size_t(n * unit);
+}
+
+bool parse_bool(const char* var, const char* v) {
+  std::string s(v);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "true" || s == "1" || s == "yes") return true;
+  if (s == "false" || s == "0" || s == "no") return false;
+  bad_env(var, v, "expected true or false");
+}
+
+void read_environment(global_icvs& g) {
+  g.initial.nthreads = 0;  // 0: the PEs of the node (decided when it runs)
+  if (const char* v = std::getenv("OMP_NUM_THREADS"); v != nullptr && *v != '\0') {
+    // A list gives the first level's count first; nested levels run inactive.
+    g.initial.nthreads = int(parse_positive("OMP_NUM_THREADS", v));
+  }
+  if (const char* v = std::getenv("OMP_SCHEDULE"); v != nullptr && *v != '\0')
+    parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
+  if (const char* v = std::getenv("OMP_DYNAMIC"); v != nullptr && *v != '\0')
+    g.initial.dynamic = parse_bool("OMP_DYNAMIC", v);
+  if (const char* v = std::getenv("OMP_MAX_ACTIVE_LEVELS"); v != nullptr && *v != '\0')
+    g.max_active_levels = int(parse_positive("OMP_MAX_ACTIVE_LEVELS", v));
+  else if (const char* n = std::getenv("OMP_NESTED"); n != nullptr && *n != '\0')
+    g.max_active_levels = parse_bool("OMP_NESTED", n) ? 1 << 20 : 1;
+  if (const char* v = std::getenv("OMP_THREAD_LIMIT"); v != nullptr && *v != '\0')
+    g.thread_limit = int(parse_positive("OMP_THREAD_LIMIT", v));
+  if (const char* v = std::getenv("OMP_STACKSIZE"); v != nullptr && *v != '\0')
+    g.stack_bytes = parse_stacksize("OMP_STACKSIZE", v);
+  else if (const char* w = std::getenv("GOMP_STACKSIZE"); w != nullptr && *w != '\0')
+    g.stack_bytes = parse_stacksize("GOMP_STACKSIZE", w);
+}
+
+// ---- the node -------------------------------------------------------------------
+
+// Makes sure a node runs and the caller is one of its PEs, starting an
+// attached node for a plain OpenMP program at its first region. False: a
+// node runs but the caller is a thread of the program's own, which then
+// runs its regions alone.
+bool ensure_on_pe() {
+  if (weft::my_pe() >= 0) return true;
+  if (weft::detail::node_runs()) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      base::warn(
+          "an OpenMP parallel region on a thread that is not a PE of the running weft node "
+          "runs with one thread (call it from a handler, an entry method or the main function)");
+    return false;
+  }
+  // The node's PEs: WEFT_THREADS, else OMP_NUM_THREADS, else the cores.
+  std::vector<std::string> words = {"libweft-omp"};
+  if (std::getenv("WEFT_THREADS") == nullptr && globals().initial.nthreads > 0)
+    words.push_back("--weft:threads=" + std::to_string(globals().initial.nthreads));
+  if (std::getenv("WEFT_QUIET") == nullptr) words.push_back("--weft:quiet");
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int argc = int(words.size());
+  char** av = argv.data();
+  const runtime_config cfg = weft::parse_options(argc, av);
+  weft::detail::start_attached_node(cfg);
+  // At exit, on this thread (the node's PE 0); another thread calling exit
+  // leaves the node to the end of the process.
+  static const int registered = std::atexit([] {
+    if (weft::detail::attached_node_runs() && weft::my_rank() == 0)
+      weft::detail::stop_attached_node();
+  });
+  (void)registered;
+  return true;
+}
+
+// ---- teams --------------------------------------------------------------------------
+
+// Every team not yet freed. A start message holds a reference to its team;
+// one still queued when the node stops (its member was run by thread 0) is
+// freed without running, so the layer's node_stop frees what is left.
+std::mutex g_teams_mutex;
+std::unordered_set<team*> g_teams;  // guarded by g_teams_mutex
+
+team* new_team(int n) {
+  auto* t = new team(n);
+  std::lock_guard<std::mutex> lock(g_teams_mutex);
+  g_teams.insert(t);
+  return t;
+}
+
+void release_team(team* t) {
+  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  {
+    std::lock_guard<std::mutex> lock(g_teams_mutex);
+    g_teams.erase(t);
+  }
+  delete t;
+}
+
+void free_left_teams() {
+  std::lock_guard<std::mutex> lock(g_teams_mutex);
+  for (team* t : g_teams) delete t;
+  g_teams.clear();
+}
+
+// ---- fibers ------------------------------------------------------------------------
+
+void member_main(void* arg);
+
+// Runs (or resumes) a member's fiber on this PE until it suspends or ends;
+// an ended fiber is destroyed and the team hears of it.
+void run_fiber(thread_state* thr) {
+  // The member the fiber belongs to: `thr` itself, or, when `thr` is thread
+  // 0 of a nested region met on the fiber, the member it runs for (that
+  // region's team may be gone by the time the fiber ends).
+  thread_state* const own = thr->owner != nullptr ? thr->owner : thr;
+  thread_state* saved = t_current;
+  t_current = thr;
+  bool done = false;
+  try {
+    done = thr->fiber->resume();
+  } catch (const std::exception& e) {
+    base::fatal("an exception escaped an OpenMP parallel region: %s", e.what());
+  } catch (...) {
+    base::fatal("an exception not derived from std::exception escaped an OpenMP parallel region");
+  }
+  t_current = saved;
+  if (!done) return;
+  team* t = own->t;
+  threads::fiber::destroy(own->fiber);
+  own->fiber = nullptr;
+  t->finished.fetch_add(1, std::memory_order_acq_rel);
+  // Last access to the team by this member.
+  release_team(t);
+}
+
+// Starts member `m` of team t as a fiber on this PE (after claiming it).
+void start_member(team* t, member& m) {
+  thread_state& thr = m.thr;
+  thr.pe = weft::my_rank();
+  thr.owner = &thr;
+  t->refs.fetch_add(1, std::memory_order_relaxed);  // until its fiber is gone
+  thr.fiber = threads::fiber::create(&member_main, &thr, globals().stack_bytes);
+  run_fiber(&thr);
+}
+
+bool claim(member& m) {
+  int expected = member::unstarted;
+  return m.state.load(std::memory_order_relaxed) == member::unstarted &&
+         m.state.compare_exchange_strong(expected, member::claimed, std::memory_order_acq_rel);
+}
+
+struct start_payload {
+  team* t;
+  int index;
+};
+
+void on_start(message_ptr msg) {
+  const start_payload p = msg->as<start_payload>();
+  member& m = p.t->members[std::size_t(p.index)];
+  if (claim(m)) start_member(p.t, m);
+  release_team(p.t);
+}
+
+void on_resume(message_ptr msg) {
+  run_fiber(msg->as<thread_state*>());
+}
+
+// Resumes a fiber asleep at a barrier: a message to the PE it is pinned to.
+void send_resume(thread_state* thr) {
+  weft::send(weft::my_node() * weft::node_size() + thr->pe, make_message_with(h_resume, thr));
+}
+
+// A fiber's turn is over for now: it comes back after the PE's other queued
+// messages (a message to its own PE, then suspend).
+void yield_fiber(thread_state& me) {
+  send_resume(&me);
+  threads::fiber::suspend();
+}
+
+// Thread 0 waiting for its team: runs the members nobody started in time.
+bool claim_late_members(thread_state& me) {
+  team* t = me.t;
+  if (t == nullptr || me.id != 0 || me.fiber != nullptr) return false;
+  if (base::wall_ns() - t->start_ns < start_grace_ns) return false;
+  for (int i = 1; i < t->size; ++i) {
+    member& m = t->members[std::size_t(i)];
+    if (claim(m)) {
+      start_member(t, m);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+global_icvs& globals() {
+  static global_icvs g;
+  static const bool read = [] {
+    read_environment(g);
+    return true;
+  }();
+  (void)read;
+  return g;
+}
+
+thread_state& current() {
+  if (t_current != nullptr) return *t_current;
+  if (t_initial == nullptr) {
+    // One per OS thread, for its whole life (regions may start there at any
+    // time); freed at thread exit.
+    static thread_local std::unique_ptr<thread_state> initial;
+    initial = std::make_unique<thread_state>();
+    initial->icv = globals().initial;
+    t_initial = initial.get();
+  }
+  return *t_initial;
+}
+
+void set_current(thread_state* t) noexcept {
+  t_current = t;
+}
+
+void not_implemented(const char* what) {
+  base::fatal("not implemented: %s (libweft-omp; docs/omp.md lists what it provides)", what);
+}
+
+// ---- waiting -------------------------------------------------------------------------
+
+bool run_one_task(thread_state& me);
+
+void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
+               std::vector<thread_state*>* sleepers, bool (*recheck)(void*), void* ctx) {
+  if (run_one_task(me)) return;
+  if (me.fiber != nullptr) {
+    if (may_sleep && sleepers != nullptr) {
+      {
+        std::lock_guard<std::mutex> lock(*m);
+        if (recheck(ctx)) return;
+        sleepers->push_back(&me);
+      }
+      threads::fiber::suspend();
+      return;
+    }
+    yield_fiber(me);
+    return;
+  }
+  if (weft::my_pe() >= 0) {
+    if (claim_late_members(me)) return;
+    // Handlers served here are not part of this region: they see the PE's
+    // initial OpenMP thread.
+    thread_state* saved = t_current;
+    t_current = nullptr;
+    const int n = weft::detail::serve_messages(16);
+    t_current = saved;
+    if (n != 0) return;
+  }
+  sched_yield();
+}
+
+// ---- barriers ------------------------------------------------------------------------
+
+namespace {
+
+struct barrier_ctx {
+  team* t;
+  unsigned round;
+};
+bool barrier_passed(void* p) {
+  auto* c = static_cast<barrier_ctx*>(p);
+  return c->t->round.load(std::memory_order_acquire) != c->round;
+}
+
+}  // namespace
+
+void wake_all(std::mutex& m, std::vector<thread_state*>& sleepers) {
+  std::vector<thread_state*> woken;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    woken.swap(sleepers);
+  }
+  for (thread_state* thr : woken) send_resume(thr);
+}
+
+void barrier(thread_state& me) {
+  team* t = me.t;
+  if (t == nullptr || t->size == 1) {
+    // Still a task scheduling point: the team's tasks finish here.
+    if (t != nullptr)
+      while (t->tasks_pending.load(std::memory_order_acquire) != 0)
+        if (!run_one_task(me)) sched_yield();
+    return;
+  }
+  barrier_ctx c{t, t->round.load(std::memory_order_acquire)};
+  if (t->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == t->size) {
+    // Last to arrive: the team's tasks end before anyone passes.
+    int spins = 0;
+    while (t->tasks_pending.load(std::memory_order_acquire) != 0)
+      if (!run_one_task(me) && ++spins > wait_spins) wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
+    t->arrived.store(0, std::memory_order_relaxed);
+    t->round.store(c.round + 1, std::memory_order_release);
+    wake_all(t->sleep_mutex, t->sleepers);
+    return;
+  }
+  int spins = 0;
+  while (!barrier_passed(&c)) {
+    if (++spins < wait_spins) {
+      base::cpu_relax();
+      continue;
+    }
+    // Sleep only while no task is pending: a waiter helps with the tasks.
+    const bool may_sleep = t->tasks_pending.load(std::memory_order_acquire) == 0;
+    wait_step(me, may_sleep, &t->sleep_mutex, &t->sleepers, &barrier_passed, &c);
+  }
+}
+
+// ---- regions -------------------------------------------------------------------------
+
+namespace {
+
+void member_main(void* arg) {
+  auto* thr = static_cast<thread_state*>(arg);
+  team* t = thr->t;
+  t->fn(t->data);
+  barrier(*thr);  // the region's end: every thread and task is done
+}
+
+}  // namespace
+
+int team_size_for(thread_state& me, unsigned num_threads) {
+  if (me.active_level >= globals().max_active_levels || num_threads == 1) return 1;
+  if (!ensure_on_pe()) return 1;
+  int n = num_threads != 0 ? int(num_threads) : me.icv.nthreads;
+  // No count asked for: one thread per PE. More threads than PEs are fibers
+  // sharing PEs (thread i on PE (p + i) mod PEs).
+  if (n <= 0) n = weft::node_size();
+  return std::max(1, std::min(n, globals().thread_limit));
+}
+
+team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*),
+                   void* prepare_ctx) {
+  thread_state& me = current();
+  team* t = new_team(n);
+  t->fn = fn;
+  t->data = data;
+  t->start_ns = base::wall_ns();
+  t->master_pe = weft::my_rank();
+  const bool active = n > 1;
+  for (int i = 0; i < n; ++i) {
+    thread_state& thr = t->members[std::size_t(i)].thr;
+    thr.t = t;
+    thr.id = i;
+    thr.level = me.level + 1;
+    thr.active_level = me.active_level + (active ? 1 : 0);
+    thr.parent = &me;
+    thr.icv = me.icv;
+    thr.task = &t->members[std::size_t(i)].implicit;
+    thr.group = nullptr;
+  }
+  if (prepare != nullptr) prepare(*t, prepare_ctx);
+  member& master = t->members[0];
+  master.state.store(member::claimed, std::memory_order_relaxed);
+  master.thr.pe = weft::my_rank();
+  // A region met inside a fiber (a nested active region): its thread 0 is
+  // that fiber, and waits as fibers do.
+  master.thr.fiber = threads::fiber::current();
+  master.thr.owner = master.thr.fiber != nullptr ? me.owner : nullptr;
+  if (n > 1) {
+    // A start message for member i to PE (p + i) mod PEs, each with a
+    // reference to the team.
+    const int pes = weft::node_size(), base_pe = weft::my_node() * pes;
+    t->refs.fetch_add(n - 1, std::memory_order_relaxed);
+    for (int i = 1; i < n; ++i) {
+      const int pe = (weft::my_rank() + i) % pes;
+      weft::send(base_pe + pe, make_message_with(h_start, start_payload{t, i}));
+    }
+  }
+  t->outer = t_current;
+  t_current = &master.thr;
+  return t;
+}
+
+void end_region(team* t) {
+  member& master = t->members[0];
+  barrier(master.thr);
+  // The members' fibers end right after the barrier; they hold the team
+  // until they are gone.
+  const int n = t->size;
+  while (t->finished.load(std::memory_order_acquire) != n - 1)
+    wait_step(master.thr, false, nullptr, nullptr, nullptr, nullptr);
+  t_current = t->outer;
+  release_team(t);
+}
+
+void run_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*),
+                void* prepare_ctx) {
+  team* t = begin_region(fn, data, n, prepare, prepare_ctx);
+  try {
+    fn(data);
+  } catch (const std::exception& e) {
+    base::fatal("an exception escaped an OpenMP parallel region: %s", e.what());
+  } catch (...) {
+    base::fatal("an exception not derived from std::exception escaped an OpenMP parallel region");
+  }
+  end_region(t);
+}
+
+namespace {
+
+const bool registered = [] {
+  h_start = register_handler("omp.start_member", &on_start);
+  h_resume = register_handler("omp.resume", &on_resume);
+  weft::detail::register_layer({"omp", nullptr, nullptr, nullptr, &free_left_teams});
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace weft::omp

@@ -1,0 +1,178 @@
+// OpenMP regions inside a weft program (libweft-omp linked statically with
+// weft::weft): regions met in the main function and in entry methods of
+// many objects at once run on the node's PEs, with no thread of their own;
+// barriers inside them do not block the PEs (other messages keep flowing);
+// an OpenMP region and weft::parallel_for nest.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <dirent.h>
+#include <atomic>
+#include <numeric>
+#include <set>
+#include <vector>
+#include "weft/weft.hpp"
+
+namespace {
+
+// ThreadSanitizer starts a thread of its own at some point of the run.
+#if defined(__SANITIZE_THREAD__)
+constexpr int sanitizer_threads = 1;
+#else
+constexpr int sanitizer_threads = 0;
+#endif
+
+int os_threads() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+std::atomic<int> g_max_threads{0};
+void note_threads() {
+  const int n = os_threads();
+  int cur = g_max_threads.load();
+  while (n > cur && !g_max_threads.compare_exchange_weak(cur, n)) {
+  }
+}
+
+int run_weft(int pes, std::function<void()> body) {
+  std::vector<std::string> words = {"test", "--weft:quiet", "--weft:timeout=120",
+                                    "--weft:threads=" + std::to_string(pes)};
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int argc = int(words.size());
+  char** av = argv.data();
+  return weft::run(argc, av, [fn = std::move(body)](weft::args) { fn(); });
+}
+
+TEST(OmpInWeft, RegionInMainRunsOnThePesAndNoOtherThread) {
+  g_max_threads = 0;
+  std::set<int> pes_seen;
+  std::atomic<long> sum{0};
+  int team = 0;
+  const int baseline = os_threads();
+  const int rc = run_weft(4, [&] {
+#pragma omp parallel
+    {
+      note_threads();
+#pragma omp critical
+      pes_seen.insert(weft::my_pe());
+#pragma omp single
+      team = omp_get_num_threads();
+      long local = 0;
+#pragma omp for schedule(dynamic, 3)
+      for (int i = 0; i < 1000; ++i) local += i;
+      sum += local;
+    }
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(team, 4);
+  EXPECT_EQ(sum.load(), 999L * 1000 / 2);
+  // Which PE runs which thread depends on timing (a member not started in
+  // time runs on thread 0's PE); that they are the node's PEs does not.
+  ASSERT_FALSE(pes_seen.empty());
+  EXPECT_GE(*pes_seen.begin(), 0);
+  EXPECT_LE(*pes_seen.rbegin(), 3);
+  // The test's own thread is PE 0; weft adds PEs 1..3 and its watchdog.
+  EXPECT_LE(g_max_threads.load(), baseline + 3 + 1 + sanitizer_threads);
+}
+
+// Eight objects on two PEs, each running a region of two threads with a
+// barrier in the middle, all at once: every region completes with the right
+// result, and PEs are never more than the node's.
+std::atomic<int> g_done{0};
+std::atomic<long> g_bad{0};
+
+struct Obj : weft::array_element<Obj, int> {
+  void run(int rounds) {
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<long> part(2, 0);
+#pragma omp parallel num_threads(2)
+      {
+        note_threads();
+        const int me = omp_get_thread_num();
+        part[std::size_t(me)] = me + 1;
+#pragma omp barrier
+        // After the barrier every thread sees every part.
+        long seen = 0;
+        for (int i = 0; i < omp_get_num_threads(); ++i) seen += part[std::size_t(i)];
+        if (seen != (omp_get_num_threads() == 2 ? 3 : 1)) g_bad.fetch_add(1);
+      }
+    }
+    if (g_done.fetch_add(1) + 1 == 8) weft::exit(0);
+  }
+};
+
+TEST(OmpInWeft, ManyObjectsRunRegionsWithBarriersAtOnce) {
+  g_done = 0;
+  g_bad = 0;
+  g_max_threads = 0;
+  const int baseline = os_threads();
+  const int rc = run_weft(2, [] {
+    auto objs = weft::array<Obj>::create(8);
+    objs.broadcast<&Obj::run>(50);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(g_done.load(), 8);
+  EXPECT_EQ(g_bad.load(), 0);
+  EXPECT_LE(g_max_threads.load(), baseline + 1 + 1 + sanitizer_threads);
+}
+
+// While a region's threads wait at a barrier, their PEs keep handling
+// messages: a region whose thread 1 waits for a message that only PE 1's
+// scheduler can deliver completes.
+std::atomic<bool> g_flag{false};
+void on_flag(weft::message_ptr) {
+  g_flag = true;
+}
+const weft::handler_id h_flag = weft::register_handler("omp_test.flag", on_flag);
+
+TEST(OmpInWeft, PesKeepHandlingMessagesWhileARegionWaits) {
+  g_flag = false;
+  bool ok = false;
+  const int rc = run_weft(2, [&] {
+#pragma omp parallel num_threads(2)
+    {
+      if (omp_get_thread_num() == 0) {
+        // To PE 1, whose thread 1 of this region waits at the barrier below.
+        weft::send(1, weft::make_message(h_flag, 0));
+        while (!g_flag.load()) {
+#pragma omp taskyield
+        }
+      }
+#pragma omp barrier
+    }
+    ok = g_flag.load();
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(ok);
+}
+
+TEST(OmpInWeft, ParallelForInsideARegionAndARegionInsideParallelFor) {
+  std::atomic<long> a{0}, b{0};
+  const int rc = run_weft(2, [&] {
+#pragma omp parallel num_threads(2)
+    {
+      weft::parallel_for(0, 100, [&](int i) { a += i; });
+    }
+    weft::parallel_for(0, 4, [&](int) {
+      long s = 0;
+#pragma omp parallel for reduction(+ : s)
+      for (int i = 0; i < 100; ++i) s += i;
+      b += s;
+    });
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(a.load(), 2 * 4950);
+  EXPECT_EQ(b.load(), 4 * 4950);
+}
+
+}  // namespace

@@ -161,13 +161,51 @@ bool ensure_on_pe() {
 
 // ---- teams --------------------------------------------------------------------------
 
-// Every team not yet freed. A start message holds a reference to its team;
-// one still queued when the node stops (its member was run by thread 0) is
-// freed without running, so the layer's node_stop frees what is left.
+// Teams are recycled: a region's start would otherwise allocate and clear
+// a few kilobytes (the work-share ring) and the end free them, a good part
+// of an empty region's cost. A team whose last reference is dropped goes to
+// the dropping thread's free list (at most keep_teams); every team ever
+// made is in the registry, so that the layer's node_stop frees them all --
+// also those a start message still held when the node stopped (its member
+// was run by thread 0, and the message is freed without running). Free
+// lists carry the registry's generation: one from before a node stop is
+// stale and dropped.
+constexpr std::size_t keep_teams = 8;
 std::mutex g_teams_mutex;
 std::unordered_set<team*> g_teams;  // guarded by g_teams_mutex
+std::atomic<unsigned> g_teams_generation{0};
+
+struct free_teams {
+  unsigned generation = 0;
+  std::vector<team*> list;
+};
+thread_local free_teams t_free_teams;
 
 team* new_team(int n) {
+  free_teams& f = t_free_teams;
+  const unsigned gen = g_teams_generation.load(std::memory_order_acquire);
+  if (f.generation != gen) {
+    f.list.clear();
+    f.generation = gen;
+  }
+  for (std::size_t i = f.list.size(); i-- > 0;) {
+    team* t = f.list[i];
+    if (t->size != n) continue;
+    f.list[i] = f.list.back();
+    f.list.pop_back();
+    // A combined parallel loop's first work share is ready for every thread
+    // (prepare_loop), but a body that schedules a static loop itself (GCC's
+    // GOMP_parallel_loop_static) never leaves it: the slots start free.
+    for (ws_slot& slot : t->ring) slot.busy = false;
+    t->refs.store(1, std::memory_order_relaxed);
+    t->finished.store(0, std::memory_order_relaxed);
+    for (member& m : t->members) {
+      m.state.store(member::unstarted, std::memory_order_relaxed);
+      m.thr = thread_state{};
+      m.implicit.refs.store(1, std::memory_order_relaxed);
+    }
+    return t;
+  }
   auto* t = new team(n);
   std::lock_guard<std::mutex> lock(g_teams_mutex);
   g_teams.insert(t);
@@ -176,6 +214,16 @@ team* new_team(int n) {
 
 void release_team(team* t) {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  free_teams& f = t_free_teams;
+  const unsigned gen = g_teams_generation.load(std::memory_order_acquire);
+  if (f.generation != gen) {
+    f.list.clear();
+    f.generation = gen;
+  }
+  if (f.list.size() < keep_teams) {
+    f.list.push_back(t);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(g_teams_mutex);
     g_teams.erase(t);
@@ -185,6 +233,7 @@ void release_team(team* t) {
 
 void free_left_teams() {
   std::lock_guard<std::mutex> lock(g_teams_mutex);
+  g_teams_generation.fetch_add(1, std::memory_order_acq_rel);
   for (team* t : g_teams) delete t;
   g_teams.clear();
 }
@@ -249,7 +298,11 @@ void on_start(message_ptr msg) {
 }
 
 void on_resume(message_ptr msg) {
-  run_fiber(msg->as<thread_state*>());
+  thread_state* thr = msg->as<thread_state*>();
+  if (thr->fiber == nullptr || thr->pe != weft::my_rank())
+    base::fatal("libweft-omp: resume of OpenMP thread %d on PE %d, but it %s", thr->id,
+                weft::my_rank(), thr->fiber == nullptr ? "has no fiber" : "is pinned elsewhere");
+  run_fiber(thr);
 }
 
 // Resumes a fiber asleep at a barrier: a message to the PE it is pinned to.
@@ -341,6 +394,12 @@ void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
     const int n = weft::detail::serve_messages(16);
     t_current = saved;
     if (n != 0) return;
+    // Nothing to run: spin a little, unless the PEs share CPUs, where the
+    // thread we wait for may need this one.
+    if (!weft::config().oversubscribed) {
+      for (int i = 0; i < 32; ++i) base::cpu_relax();
+      return;
+    }
   }
   sched_yield();
 }
@@ -405,11 +464,16 @@ void barrier(thread_state& me) {
 
 namespace {
 
+// The region's end needs no barrier among the members: a member whose body
+// returned helps with the team's queued tasks and ends; thread 0 waits for
+// every member to have ended and every task to be done (end_region), which
+// spares each member a wake-up message at every region's end.
 void member_main(void* arg) {
   auto* thr = static_cast<thread_state*>(arg);
   team* t = thr->t;
   t->fn(t->data);
-  barrier(*thr);  // the region's end: every thread and task is done
+  while (t->tasks_pending.load(std::memory_order_acquire) != 0 && run_one_task(*thr)) {
+  }
 }
 
 }  // namespace
@@ -469,12 +533,18 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
 
 void end_region(team* t) {
   member& master = t->members[0];
-  barrier(master.thr);
-  // The members' fibers end right after the barrier; they hold the team
-  // until they are gone.
+  // The implicit barrier at the region's end: every member ended (its fiber
+  // gone: it holds the team until then) and every task of the team done.
   const int n = t->size;
-  while (t->finished.load(std::memory_order_acquire) != n - 1)
+  int spins = 0;
+  while (t->finished.load(std::memory_order_acquire) != n - 1 ||
+         t->tasks_pending.load(std::memory_order_acquire) != 0) {
+    if (++spins < 64) {
+      base::cpu_relax();
+      continue;
+    }
     wait_step(master.thr, false, nullptr, nullptr, nullptr, nullptr);
+  }
   t_current = t->outer;
   release_team(t);
 }

@@ -6,10 +6,11 @@ usage: python3 bench/report.py OUT_DIR > docs/benchmarks.md
 Reads OUT_DIR/*.jsonl (one JSON object per line, as written by bench/run_all.sh)
 and prints a header describing the machine, then one section per benchmark.
 The benchmarks it knows (pingpong, kneighbor, queues, alloc_scaling,
-pe_private, wakeup, entry_overhead, reduction_latency) get tables shaped for
-their question, with the ratios the design asks for; rows it does not
-recognise, and unknown benchmarks, are printed generically, one table per
-metric. Missing files and bad lines are noted, never fatal. Standard library
+pe_private, wakeup, entry_overhead, reduction_latency, tasks_overhead,
+tasks_imbalance) get tables shaped for their question, with the ratios the
+design asks for (and, where an issue sets one, the requirement's verdict);
+rows it does not recognise, and unknown benchmarks, are printed generically,
+one table per metric. Missing files and bad lines are noted, never fatal. Standard library
 only.
 
 The runs of several processes (run_all.sh writes pingpong_nodes, one_to_all,
@@ -98,7 +99,8 @@ def ratio_of(a, b):
 
 
 # Files whose rows form one section whatever their "bench" field says.
-BY_FILE = ("pingpong_nodes", "one_to_all", "kneighbor_modes", "comm_modes", "persistent")
+BY_FILE = ("pingpong_nodes", "one_to_all", "kneighbor_modes", "comm_modes", "persistent",
+           "omp_empty_loop", "omp_oversub")
 
 
 def load(out_dir):
@@ -638,6 +640,187 @@ def sec_generic(rows):
     return generic(rows)
 
 
+# ------------------------------------------------------------------ tasks
+
+TASKS_SCHEMES = ("split", "broadcast", "static", "adaptive-idle", "adaptive-history")
+TASKS_ADAPTIVE = ("adaptive-idle", "adaptive-history")
+
+
+def ranged(row, key):
+    """'v (min–max)' of a ratio field `key` with its `key_min`/`key_max` beside it."""
+    if row is None or not isinstance(row.get(key), (int, float)):
+        return "–"
+    lo, hi = row.get(key + "_min"), row.get(key + "_max")
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        return "%s (%s–%s)" % (num(row[key], True), num(lo, True), num(hi, True))
+    return num(row[key], True)
+
+
+def sec_tasks_overhead(rows):
+    used, out = set(), []
+    lp = [r for r in rows if r.get("metric") == "loop_us"]
+    order = [("libgomp", "omp-static"), ("tbb", "tbb-auto"), ("tbb", "tbb-static")]
+    order += [("weft", s) for s in TASKS_SCHEMES]
+    order += sorted({(r.get("runtime"), r.get("scheme")) for r in lp} - set(order), key=str)
+    pes = sorted({r.get("pes") for r in lp if isinstance(r.get("pes"), int)})
+    out.append("An empty parallel loop of one iteration per PE (%s PE%s, grain 1): µs per loop, median "
+               "over the repeats (min–max); ÷ libgomp formed per repeat (libgomp, TBB and weft run one "
+               "after the other in each repeat, the OpenMP and TBB pools outside the weft node, each "
+               "limited to as many threads); \"off the caller\" is the share of the iterations that "
+               "ran on another thread, counted in an untimed pass: an empty loop that is not shared "
+               "costs less than one that is.\n"
+               % ("/".join(str(p) for p in pes) or "?", "" if pes == [1] else "s"))
+    body, dflt = [], None
+    for rt, sc in order:
+        r = find(lp, used, runtime=rt, scheme=sc)
+        if r is None:
+            continue
+        name = sc + (" (default)" if r.get("default") else "")
+        if rt == "weft" and r.get("default"):
+            dflt = r
+        body.append([rt, name, spread(r), ranged(r, "vs_libgomp"), pct(r.get("remote_frac"))])
+    if body:
+        out.append(table(["runtime", "scheme", "µs per loop", "÷ libgomp", "off the caller"], body))
+    else:
+        out.append("No `loop_us` rows.\n")
+    if dflt is None:  # JSON from before the "default" field: the documented default
+        dflt = find(lp, set(), runtime="weft", scheme="adaptive-idle")
+    q = dflt.get("vs_libgomp") if dflt else None
+    ok = None if not isinstance(q, (int, float)) else q <= 1.0
+    out.append("requirement: default scheme empty-loop overhead <= libgomp (%s ÷ libgomp: %s) — **%s**\n"
+               % (dflt.get("scheme") if dflt else "?", ranged(dflt, "vs_libgomp"), verdict(ok)))
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_tasks_imbalance(rows):
+    used, out = set(), []
+    unit = find(rows, used, metric="unit_us")
+    st = [r for r in rows if r.get("metric") == "step_us"]
+    if unit:
+        out.append("A chare array of %s elements on %s PEs (block map); a step = every element runs "
+                   "its loop over its work units, then a sum reduction of checksums (%s); the "
+                   "trailing quarter of the elements has %s× the units in the imbalanced case. %s "
+                   "units per ordinary element, one unit = %s µs serially (median, min–max over "
+                   "every calibration batch of the run), grain %s unit%s, serve_messages=%s. A step "
+                   "starts by a broadcast (one message per PE, whose handler runs its elements in "
+                   "turn) or by sends (one message per element). Step µs: the median over the steps "
+                   "of a repeat, then over the repeats (min–max); ideal = all the units of the step × "
+                   "one unit's time / PEs; the ratios are formed per repeat. \"Units run off their "
+                   "PE\": taken by another PE; \"steps run nested\" (shown when not 0): element "
+                   "steps handled inside another element's waiting parallel_for, whose own loop then "
+                   "runs inline.\n"
+                   % (unit.get("elements"), unit.get("pes"),
+                      "the same in every variant and repeat" if unit.get("checksums") == "equal"
+                      else "not checked",
+                      unit.get("heavy"), unit.get("units"), spread(unit), unit.get("grain"),
+                      "" if unit.get("grain") == 1 else "s", str(unit.get("serve_messages")).lower()))
+    checks = []  # (case, start, scheme, text, ok)
+    starts = [x for x in ("broadcast", "sends") if any(r.get("start", "broadcast") == x for r in st)]
+    starts += sorted({r.get("start", "broadcast") for r in st} - set(starts), key=str)
+    for case in ("imbalanced", "balanced"):
+        for start in starts:
+            rs = [r for r in st if r.get("case") == case and r.get("start", "broadcast") == start]
+            if not rs:
+                continue
+            variants = ["no-tasks"] + list(TASKS_SCHEMES)
+            variants += sorted({r.get("variant") for r in rs} - set(variants), key=str)
+            out.append("**%s, started by %s**:\n" % (case, start))
+            nested = any(isinstance(r.get("nested_frac"), (int, float)) and r["nested_frac"] > 0
+                         for r in rs)
+            body = []
+            for v in variants:
+                r = find(rs, used, variant=v)
+                if r is None:
+                    continue
+                line = [v, spread(r), num(r.get("ideal_us")), ranged(r, "vs_ideal"),
+                        ranged(r, "vs_no_tasks"), pct(r.get("remote_frac"))]
+                if nested:
+                    line.append(pct(r.get("nested_frac")))
+                body.append(line)
+            out.append(table(["variant", "step µs", "ideal µs", "step ÷ ideal", "step ÷ no-tasks",
+                              "units run off their PE"] + (["steps run nested"] if nested else []),
+                             body))
+            for v in TASKS_ADAPTIVE:
+                r = find(rs, set(), variant=v)
+                key, limit = ("vs_ideal", 1.15) if case == "imbalanced" else ("vs_no_tasks", 1.03)
+                q = r.get(key) if r else None
+                ok = None if not isinstance(q, (int, float)) else (
+                    q <= limit if case == "imbalanced" else q < limit)
+                checks.append((case, start, v, ranged(r, key), ok))
+    if not st:
+        out.append("No `step_us` rows.\n")
+
+    def overall(case):
+        oks = [c[4] for c in checks if c[0] == case]
+        return None if not oks or None in oks else all(oks)
+
+    def measured(case, what):
+        return "; ".join("%s, %s: %s %s" % (c[2], c[1], what, c[3]) for c in checks if c[0] == case) or "–"
+    out.append("requirement: adaptive schemes within 1.15x of ideal with imbalance (%s) — **%s**\n"
+               % (measured("imbalanced", "step ÷ ideal"), verdict(overall("imbalanced"))))
+    out.append("requirement: adaptive schemes cost < 3%% without imbalance (%s) — **%s**\n"
+               % (measured("balanced", "step ÷ no-tasks"), verdict(overall("balanced"))))
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+# ------------------------------------------------------- libweft-omp vs libgomp
+#
+# bench/omp: one program built twice (libweft-omp, libgomp), the two runs
+# interleaved per round by run_all.sh; rows carry "runtime" and "round".
+
+
+def sec_omp_empty_loop(rows):
+    used, out = set(), []
+    lp = [r for r in rows if r.get("metric") == "loop_us"]
+    out.append("An empty `#pragma omp parallel for` of one iteration per thread, in a plain OpenMP "
+               "program built twice: linked with libweft-omp (its first region starts an attached "
+               "weft node) and with libgomp; µs per loop, median over the rounds of each run's "
+               "median (min–max); ÷ libgomp formed per round (%s). Beside it, in tasks_overhead, "
+               "weft::parallel_for's schemes and oneTBB.\n" % rounds_note(lp))
+    body = []
+    for rt in ("libgomp", "libweft-omp"):
+        rs = select(lp, used, runtime=rt)
+        if not rs:
+            continue
+        q = ratio_rounds(rs, [r for r in lp if r.get("runtime") == "libgomp"])
+        body.append([rt, rs[0].get("threads"), spread(cell(rs)), spread(q, True)])
+    out.append(table(["runtime", "threads", "µs per loop", "÷ libgomp"], body) if body
+               else "No `loop_us` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_omp_oversub(rows):
+    used, out = set(), []
+    st = [r for r in rows if r.get("metric") == "step_us"]
+    first = st[0] if st else {}
+    out.append("%s objects per PE on %s PEs, each running `#pragma omp parallel for num_threads(%s)` "
+               "over %s work units every step, then a sum reduction; the same weft program linked "
+               "with libweft-omp (the regions' threads are the PEs) and with libgomp (each PE that "
+               "meets a region runs it with libgomp's threads). µs per step, median over the "
+               "rounds of each run's median (min–max); libgomp ÷ libweft-omp formed per round "
+               "(%s).\n"
+               % (first.get("objects_per_pe", "?"), first.get("pes", "?"),
+                  first.get("omp_threads", "?"), first.get("units", "?"), rounds_note(st)))
+    weft = select(st, used, runtime="weft")
+    gomp = select(st, used, runtime="gomp")
+    body = []
+    if gomp:
+        body.append(["libgomp", spread(cell(gomp))])
+    if weft:
+        body.append(["libweft-omp", spread(cell(weft))])
+    out.append(table(["runtime", "µs per step"], body) if body else "No `step_us` rows.\n")
+    q = ratio_rounds(gomp, weft) if gomp and weft else None
+    v = require("oversubscription (E objects per PE, OpenMP loops of T threads): libweft-omp "
+                "faster than libgomp (libgomp ÷ libweft-omp > 1)", q, lambda x: x > 1.0)
+    out.append("requirement: libweft-omp faster than libgomp — libgomp ÷ libweft-omp %s: **%s**\n"
+               % (spread(q, True), v))
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
 # ------------------------------------------------------- several processes
 #
 # A row of these files is one run's measurement: "value" is that run's
@@ -997,6 +1180,13 @@ SECTIONS = OrderedDict([
     ("wakeup", ("Wake-up costs behind the idle back-off", sec_wakeup)),
     ("entry_overhead", ("Objects layer: entry-method and chare-creation overhead", sec_entry_overhead)),
     ("reduction_latency", ("Objects layer: reduction latency", sec_reduction_latency)),
+    ("tasks_overhead", ("Tasks: empty-loop overhead of weft::parallel_for beside libgomp and oneTBB",
+                        sec_tasks_overhead)),
+    ("tasks_imbalance", ("Tasks: trailing imbalance in a chare array, absorbed by parallel_for",
+                         sec_tasks_imbalance)),
+    ("omp_empty_loop", ("OpenMP: empty parallel loop, libweft-omp beside libgomp", sec_omp_empty_loop)),
+    ("omp_oversub", ("OpenMP: objects running OpenMP loops at once, libweft-omp beside libgomp",
+                     sec_omp_oversub)),
     ("mpi_pingpong", ("Plain MPI ping-pong, 2 ranks on this host (the baseline for the transports)",
                       sec_generic)),
     ("pingpong_nodes", ("Ping-pong across processes: weft's transports beside plain MPI",

@@ -8,7 +8,10 @@
 # kneighbor runs once per variant (queue x bind x alloc, 8 runs), all into
 # kneighbor.jsonl; each run measures the core and the objects level side by
 # side with the span payload (the default variant with every payload). The objects
-# layer's benchmarks (entry_overhead, reduction_latency) follow, then
+# layer's benchmarks (entry_overhead, reduction_latency) follow, then the
+# tasks layer's (tasks_overhead: weft::parallel_for's empty loop beside
+# libgomp and oneTBB; tasks_imbalance: a chare array with trailing heavy
+# elements, each scheme against the ideal step time), then
 # mpi_pingpong under mpirun -n 2 (the plain MPI baseline for the
 # transports), then the runs of several processes ("nodes") on this host,
 # under mpirun --oversubscribe --bind-to none (see "multi-process runs"
@@ -47,12 +50,15 @@ mkdir -p "$out_dir" "$(dirname "$report_md")" || exit 2
 # Fixed order first (cheap micro-benchmarks, then workloads), then any other
 # benchmark binary found in bin_dir.
 known=(alloc_scaling pe_private wakeup queues pingpong kneighbor entry_overhead reduction_latency
+       tasks_overhead tasks_imbalance omp_empty_loop omp_oversub
        mpi_pingpong pingpong_nodes one_to_all kneighbor_modes comm_modes persistent)
 names=("${known[@]}")
 for f in "$bin_dir"/*; do
   n=$(basename "$f")
   [[ -f $f && -x $f ]] || continue
   [[ " ${known[*]} " == *" $n "* ]] && continue
+  # The two builds of each bench/omp program run under their pair's name.
+  [[ $n == omp_empty_loop_* || $n == omp_oversub_* ]] && continue
   names+=("$n")
 done
 
@@ -108,6 +114,7 @@ for name in "${names[@]}"; do
   case $name in
     pingpong_nodes) exe=$bin_dir/pingpong ;;
     kneighbor_modes) exe=$bin_dir/kneighbor ;;
+    omp_empty_loop | omp_oversub) exe=$bin_dir/${name}_weft ;;
   esac
   out=$out_dir/$name.jsonl
   case $name in
@@ -149,6 +156,20 @@ for name in "${names[@]}"; do
       echo "run_all: mpi_pingpong failed" >&2
       failed+=("mpi_pingpong")
     fi
+  elif [[ $name == omp_empty_loop || $name == omp_oversub ]]; then
+    # libweft-omp and libgomp builds of one program, interleaved per round
+    # (report.py forms gomp / weft per round). libgomp's threads spin after
+    # a region: a pause between the runs keeps them off the next one.
+    echo "run_all: [$i/$total] $name: libweft-omp and libgomp builds, $mp_rounds rounds" >&2
+    omp_args=(--json --repeat "$repeat")
+    [[ $name == omp_oversub ]] && omp_args+=(--weft:threads=2)
+    for r in $(seq 1 "$mp_rounds"); do
+      for runtime in gomp weft; do
+        [[ -x $bin_dir/${name}_$runtime ]] || continue
+        mp_run "$name($runtime)" "$out" "$r" 0 "$bin_dir/${name}_$runtime" "${omp_args[@]}"
+        sleep 0.2
+      done
+    done
   elif [[ $name == pingpong_nodes ]]; then
     # weft's pingpong between two processes over each transport, beside
     # plain MPI (bench/mpi_pingpong, the same MPI), interleaved per round.

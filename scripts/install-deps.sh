@@ -13,6 +13,7 @@ packages=(
   libboost-context-dev      # user-level threads (fibers) for libweft-omp's team members
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks
+  libtbb-dev                # oneTBB: bench/tasks_overhead's tbb::parallel_for baseline
   python3 python3-matplotlib # tools/ (reports, plots)
 )
 

@@ -216,11 +216,23 @@ void handle(node_state& node, pe_state& pe, message* m) {
   count_one(pe.processed);
 }
 
+// An idle period ends (the PE found work): it no longer counts as idle.
+inline void end_idle(node_state& node, pe_state& pe) {
+  if (pe.idle_since_ns == 0) return;
+  pe.idle_since_ns = 0;
+  node.idle_pes.fetch_sub(1, std::memory_order_relaxed);
+}
+
 // Runs up to `limit` messages of the PE's own queue; returns how many ran.
 int run_own_queue(node_state& node, pe_state& pe, int limit) {
   int did = 0;
   while (did < limit) {
     message* m = pop_own(pe, did == 0);
+    // A PE that runs a handler is busy from now on, not once its turn is
+    // over: the adaptive-idle scheme reads the idle count to decide how many
+    // tasks to offer, and a PE counted idle while it computes a handler
+    // was offered tasks nobody took.
+    if (m != nullptr) end_idle(node, pe);
     // The common case: no priorities anywhere, the message runs as popped.
     if (m != nullptr && m->priority == 0 && pe.prioritized.empty()) {
       handle(node, pe, m);
@@ -244,13 +256,6 @@ int run_own_queue(node_state& node, pe_state& pe, int limit) {
     ++did;
   }
   return did;
-}
-
-// An idle period ends (the PE found work): it no longer counts as idle.
-inline void end_idle(node_state& node, pe_state& pe) {
-  if (pe.idle_since_ns == 0) return;
-  pe.idle_since_ns = 0;
-  node.idle_pes.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // Runs due timers; returns how many ran.

@@ -217,6 +217,26 @@ struct depth_guard {
   depth_guard& operator=(const depth_guard&) = delete;
 };
 
+// Waits of synchronous loops that serve messages, nested on this PE's stack.
+// While one serves, the handlers it runs start at depth 0 (their loops are
+// shared); past max_serving_depth a waiting loop no longer serves.
+constexpr int max_serving_depth = 4;
+thread_local int t_serving = 0;
+
+struct serving_guard {
+  int saved_depth;
+  serving_guard() : saved_depth(t_depth) {
+    t_depth = 0;
+    ++t_serving;
+  }
+  ~serving_guard() {
+    --t_serving;
+    t_depth = saved_depth;
+  }
+  serving_guard(const serving_guard&) = delete;
+  serving_guard& operator=(const serving_guard&) = delete;
+};
+
 // ---- loops -------------------------------------------------------------------------
 
 loop* new_loop(std::uint64_t n, std::uint64_t grain, tasks_scheme scheme) {
@@ -620,8 +640,14 @@ void wait_for(loop& l, bool serve) {
       quiet = 0;
       continue;
     }
-    if (serve) {
-      depth_guard nested;
+    if (serve && t_serving < max_serving_depth) {
+      // Handlers served here are not bodies of this loop: a loop they run is
+      // shared like any other (run inline, it would keep this PE to itself
+      // while the thieves of the outer loop go idle: measured with
+      // tasks_imbalance started by one message per element, 1.29x the ideal
+      // step instead of 1.02x). Bounded, so that waits nested in served
+      // handlers do not serve (and nest) without end.
+      serving_guard serving;
       if (weft::detail::serve_messages(16) != 0) {
         quiet = 0;
         continue;

@@ -23,8 +23,9 @@
 // between chunks (for_options::serve_messages), so other work on that PE is
 // not starved -- which means handlers (also of the same object) may run
 // nested inside the call. It never switches a user-level thread. A
-// parallel_for called inside a body, or by a handler run between chunks,
-// runs inline on the calling PE (no tasks). parallel_for_async returns at
+// parallel_for called inside a body runs inline on the calling PE (no
+// tasks); one called by a handler run between chunks is shared as usual (at
+// most four such waits nest on a PE). parallel_for_async returns at
 // once; `done` runs later on the calling PE, as a message.
 //
 // Bodies run concurrently on several PEs: they must not race with each other.

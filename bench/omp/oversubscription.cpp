@@ -37,8 +37,8 @@ const char* about =
     "libweft-omp, and with libgomp). Flags:\n"
     "  --objects=E     objects per PE (default 4)\n"
     "  --omp-threads=T threads of each object's loop (default 2)\n"
-    "  --units=N       work units per object per step (default 64)\n"
-    "  --work=W        inner iterations of a unit (default 2000, ~ a few us)\n"
+    "  --units=N       work units per object per step (default 32)\n"
+    "  --work=W        inner iterations of a unit (default 1000, ~2 us here)\n"
     "  --steps=S       steps per measurement (default 200)";
 
 int g_omp_threads = 2;
@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
   weft::bench::reject_unknown(c, {"objects", "omp-threads", "units", "work", "steps"});
   const int per_pe = int(weft::bench::positive_arg(c, "objects", 4, 1 << 16));
   g_omp_threads = int(weft::bench::positive_arg(c, "omp-threads", 2, 1024));
-  g_units = weft::bench::positive_arg(c, "units", 64, 1 << 24);
-  g_work = weft::bench::positive_arg(c, "work", 2000, 1 << 30);
+  g_units = weft::bench::positive_arg(c, "units", 32, 1 << 24);
+  g_work = weft::bench::positive_arg(c, "work", 1000, 1 << 30);
   const long steps = weft::bench::positive_arg(c, "steps", 200, 1 << 24);
   std::vector<double> step_us;
   int pes = 0;

@@ -126,13 +126,13 @@ void set_registered_memory(registered_memory* m) {
 }
 
 void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
-  if (bytes > block_max) {
-    if (registered_memory* r = g_registered.load(std::memory_order_acquire))
-      if (void* p = r->allocate(bytes + registered_prefix)) {
-        std::memcpy(p, &r, sizeof r);
-        size_class = block_registered;
-        return static_cast<unsigned char*>(p) + registered_prefix;
-      }
+  if (registered_memory* r = g_registered.load(std::memory_order_acquire);
+      r != nullptr && bytes >= r->min_bytes()) {
+    if (void* p = r->allocate(bytes + registered_prefix)) {
+      std::memcpy(p, &r, sizeof r);
+      size_class = block_registered;
+      return static_cast<unsigned char*>(p) + registered_prefix;
+    }
   }
   if (!g_pool || bytes > block_max) {
     size_class = block_unpooled;
@@ -150,12 +150,9 @@ void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
 }
 
 std::uint8_t block_class_of(const void* block, std::size_t bytes) {
-  if (bytes > block_max) {
-    registered_memory* r = g_registered.load(std::memory_order_acquire);
-    if (r != nullptr && r->contains(block)) return block_registered;
-    return block_unpooled;
-  }
-  return !g_pool ? block_unpooled : class_of(bytes);
+  registered_memory* r = g_registered.load(std::memory_order_acquire);
+  if (r != nullptr && bytes >= r->min_bytes() && r->contains(block)) return block_registered;
+  return !g_pool || bytes > block_max ? block_unpooled : class_of(bytes);
 }
 
 void block_free(void* p, std::uint8_t size_class) {

@@ -144,9 +144,14 @@ class composite_transport final : public transport {
   void wake_waiter() override {
     if (waiter_ != nullptr) waiter_->wake_waiter();
   }
-  // The inter backend's: shm copies every message anyway, so large blocks in
-  // the inter backend's registered memory cost it nothing.
-  base::registered_memory* message_memory() override { return inter_->message_memory(); }
+  // One memory for core's large blocks: the inter backend's if it has one
+  // (ucx; shm copies a message from elsewhere into its ring, as before),
+  // else shm's (with mpi between hosts, messages to this host's processes
+  // then leave from the shm pool).
+  base::registered_memory* message_memory() override {
+    if (base::registered_memory* m = inter_->message_memory()) return m;
+    return shm_ != nullptr ? shm_->message_memory() : nullptr;
+  }
   void allgather(const void* mine, std::size_t bytes, void* all) override {
     settle_shm();
     inter_->allgather(mine, bytes, all);

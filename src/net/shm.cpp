@@ -54,6 +54,7 @@
 // starve the others); delivering while init() waits for the last peers (core
 // may not be ready for messages before init returns).
 #include "shm.hpp"
+#include "message_pool.hpp"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -79,6 +80,7 @@
 #include <cstring>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 #include "weft/base/cache.hpp"
 #include "weft/base/error.hpp"
@@ -89,7 +91,7 @@ namespace weft::net {
 namespace {
 
 constexpr std::uint64_t seg_magic = 0x746665776d687321ull;  // "!shmweft"
-constexpr std::uint32_t seg_version = 1;
+constexpr std::uint32_t seg_version = 2;
 constexpr std::size_t gather_bytes = 4096;
 constexpr std::size_t min_ring_bytes = 4096;
 constexpr std::size_t max_ring_bytes = std::size_t(1) << 30;
@@ -116,6 +118,7 @@ enum kind : std::uint32_t {
   k_ack = 3,          // payload: {sender address, 0}: the rendezvous read is done
   k_chunk_first = 4,  // payload: {total bytes, 0} then the first piece
   k_chunk = 5,        // payload: the next piece
+  k_pool = 6,         // payload: {sender address in its pool, bytes}: copy it out, then ack
 };
 
 // The head of a segment. Field groups sit on separate cache lines by who
@@ -133,6 +136,8 @@ struct seg_header {
   std::uint64_t ring_bytes;
   std::uint64_t probe_addr;  // a word in the owner's memory that peers try to read by CMA
   std::uint64_t probe_value;
+  std::uint64_t pool_addr;   // the owner's message pool: its address there, and bytes (0: none)
+  std::uint64_t pool_bytes;
   // The futex word: 1 while the owner sleeps (or is about to) in
   // wait_for_incoming. Written by the owner and by whoever wakes it.
   alignas(base::cache_line) std::atomic<std::uint32_t> doorbell;
@@ -245,7 +250,7 @@ struct pending {
   std::size_t offset;  // chunked: bytes already in the ring
 };
 
-enum class rx_mode : std::uint8_t { idle, cma, chunks };
+enum class rx_mode : std::uint8_t { idle, cma, chunks, pool };
 
 // Everything this process knows about one other process. Only the thread
 // that holds the transport (core serialises the calls) touches it.
@@ -255,6 +260,8 @@ struct peer {
   int pidfd = -1;
   void* map = nullptr;  // the peer's segment
   std::size_t map_bytes = 0;
+  const unsigned char* pool = nullptr;  // the peer's message pool, mapped read-only
+  std::size_t pool_bytes = 0;
   seg_header* hdr = nullptr;
   bool ready = false;
 
@@ -318,6 +325,8 @@ class shm_transport final : public transport {
   void wait_for_incoming(std::uint64_t timeout_ns) override;
   bool can_wait() const override { return true; }
   void wake_waiter() override;
+  base::registered_memory* message_memory() override { return pool_; }
+  const shm_counters& counters() const { return counters_; }
   void allgather(const void* mine, std::size_t bytes, void* all) override;
   void barrier() override;
   [[noreturn]] void abort(int code, const char* why) override;
@@ -345,6 +354,9 @@ class shm_transport final : public transport {
   int flush(peer& p);
   int drain(peer& p);
   bool continue_cma(peer& p);
+  bool continue_pool(peer& p);
+  void create_pool();
+  void map_pool(peer& p);
   void publish_head(peer& p);
   int poll_once();
   bool work_ready();
@@ -378,6 +390,14 @@ class shm_transport final : public transport {
   std::uint64_t ring_bytes_ = 0;
   char own_name_[256] = {};
   std::atomic<bool> own_linked_{false};  // the name still exists: unlink on failure
+  // The message pool (lesson 5): a segment of our own that the peers map,
+  // where core writes its large messages (message_memory). A message sent
+  // from it goes as a descriptor; the receiver copies it out -- the one
+  // copy -- and acks. Retired at teardown; unmapped with its last block.
+  message_pool* pool_ = nullptr;
+  char pool_name_[256] = {};
+  shm_counters counters_;
+  std::atomic<bool> pool_linked_{false};
 
   std::vector<peer> peers_;      // indexed by node; peers_[rank_] unused
   std::vector<peer*> others_;    // every peer but this node, for the hot loops
@@ -403,12 +423,15 @@ void shm_transport::fail_init(const char* fmt, ...) {
   std::vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (own_linked_.exchange(false)) shm_unlink(own_name_);
+  if (pool_linked_.exchange(false)) shm_unlink(pool_name_);
   base::fatal("shm transport (node %d of %d): %s", rank_, size_, msg);
 }
 
 void shm_transport::unlink_own() {
   if (own_linked_.exchange(false) && shm_unlink(own_name_) == -1)
     base::fatal("shm transport: shm_unlink(%s) failed: %s", own_name_, std::strerror(errno));
+  if (pool_linked_.exchange(false) && shm_unlink(pool_name_) == -1)
+    base::fatal("shm transport: shm_unlink(%s) failed: %s", pool_name_, std::strerror(errno));
 }
 
 void shm_transport::init(const launch_info& launch, const hooks& h, double startup_timeout_s) {
@@ -544,12 +567,86 @@ void shm_transport::create_own() {
   hdr->ring_bytes = ring_bytes_;
   hdr->probe_addr = reinterpret_cast<std::uint64_t>(&probe_word_);
   hdr->probe_value = probe_word_;
+  create_pool();
+  hdr->pool_addr = pool_ != nullptr ? reinterpret_cast<std::uint64_t>(pool_->base()) : 0;
+  hdr->pool_bytes = pool_ != nullptr ? pool_->bytes() : 0;
   hdr->phase.store(phase_ready, std::memory_order_release);
   own_.store(hdr, std::memory_order_release);
   peer& me = peers_[std::size_t(rank_)];
   me.map = m;
   me.map_bytes = own_bytes_;
   me.hdr = hdr;
+}
+
+std::string pool_segment_name(const std::string& job_id, int rank) {
+  return shm_segment_name(job_id, rank) + "-pool";
+}
+
+// The own message pool: sized by shm_options::pool_bytes, less when
+// /dev/shm is short, reserved (a full /dev/shm is an error, not a SIGBUS
+// later), none when even 1 MiB per process does not fit.
+void shm_transport::create_pool() {
+  std::size_t bytes = opts_.pool_bytes;
+  struct statvfs vfs {};
+  if (bytes != 0 && statvfs("/dev/shm", &vfs) == 0) {
+    const double free_bytes = double(vfs.f_bavail) * double(vfs.f_frsize);
+    while (bytes >= (std::size_t(2) << 20) &&
+           double(size_) * double(own_bytes_ + bytes) > free_bytes / 2)
+      bytes >>= 1;
+    if (double(size_) * double(own_bytes_ + bytes) > free_bytes / 2) bytes = 0;
+  }
+  if (bytes == 0) return;
+  const std::string name = pool_segment_name(job_, rank_);
+  std::snprintf(pool_name_, sizeof pool_name_, "%s", name.c_str());
+  int fd = shm_open(pool_name_, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd == -1 && errno == EEXIST) {
+    // Our own segment's name was free (or stale), so this one is stale too.
+    shm_unlink(pool_name_);
+    fd = shm_open(pool_name_, O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
+  if (fd == -1)
+    fail_init("shm_open(%s, O_CREAT|O_EXCL) failed: %s", pool_name_, std::strerror(errno));
+  pool_linked_.store(true);
+  if (ftruncate(fd, off_t(bytes)) == -1) {
+    const int e = errno;
+    close(fd);
+    fail_init("ftruncate(%s, %zu) failed: %s (is /dev/shm full?)", pool_name_, bytes,
+              std::strerror(e));
+  }
+  if (int e = posix_fallocate(fd, 0, off_t(bytes)); e != 0 && e != EOPNOTSUPP) {
+    close(fd);
+    fail_init(
+        "reserving %zu bytes for %s failed: %s (/dev/shm is too small for %d processes of "
+        "this job; enlarge it, e.g. docker run --shm-size=1g)",
+        bytes, pool_name_, std::strerror(e), size_);
+  }
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (m == MAP_FAILED)
+    fail_init("mmap(%s, %zu bytes) failed: %s", pool_name_, bytes, std::strerror(e));
+  // Core's blocks from pool_min_message on.
+  const std::size_t min_message = std::max(opts_.pool_min_message, opts_.eager_max + 1);
+  pool_ = new message_pool(m, bytes, min_message, min_message, [m, bytes] { munmap(m, bytes); });
+}
+
+// Maps node p's message pool read-only, if it has one.
+void shm_transport::map_pool(peer& p) {
+  const std::size_t bytes = std::size_t(p.hdr->pool_bytes);
+  if (bytes == 0) return;
+  const std::string name = pool_segment_name(job_, p.node);
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd == -1)
+    fail_init("shm_open(%s) of node %d's message pool failed: %s", name.c_str(), p.node,
+              std::strerror(errno));
+  void* m = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (m == MAP_FAILED)
+    fail_init("mmap of node %d's message pool (%zu bytes) failed: %s", p.node, bytes,
+              std::strerror(e));
+  p.pool = static_cast<const unsigned char*>(m);
+  p.pool_bytes = bytes;
 }
 
 // Maps node p's segment once it exists and has its final size.
@@ -610,6 +707,7 @@ void shm_transport::setup_peer(peer& p) {
   p.rx_ctl = ring_at(own_map_, p.node, ring_bytes_);
   p.rx_data = ring_data(p.rx_ctl);
   p.rx_mask = ring_bytes_ - 1;
+  map_pool(p);
   p.ready = true;
 }
 
@@ -695,13 +793,18 @@ void shm_transport::arrive(std::uint64_t deadline, double timeout_s) {
 
 void shm_transport::teardown() {
   if (own_linked_.exchange(false)) shm_unlink(own_name_);
+  if (pool_linked_.exchange(false)) shm_unlink(pool_name_);
   for (peer& p : peers_) {
     if (p.node == rank_) continue;
     if (p.pidfd != -1) close(p.pidfd);
     if (p.map != nullptr) munmap(p.map, p.map_bytes);
+    if (p.pool != nullptr) munmap(const_cast<unsigned char*>(p.pool), p.pool_bytes);
     p.pidfd = -1;
     p.map = nullptr;
+    p.pool = nullptr;
   }
+  // Blocks core still holds keep the pool mapped until they are freed.
+  if (pool_ != nullptr) std::exchange(pool_, nullptr)->retire();
   if (own_map_ != nullptr) {
     own_.store(nullptr);
     munmap(own_map_, own_bytes_);
@@ -747,9 +850,9 @@ bool shm_transport::push_pending(peer& p, pending& q) {
     hooks_.release(q.buffer);
     return true;
   }
-  if (q.kind == k_rndv) {
+  if (q.kind == k_rndv || q.kind == k_pool) {
     const std::uint64_t desc[2] = {reinterpret_cast<std::uint64_t>(q.buffer), q.bytes};
-    if (!try_push(p, k_rndv, desc, nullptr, 0)) return false;
+    if (!try_push(p, q.kind, desc, nullptr, 0)) return false;
     ++outstanding_;
     return true;
   }
@@ -785,10 +888,21 @@ void shm_transport::send(int node, void* buffer, std::size_t bytes) {
                 : finalised_  ? " after finalize()"
                               : "");
   peer& p = peers_[std::size_t(node)];
-  // Below cma_min the chunked path wins: both sides copy at once while the
-  // data is still in cache, and no ack round trip is needed.
+  // Written in our pool (core's large blocks): a descriptor, the receiver
+  // copies it out. Else, below cma_min the chunked path wins: both sides
+  // copy at once while the data is still in cache, and no ack round trip is
+  // needed.
   const bool use_cma = cma_ && bytes >= opts_.cma_min;
-  pending q{bytes <= p.eager_limit ? k_eager : use_cma ? k_rndv : k_chunk_first, buffer, bytes, 0};
+  const bool in_pool = bytes > p.eager_limit && pool_ != nullptr && pool_->contains(buffer);
+  pending q{bytes <= p.eager_limit ? k_eager
+            : in_pool              ? k_pool
+            : use_cma              ? k_rndv
+                                   : k_chunk_first,
+            buffer, bytes, 0};
+  ++(q.kind == k_eager  ? counters_.eager
+     : q.kind == k_pool ? counters_.pooled
+     : q.kind == k_rndv ? counters_.cma
+                        : counters_.chunked);
   if (!p.fifo.empty()) {
     enqueue(p, q);
     return;
@@ -874,12 +988,31 @@ bool shm_transport::continue_cma(peer& p) {
   return true;
 }
 
+// Copies the next piece of a message from p's pool (at most cma_step per
+// call, so that a large one does not hold up the other peers: lesson 9);
+// true when it is complete (acked and delivered).
+bool shm_transport::continue_pool(peer& p) {
+  const std::size_t n = std::min(p.rx_total - p.rx_done, cma_step);
+  const std::uint64_t off = p.rx_remote - p.hdr->pool_addr;
+  std::memcpy(p.rx_buf + p.rx_done, p.pool + off + p.rx_done, n);
+  p.rx_done += n;
+  if (p.rx_done < p.rx_total) return false;
+  p.rx = rx_mode::idle;
+  owe_ack(p, p.rx_remote);
+  hooks_.deliver(p.node, p.rx_buf, p.rx_total);
+  return true;
+}
+
 // Takes what p has put in our ring, in order.
 int shm_transport::drain(peer& p) {
   int n = 0;
   if (p.rx == rx_mode::cma) {
     ++n;
     if (!continue_cma(p)) return n;
+  }
+  if (p.rx == rx_mode::pool) {
+    ++n;
+    if (!continue_pool(p)) return n;
   }
   const std::uint64_t cap = p.rx_mask + 1;
   for (int i = 0; i < drain_batch; ++i) {
@@ -926,6 +1059,24 @@ int shm_transport::drain(peer& p) {
         p.rx_done = 0;
         p.rx_buf = static_cast<unsigned char*>(hooks_.alloc(p.rx_total));
         if (!continue_cma(p)) {
+          publish_head(p);
+          return n;  // later records of p wait behind this message
+        }
+        break;
+      }
+      case k_pool: {
+        std::uint64_t desc[2];
+        copy_out(desc, p.rx_data, p.rx_mask, at, sizeof desc);
+        const std::uint64_t off = desc[0] - p.hdr->pool_addr;
+        if (p.rx != rx_mode::idle || p.pool == nullptr || desc[0] < p.hdr->pool_addr ||
+            off > p.pool_bytes || desc[1] > p.pool_bytes - off)
+          base::fatal("shm transport: ring from node %d is corrupt (pool message)", p.node);
+        p.rx = rx_mode::pool;
+        p.rx_remote = desc[0];
+        p.rx_total = std::size_t(desc[1]);
+        p.rx_done = 0;
+        p.rx_buf = static_cast<unsigned char*>(hooks_.alloc(p.rx_total));
+        if (!continue_pool(p)) {
           publish_head(p);
           return n;  // later records of p wait behind this message
         }
@@ -1165,6 +1316,7 @@ void shm_transport::abort(int code, const char* why) {
     own->aborted.store(1, std::memory_order_release);
   }
   if (own_linked_.exchange(false)) shm_unlink(own_name_);
+  if (pool_linked_.exchange(false)) shm_unlink(pool_name_);
   std::_Exit(code);
 }
 
@@ -1195,6 +1347,11 @@ void shm_transport::finalize() {
 
 std::string shm_segment_name(const std::string& job_id, int rank) {
   return "/weft-" + std::to_string(getuid()) + "-" + sanitise(job_id) + "-" + std::to_string(rank);
+}
+
+const shm_counters* shm_counters_of(const transport& t) {
+  auto* s = dynamic_cast<const shm_transport*>(&t);
+  return s != nullptr ? &s->counters() : nullptr;
 }
 
 std::unique_ptr<transport> make_shm_transport(const shm_options& options) {

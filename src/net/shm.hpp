@@ -4,6 +4,7 @@
 // chunked path (allow_cma = false) or the sender's overflow queue (tiny rings).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +36,14 @@ struct shm_options {
   // (CMA pins the pages it reads). CMA keeps the single copy for messages
   // too large to stream through the caches.
   std::size_t cma_min = std::size_t(4) << 20;
+  // The message pool: a segment the peers map, where core writes messages
+  // of more than eager_max bytes (transport::message_memory), which then
+  // leave with no copy by the sender and one by the receiver. 0: none.
+  // Smaller when /dev/shm has less than twice the job's segments free.
+  std::size_t pool_bytes = std::size_t(32) << 20;
+  // Messages from this size on are written in the pool (smaller ones in
+  // core's per-PE block lists, and sent through the rings).
+  std::size_t pool_min_message = std::size_t(256) << 10;
   // Called at each pause of init(), barrier() and finalize() while they wait
   // for the other processes. A composite transport progresses its other
   // backend here: a process waiting only on shm would leave that backend's
@@ -45,6 +54,17 @@ struct shm_options {
   // here for its own host's processes.
   std::function<void()> while_waiting;
 };
+
+// What the shm transport sent by each path so far (read on the thread that
+// drives it).
+struct shm_counters {
+  std::uint64_t eager = 0;   // whole in one ring record
+  std::uint64_t chunked = 0; // in pieces through the ring
+  std::uint64_t cma = 0;     // read by the receiver with process_vm_readv
+  std::uint64_t pooled = 0;  // written in the message pool, copied out by the receiver
+};
+// The counters of a transport made by make_shm_transport; null for others.
+const shm_counters* shm_counters_of(const transport& t);
 
 std::unique_ptr<transport> make_shm_transport(const shm_options& options);
 std::unique_ptr<transport> make_shm_transport();

@@ -83,6 +83,7 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+#include "message_pool.hpp"
 #include "weft/base/error.hpp"
 
 namespace weft::net {
@@ -193,129 +194,6 @@ struct rndv_out {
                              // from the pool as it is, or registered for this message)
 };
 
-// Blocks of the send pool in power-of-two classes, carved from the front on
-// first use and recycled per class. Rejected: a general first-fit allocator
-// with coalescing; message sizes repeat in the applications we target, and
-// a class list is one vector pop on the send path.
-class slot_pool {
- public:
-  static constexpr std::size_t none = ~std::size_t(0);
-
-  void reset(std::size_t bytes, std::size_t min_block) {
-    size_ = bytes;
-    bump_ = 0;
-    min_shift_ = ceil_log2(std::max<std::size_t>(min_block, 4096));
-    max_shift_ = size_ >= 4 ? floor_log2(size_ / 4) : 0;  // room for 4 of the largest
-    if (max_shift_ < min_shift_) max_shift_ = size_ ? floor_log2(size_) : 0;
-    free_.assign(max_shift_ >= min_shift_ ? max_shift_ - min_shift_ + 1 : 0, {});
-  }
-  // Offset of a free block of at least `bytes`, or none.
-  std::size_t take(std::size_t bytes, unsigned& cls) {
-    unsigned shift = std::max(min_shift_, ceil_log2(bytes));
-    if (free_.empty() || shift > max_shift_) return none;
-    cls = shift - min_shift_;
-    if (!free_[cls].empty()) return pop(cls);
-    std::size_t block = std::size_t(1) << shift;
-    if (bump_ + block <= size_) {
-      std::size_t off = bump_;
-      bump_ += block;
-      return off;
-    }
-    // A larger free block rather than no block; it returns to its own class.
-    for (unsigned c = cls + 1; c < free_.size(); ++c)
-      if (!free_[c].empty()) {
-        cls = c;
-        return pop(c);
-      }
-    return none;
-  }
-  void give(std::size_t offset, unsigned cls) { free_[cls].push_back(offset); }
-
- private:
-  std::size_t pop(unsigned c) {
-    std::size_t off = free_[c].back();
-    free_[c].pop_back();
-    return off;
-  }
-  static unsigned floor_log2(std::size_t x) { return unsigned(63 - __builtin_clzll(x)); }
-  static unsigned ceil_log2(std::size_t x) { return x <= 1 ? 0 : floor_log2(x - 1) + 1; }
-
-  std::size_t size_ = 0, bump_ = 0;
-  unsigned min_shift_ = 12, max_shift_ = 0;
-  std::vector<std::vector<std::size_t>> free_;
-
- public:
-  unsigned min_shift() const { return min_shift_; }
-};
-
-// The send pool: slots of one mapping, for the transport's copies and for
-// core's large message blocks (base::registered_memory), from any thread
-// under one lock (a slot holds at least 16 KiB, so the lock is never the
-// cost). It outlives the transport while core holds blocks of it: retire()
-// at finalize, and the last deallocate then unmaps it.
-class message_pool final : public base::registered_memory {
- public:
-  // Maps `bytes` of private memory; false if the system refuses.
-  bool map(std::size_t bytes, std::size_t min_block) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return false;
-    base_ = static_cast<std::byte*>(p);
-    bytes_ = bytes;
-    slots_.reset(bytes, min_block);
-    class_at_.assign((bytes >> slots_.min_shift()) + 1, 0);
-    return true;
-  }
-  std::byte* base() const { return base_; }
-  std::size_t bytes() const { return bytes_; }
-
-  // A slot of at least `bytes`, or null.
-  void* allocate(std::size_t bytes) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    unsigned cls = 0;
-    const std::size_t off = slots_.take(bytes, cls);
-    if (off == slot_pool::none) return nullptr;
-    class_at_[off >> slots_.min_shift()] = std::uint8_t(cls);
-    ++live_;
-    return base_ + off;
-  }
-  void deallocate(void* p) override {
-    bool last = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const std::size_t off = std::size_t(static_cast<std::byte*>(p) - base_);
-      slots_.give(off, class_at_[off >> slots_.min_shift()]);
-      last = --live_ == 0 && retired_;
-    }
-    if (last) delete this;
-  }
-  bool contains(const void* p) const override {
-    const auto* b = static_cast<const std::byte*>(p);
-    return b >= base_ && b < base_ + bytes_;
-  }
-  // The transport is done with the pool (its registration is gone): it goes
-  // now, or with its last block.
-  void retire() {
-    bool now = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      retired_ = true;
-      now = live_ == 0;
-    }
-    if (now) delete this;
-  }
-
- private:
-  ~message_pool() override {
-    if (base_ != nullptr) ::munmap(base_, bytes_);
-  }
-  std::mutex mutex_;
-  std::byte* base_ = nullptr;
-  std::size_t bytes_ = 0;
-  slot_pool slots_;                   // guarded by mutex_
-  std::vector<std::uint8_t> class_at_;  // guarded by mutex_: a slot's class, by offset
-  std::size_t live_ = 0;              // guarded by mutex_: slots given out
-  bool retired_ = false;              // guarded by mutex_
-};
 
 // A channel this node sends on.
 struct chan_out {
@@ -675,13 +553,14 @@ void ucx_transport::create_worker() {
   signal_worker_.store(worker_, std::memory_order_release);
 
   if (opt_.pooled && opt_.pool_bytes > 0 && size_ > 1) {
-    auto* pool = new message_pool;
-    if (!pool->map(opt_.pool_bytes, opt_.eager_max + 1)) {
-      pool->retire();
-      base::fatal("ucx transport (node %d): cannot map a %zu-byte send pool: %s", rank_,
-                  opt_.pool_bytes, std::strerror(errno));
-    }
-    pool_ = pool;
+    const std::size_t bytes = opt_.pool_bytes;
+    void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+      base::fatal("ucx transport (node %d): cannot map a %zu-byte send pool: %s", rank_, bytes,
+                  std::strerror(errno));
+    // Core's blocks from the rendezvous size on: they leave in place.
+    pool_ = new message_pool(mem, bytes, opt_.eager_max + 1, opt_.eager_max + 1,
+                             [mem, bytes] { ::munmap(mem, bytes); });
     ucp_mem_map_params_t mp{};
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = pool_->base();

@@ -48,9 +48,10 @@ WEFT_API void set_block_pool(bool enabled);
 // Memory a transport registered once for remote access (lesson 5: message
 // buffers come from pools the transport registered, so a large message
 // leaves by a rendezvous from where it was written, with no copy into a
-// pool and no registration per message). While one is set, blocks larger
-// than block_max come from it, and from the raw allocator when it is full.
-// allocate and deallocate: any thread, never block for long (a short
+// pool and no registration per message). While one is set, blocks of at
+// least min_bytes() come from it (the size above which the transport sends
+// by rendezvous), and from the per-PE lists or the raw allocator when it is
+// full. allocate and deallocate: any thread, never block for long (a short
 // lock); allocate returns 16-byte aligned memory or null when full.
 // contains: whether `p` points into memory it gave out.
 class registered_memory {
@@ -59,6 +60,7 @@ class registered_memory {
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* p) = 0;
   virtual bool contains(const void* p) const = 0;
+  virtual std::size_t min_bytes() const { return block_max + 1; }
 };
 // Sets (or, with null, removes) the memory large blocks come from. Blocks
 // given out earlier go back to the memory they came from, which must stay

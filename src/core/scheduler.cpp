@@ -228,11 +228,6 @@ int run_own_queue(node_state& node, pe_state& pe, int limit) {
   int did = 0;
   while (did < limit) {
     message* m = pop_own(pe, did == 0);
-    // A PE that runs a handler is busy from now on, not once its turn is
-    // over: the adaptive-idle scheme reads the idle count to decide how many
-    // tasks to offer, and a PE counted idle while it computes a handler
-    // was offered tasks nobody took.
-    if (m != nullptr) end_idle(node, pe);
     // The common case: no priorities anywhere, the message runs as popped.
     if (m != nullptr && m->priority == 0 && pe.prioritized.empty()) {
       handle(node, pe, m);

@@ -37,7 +37,7 @@ repeat=5
 # $mp_rounds times (round 1: a, b, c; round 2: a, b, c; ...), and each JSON
 # line gets the "round" it came from, so report.py forms a ratio per round.
 mp_repeat=3
-mp_rounds=3
+mp_rounds=5
 # Each such run ends within this many seconds, or it is killed and reported.
 mp_limit=240
 

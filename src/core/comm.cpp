@@ -25,6 +25,8 @@
 #include "weft/base/memory.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/base/topology.hpp"
+#include "weft/trace/hooks.hpp"
+#include "weft/trace/session.hpp"
 
 namespace weft::core {
 
@@ -224,14 +226,18 @@ void wake_comm_thread(node_state& node) {
 void comm_thread_main(node_state& node) {
   base::block_cache_release();
   if (node.cfg.commap >= 0) base::topology::get().bind_this_thread(node.cfg.commap);
+  trace::begin_track(trace::track_kind::comm, -1, -1);
   std::uint64_t idle_since = 0;
   while (!node.comm_stop.load(std::memory_order_acquire)) {
     int did = 0;
     if (!node.comm_busy.load(std::memory_order_relaxed) &&
         !node.comm_busy.exchange(true, std::memory_order_acquire)) {
+      const std::uint64_t t0 = trace::on() ? trace::detail::now_tick() : 0;
       did += drain_outboxes(node);
       did += node.transport->progress();
       node.comm_busy.store(false, std::memory_order_release);
+      if (trace::on() && did != 0) [[unlikely]]
+        trace::detail::record_progress(t0, std::uint32_t(did));
     }
     if (did != 0) {
       idle_since = 0;
@@ -267,6 +273,7 @@ void comm_thread_main(node_state& node) {
     node.comm_sleeping.store(0, std::memory_order_seq_cst);
     node.comm_busy.store(false, std::memory_order_release);
   }
+  trace::end_track();
   base::block_cache_release();
 }
 
@@ -388,9 +395,12 @@ int try_progress(node_state& node) {
     node.comm_busy.store(false, std::memory_order_release);
     return 0;
   }
+  const std::uint64_t t0 = trace::on() ? trace::detail::now_tick() : 0;
   int did = drain_outboxes(node);
   did += node.transport->progress();
   node.comm_busy.store(false, std::memory_order_release);
+  if (trace::on() && did != 0) [[unlikely]]
+    trace::detail::record_progress(t0, std::uint32_t(did));
   return did;
 }
 

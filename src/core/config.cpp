@@ -10,6 +10,7 @@
 #include "weft/base/topology.hpp"
 #include "weft/config.hpp"
 #include "weft/net/transport.hpp"
+#include "weft/trace/counters.hpp"
 
 extern char** environ;
 
@@ -88,6 +89,34 @@ void define_runtime_options(base::option_set& set) {
   set.define({"idle-yield-us", "", "integer 0..1000000",
               "idle back-off: microseconds of sched_yield before sleeping",
               base::integer_in(0, 1000000), false, std::to_string(default_yield_us)});
+  set.define({"trace", "", "directory",
+              "record a trace of every PE into this directory (created if missing); read it "
+              "with tools/weft-trace (docs/tracing.md)",
+              [](const std::string& v) -> std::optional<std::string> {
+                if (v.empty()) return std::string("an empty directory name");
+                return std::nullopt;
+              }});
+  set.define({"trace-mode", "full", "full|summary",
+              "full: every event; summary: per entry method totals and a utilization "
+              "histogram only, for long runs",
+              base::one_of({"full", "summary"})});
+  set.define({"trace-buffer", "4", "MiB 1..4096",
+              "trace buffer per PE; a full buffer is written out (shown as a flush)",
+              base::integer_in(1, 4096)});
+  set.define({"counters", weft::trace::default_counters(), "off|comma list of " +
+                  [] {
+                    std::string names;
+                    for (const auto& n : weft::trace::counter_names_known())
+                      names += (names.empty() ? "" : ",") + n;
+                    return names;
+                  }(),
+              "per-PE perf_event counters shown by --weft:stats and recorded in the trace "
+              "(those the kernel refuses are left out, said in one line)",
+              [](const std::string& v) -> std::optional<std::string> {
+                std::string err = weft::trace::check_counter_list(v);
+                if (err.empty()) return std::nullopt;
+                return err;
+              }});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -145,6 +174,12 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.print_config = set.get_bool("print-config");
   c.timeout_s = set.get_double("timeout");
   c.tasks_scheme = set.get("tasks-scheme");
+  c.trace_dir = set.given("trace") ? set.get("trace") : "";
+  c.trace_mode = set.get("trace-mode");
+  c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;
+  c.counters = set.get("counters");
+  if (set.given("trace-mode") && c.trace_dir.empty())
+    base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());
 
   // Mode rules: options that cannot apply to this run are errors.
   if (c.transport == "local") {

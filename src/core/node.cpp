@@ -10,6 +10,7 @@
 #include "core/node.hpp"
 #include <pthread.h>
 #include <sched.h>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include "core/handler_table.hpp"
@@ -17,6 +18,9 @@
 #include "weft/base/memory.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/base/topology.hpp"
+#include "weft/trace/counters.hpp"
+#include "weft/trace/hooks.hpp"
+#include "weft/trace/session.hpp"
 
 namespace weft {
 
@@ -131,6 +135,7 @@ void pe_enter(node_state& node, pe_state& pe) {
   pe.thread = pthread_self();
   pe.has_thread.store(true, std::memory_order_release);
   base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
+  trace::begin_track(trace::track_kind::pe, node.first_pe + pe.rank, pe.rank);
   for (const auto& l : handlers().layers)
     if (l.pe_start) l.pe_start();
 }
@@ -139,6 +144,8 @@ void pe_leave(node_state& node, pe_state& pe) {
   (void)node;
   detail::pe_local& local = detail::this_pe_local();
   pe.has_thread.store(false, std::memory_order_release);  // the watchdog must not signal it now
+  pe.counter_values = trace::track_counters();
+  trace::end_track();
   // Layers free their per-PE state in reverse order of registration.
   const auto& layers = handlers().layers;
   for (auto it = layers.rbegin(); it != layers.rend(); ++it)
@@ -227,6 +234,8 @@ void send(int pe, message_ptr m) {
     core::check_message(node, *m, "weft::send");
     m->src_pe = my_pe();
     m->flags &= std::uint16_t(~(message_flags::broadcast | message_flags::node));
+    if (trace::on()) [[unlikely]]
+      m->reserved_ = trace::detail::record_send(pe, m->size, m->handler, 0);
     core::count_send(node);
     core::deliver_local(node, local, m.release());
     return;
@@ -238,6 +247,8 @@ void send(int pe, message_ptr m) {
   m->src_pe = my_pe();
   m->flags &= std::uint16_t(~(message_flags::broadcast | message_flags::node));
   m->bcast_root = pe;
+  if (trace::on()) [[unlikely]]
+    m->reserved_ = trace::detail::record_send(pe, m->size, m->handler, trace::send_flags::to_remote);
   core::count_send(node);
   core::send_remote(node, dst_node, m.release());
 }
@@ -255,6 +266,9 @@ void send_to_node(int node_id, message_ptr m) {
   core::check_message(node, *m, "weft::send_to_node");
   m->src_pe = my_pe();
   m->flags = std::uint16_t((m->flags & ~message_flags::broadcast) | message_flags::node);
+  if (trace::on()) [[unlikely]]
+    m->reserved_ = trace::detail::record_send(
+        node_id, m->size, m->handler, trace::send_flags::node_queue | trace::send_flags::to_remote);
   core::count_send(node);
   core::send_remote(node, node_id, m.release());
 }
@@ -265,6 +279,9 @@ void send_node(message_ptr m) {
   core::check_message(node, *m, "weft::send_node");
   m->src_pe = my_pe();
   m->flags = std::uint16_t((m->flags & ~message_flags::broadcast) | message_flags::node);
+  if (trace::on()) [[unlikely]]
+    m->reserved_ = trace::detail::record_send(node.node_id, m->size, m->handler,
+                                              trace::send_flags::node_queue);
   core::count_send(node);
   core::enqueue_node(node, m.release());
 }
@@ -277,6 +294,8 @@ void broadcast(message_ptr m) {
   m->src_pe = my_pe();
   m->flags = std::uint16_t((m->flags & ~message_flags::node) | message_flags::broadcast);
   m->bcast_root = root;
+  if (trace::on()) [[unlikely]]
+    m->reserved_ = trace::detail::record_send(root, m->size, m->handler, 0);
   core::count_send(node);
   core::deliver_local(node, root - node.first_pe, m.release());
 }
@@ -341,6 +360,34 @@ int run(int& argc, char**& argv, std::function<void(args)> main_fn) {
 }
 
 namespace {
+
+// The node's trace session (--weft:trace), or its counters alone for
+// --weft:stats. After net_start: the node knows its place in the job.
+void start_trace(core::node_state& node, int argc, char** argv) {
+  const runtime_config& cfg = node.cfg;
+  if (cfg.trace_dir.empty() && !cfg.stats) return;
+  trace::session_config t;
+  t.dir = cfg.trace_dir;
+  t.mode = cfg.trace_mode == "summary" ? trace::trace_mode::summary : trace::trace_mode::full;
+  t.buffer_bytes = cfg.trace_buffer_bytes;
+  t.counters = trace::split_counter_list(cfg.counters);
+  t.node = node.node_id;
+  t.nodes = node.num_nodes;
+  t.first_pe = node.first_pe;
+  t.pes = int(node.pes.size());
+  for (int i = 0; i < argc && argv != nullptr; ++i) t.argv.emplace_back(argv[i]);
+  if (t.argv.empty()) t.argv.emplace_back(program_invocation_name);
+  trace::set_name_source("handler", [] {
+    std::vector<std::pair<std::uint32_t, std::string>> names;
+    const auto& table = core::handlers().entries;
+    for (std::size_t i = 0; i < table.size(); ++i)
+      names.emplace_back(std::uint32_t(i), table[i].name);
+    return names;
+  });
+  // A fatal error writes out what the PEs have recorded.
+  base::set_fatal_hook(trace::abort_session);
+  trace::start_session(t);
+}
 
 // A node between its start and its end: what run() and an attached node
 // (detail::start_attached_node) share.
@@ -410,6 +457,8 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
   for (const auto& l : core::handlers().layers)
     if (l.node_start) l.node_start();
   core::start_watchdog(*node, r.watchdog);
+  // Last before the threads: the trace's time line starts as they do.
+  start_trace(*node, argc, argv);
   core::net_start_threads(*node);
   r.threads.reserve(std::size_t(cfg.threads - 1));
   for (int i = 1; i < cfg.threads; ++i)
@@ -423,6 +472,7 @@ int finish_node(running_node& r) {
   const runtime_config& cfg = node->cfg;
   for (auto& t : r.threads) t.join();
   r.threads.clear();
+  trace::pes_ended();
   // Before the layers free their state: finalize still delivers (and drops)
   // what arrives, and the watchdog still covers a peer that never comes.
   core::net_stop(*node);
@@ -439,6 +489,7 @@ int finish_node(running_node& r) {
 
   if (r.have_saved) pthread_setaffinity_np(pthread_self(), sizeof r.saved, &r.saved);
   if (cfg.stats) core::print_stats(*node);
+  trace::end_session();
 
   // Messages still queued at exit are freed (exit ends the run by design).
   for (auto& pe : node->pes) {

@@ -89,6 +89,8 @@ struct pe_state {
   std::uint64_t busy_cycles = 0, idle_cycles = 0, start_cycles = 0, end_cycles = 0;
   std::uint64_t cpu_changes = 0;
   int last_cpu = -1;
+  // perf_event counts of the PE's thread (stats or trace on), read as it ends.
+  std::vector<std::uint64_t> counter_values;
 
   // --- set by the PE at start, read by the watchdog.
   std::atomic<bool> has_thread{false};

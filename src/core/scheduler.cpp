@@ -32,6 +32,7 @@
 #include "core/node.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
+#include "weft/trace/hooks.hpp"
 
 namespace weft::core {
 
@@ -167,8 +168,13 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
       if (child_rel >= nodes) break;
       message_ptr copy = copy_message(m);
       copy->src_pe = node.first_pe + pe.rank;
+      const int child_node = int((child_rel + root_node) % nodes);
+      if (trace::on()) [[unlikely]]
+        copy->reserved_ = trace::detail::record_send(
+            child_node * n + local_root, copy->size, copy->handler,
+            trace::send_flags::bcast_copy | trace::send_flags::to_remote);
       count_one(pe.sent);
-      send_remote(node, int((child_rel + root_node) % nodes), copy.release());
+      send_remote(node, child_node, copy.release());
     }
   }
   const int rel = (pe.rank - local_root + n) % n;
@@ -178,6 +184,9 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
     const int child = int((child_rel + local_root) % n);
     message_ptr copy = copy_message(m);
     copy->src_pe = node.first_pe + pe.rank;
+    if (trace::on()) [[unlikely]]
+      copy->reserved_ = trace::detail::record_send(node.first_pe + child, copy->size,
+                                                   copy->handler, trace::send_flags::bcast_copy);
     count_one(pe.sent);
     deliver_local(node, child, copy.release());
   }
@@ -197,6 +206,15 @@ void handle(node_state& node, pe_state& pe, message* m) {
     m->flags &= std::uint16_t(~message_flags::broadcast);
   }
   const handler_entry& h = table[m->handler];
+  const handler_id hid = m->handler;
+  if (trace::on()) [[unlikely]] {
+    std::uint32_t flags = m->reserved_;
+    if (m->flags & message_flags::node) flags |= trace::send_flags::node_queue;
+    if (m->src_pe >= 0 && (m->src_pe < node.first_pe || m->src_pe >= node.first_pe + int(node.pes.size())))
+      flags |= trace::send_flags::remote;
+    trace::detail::emit(trace::kind::handler_begin, hid, std::uint32_t(m->src_pe), m->size,
+                          flags);
+  }
   // A handler may run nested in another (detail::serve_messages): the
   // watchdog must see the outer one again when it returns.
   const std::int64_t outer = pe.current_handler.load(std::memory_order_relaxed);
@@ -212,12 +230,16 @@ void handle(node_state& node, pe_state& pe, message* m) {
                 pe.rank);
   }
   if (timed) pe.busy_cycles += base::cycles() - t0;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::handler_end, hid, 0, 0, 0);
   pe.current_handler.store(outer, std::memory_order_relaxed);
   count_one(pe.processed);
 }
 
 // An idle period ends (the PE found work): it no longer counts as idle.
 inline void end_idle(node_state& node, pe_state& pe) {
+  if (trace::on()) [[unlikely]]
+    trace::detail::idle_leave();
   if (pe.idle_since_ns == 0) return;
   pe.idle_since_ns = 0;
   node.idle_pes.fetch_sub(1, std::memory_order_relaxed);
@@ -263,7 +285,12 @@ int run_timers(pe_state& pe) {
     std::function<void()> fn = std::move(const_cast<timer_entry&>(pe.timers.top()).fn);
     pe.timers.pop();
     pe.current_handler.store(-3, std::memory_order_relaxed);
+    if (trace::on()) [[unlikely]]
+      trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1),
+                            0, 0);
     guarded("a timer callback", pe.rank, fn);
+    if (trace::on()) [[unlikely]]
+      trace::detail::emit(trace::kind::handler_end, trace::callback_handler, 0, 0, 0);
     pe.current_handler.store(-1, std::memory_order_relaxed);
     count_one(pe.processed);
     ++ran;
@@ -323,7 +350,14 @@ void maybe_detect_quiescence(node_state& node, pe_state& pe) {
     callbacks.swap(node.qd_callbacks);
     node.qd_requested.store(false, std::memory_order_release);
   }
-  for (auto& fn : callbacks) guarded("a quiescence callback", pe.rank, fn);
+  for (auto& fn : callbacks) {
+    if (trace::on()) [[unlikely]]
+      trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1),
+                            0, 0);
+    guarded("a quiescence callback", pe.rank, fn);
+    if (trace::on()) [[unlikely]]
+      trace::detail::emit(trace::kind::handler_end, trace::callback_handler, 0, 0, 0);
+  }
 }
 
 // How long a PE may sleep: until its next timer, 1 ms with conditions to
@@ -390,6 +424,8 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
 // spin and yield budgets span the whole idle period, not one step.
 void idle(node_state& node, pe_state& pe) {
   const std::uint64_t c0 = node.cfg.stats ? base::cycles() : 0;
+  if (trace::on()) [[unlikely]]
+    trace::detail::idle_enter();
   if (pe.idle_since_ns == 0) {
     pe.idle_since_ns = base::wall_ns();
     node.idle_pes.fetch_add(1, std::memory_order_relaxed);
@@ -523,6 +559,9 @@ void scheduler_loop(node_state& node, pe_state& pe) {
       node_state& n;
       ~main_done() { n.main_running.store(false, std::memory_order_relaxed); }
     } done{node};
+    if (trace::on()) [[unlikely]]
+      trace::detail::emit(trace::kind::handler_begin, trace::main_handler, std::uint32_t(-1), 0,
+                            0);
     try {
       node.main_fn(node.main_args);
     } catch (const std::exception& e) {
@@ -530,6 +569,8 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     } catch (...) {
       base::fatal("main function threw an exception not derived from std::exception");
     }
+    if (trace::on()) [[unlikely]]
+      trace::detail::emit(trace::kind::handler_end, trace::main_handler, 0, 0, 0);
     pe.current_handler.store(-1, std::memory_order_relaxed);
     count_one(pe.processed);
   }

@@ -2,12 +2,15 @@
 // time in the back-off (spinning, yielding or asleep), overhead is the rest
 // of the PE's wall time (scheduler, queues, timers). CPU changes are counted
 // only for unbound PEs, by sampling sched_getcpu once per scheduler turn.
+// The counters table (perf_event: --weft:counters) follows when the kernel
+// gave any counter (the node said at startup which ones it refused).
 // The topology line says whether this process discovered the machine or
 // loaded what local rank 0 of its host discovered.
 #include <cstdio>
 #include "core/node.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/base/topology.hpp"
+#include "weft/trace/session.hpp"
 
 namespace weft::core {
 
@@ -45,6 +48,27 @@ void print_stats(node_state& node) {
   }
   std::fprintf(out, "total sent %llu, handled %llu (sends, timers and main count alike)\n",
                (unsigned long long)tot_sent, (unsigned long long)tot_done);
+  const std::vector<std::string> names = trace::session_counter_names();
+  if (!names.empty()) {
+    std::size_t cycles = names.size(), instructions = names.size();
+    std::fprintf(out, "%4s", "PE");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      std::fprintf(out, " %16s", names[i].c_str());
+      if (names[i].rfind("cycles", 0) == 0) cycles = i;
+      if (names[i].rfind("instructions", 0) == 0) instructions = i;
+    }
+    const bool ipc = cycles < names.size() && instructions < names.size();
+    std::fprintf(out, "%s\n", ipc ? "    IPC" : "");
+    for (auto& pe : node.pes) {
+      std::fprintf(out, "%4d", node.first_pe + pe->rank);
+      const auto& v = pe->counter_values;
+      for (std::size_t i = 0; i < names.size(); ++i)
+        std::fprintf(out, " %16llu", i < v.size() ? (unsigned long long)v[i] : 0ull);
+      if (ipc && v.size() == names.size() && v[cycles] != 0)
+        std::fprintf(out, " %6.2f", double(v[instructions]) / double(v[cycles]));
+      std::fprintf(out, "\n");
+    }
+  }
   std::fflush(out);
 }
 

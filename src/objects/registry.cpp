@@ -58,6 +58,10 @@ std::span<const entry_info> entry_table() noexcept {
   return reg().entries;
 }
 
+std::uint32_t element_type_count() noexcept {
+  return std::uint32_t(reg().types.size());
+}
+
 bool mark_awaited(std::uint32_t id) {
   std::lock_guard<std::mutex> lock(reg().mutex);
   reg().entries.at(id).awaited = true;

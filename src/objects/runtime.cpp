@@ -20,6 +20,8 @@
 #include "weft/core/handler.hpp"
 #include "weft/objects/collections.hpp"
 #include "weft/objects/detail/type_name.hpp"
+#include "weft/trace/hooks.hpp"
+#include "weft/trace/session.hpp"
 
 namespace weft::detail {
 
@@ -399,6 +401,8 @@ void pup_partials(pupper& p, round_partials& v) {
 // (the root counts contributions, whichever way they come), completed
 // rounds to the parent node with what the node passed.
 void send_leaving(const collection_ref& ref, const node_combiner& c, leaving& out) {
+  if (trace::on()) [[unlikely]]
+    for (auto& [r, p] : out.up) trace::detail::emit(trace::kind::reduction, ref.type, 1, r, 0);
   for (auto& [r, p] : out.late) send_partial(ref, r, std::move(p));
   if (c.parent < 0) {
     for (auto& [r, p] : out.up) send_partial(ref, r, std::move(p));
@@ -527,12 +531,16 @@ element_record& construct(local_collection& lc, const index_key& key, std::uint3
   const entry_info& e = entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing = &rec;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::entry_begin, ctor, lc.ref.type, std::uint32_t(key.w[0]), 0);
   try {
     rec.obj = e.construct(p);
   } catch (const std::exception& ex) {
     t_constructing = nullptr;
     base::fatal("constructor of %s threw %s", element_name(rec).c_str(), ex.what());
   }
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::entry_end, ctor, 0, 0, 0);
   t_constructing = nullptr;
   return rec;
 }
@@ -645,6 +653,9 @@ void migrate(local_collection& lc, element_record& rec) {
   for (auto& [id, mb] : rec.mailboxes)
     for (auto& q : mb.queued) follow.push_back(q.release());
   const index_key key = rec.key;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
+                          std::uint32_t(key.w[0]), 0);
   remove_element(lc, rec);
   lc.known[key] = {to, epoch, false};
   lc.cache.drop(key);
@@ -666,6 +677,10 @@ void after_entry(element_record& rec) {
 [[gnu::always_inline]] inline void invoke(element_record& rec, const entry_info& e, message& m) {
   rec.contributed_now = false;
   rec.running = e.name.c_str();
+  const std::uint32_t id = std::uint32_t(&e - g_entries.data());
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::entry_begin, id, rec.ref.type, std::uint32_t(rec.key.w[0]),
+                          0);
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
@@ -675,6 +690,8 @@ void after_entry(element_record& rec) {
     base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
                 element_name(rec).c_str(), my_pe(), ex.what());
   }
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::entry_end, id, 0, 0, 0);
   rec.running = nullptr;
 }
 
@@ -878,12 +895,16 @@ void on_nodegroup_message(message_ptr m) {
     send_node(std::move(m));
     return;
   }
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::entry_begin, h.entry, rec.ref.type, 0, 0);
   try {
     e.invoke(*rec.obj, *m);
   } catch (const std::exception& ex) {
     base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
                 collection_name(rec.ref).c_str(), my_pe(), ex.what());
   }
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::entry_end, h.entry, 0, 0, 0);
 }
 
 void create_nodegroup_here(const collection_ref& ref, std::uint32_t ctor, const std::byte* args,
@@ -1067,6 +1088,8 @@ std::int64_t expected(const root_reduction& r, std::uint32_t round) {
 }
 
 void deliver_result(const collection_ref& ref, std::uint32_t round, partial&& p) {
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::reduction, ref.type, 2, round, 0);
   const callback_desc& cb = p.cb;
   switch (cb.kind) {
     case callback_kind::element:
@@ -1229,6 +1252,9 @@ void on_control(message_ptr m) {
       rec.ref = lc.ref;
       rec.key = h.key;
       rec.coll = &lc;
+      if (trace::on()) [[unlikely]]
+        trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
+                              std::uint32_t(h.key.w[0]), 0);
       pupper p = pupper::unpacker(args_of(*m), args_size(*m));
       p | rec.red_round | rec.epoch | rec.last_bcast;
       t_constructing = &rec;
@@ -1404,6 +1430,18 @@ void node_start() {
   freeze_registries(true);
   g_entries = entry_table();
   g_node_objects = new node_objects;
+  // The trace names entry methods and collections (by element type).
+  trace::set_name_source("entry", [] {
+    std::vector<std::pair<std::uint32_t, std::string>> names;
+    const std::span<const entry_info> table = entry_table();
+    for (std::size_t i = 0; i < table.size(); ++i) names.emplace_back(std::uint32_t(i), table[i].name);
+    return names;
+  });
+  trace::set_name_source("collection", [] {
+    std::vector<std::pair<std::uint32_t, std::string>> names;
+    for (std::uint32_t i = 0; i < element_type_count(); ++i) names.emplace_back(i, element_type(i).name);
+    return names;
+  });
 }
 
 void pe_start() {
@@ -1826,6 +1864,8 @@ std::uint32_t contribute(element_record& rec, std::uint32_t reducer_id, const ca
   rec.contributed_now = true;
   local_collection& lc = *rec.coll;
   const std::uint32_t round = rec.red_round++;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::reduction, rec.ref.type, 0, round, 0);
   hist_remove(lc, round);
   hist_add(lc, round + 1);
   partial p;

@@ -23,6 +23,8 @@ void freeze_registries(bool frozen);
 std::uint64_t registry_fingerprint();
 // The entry table, fixed while a node runs (registries are frozen).
 std::span<const entry_info> entry_table() noexcept;
+// Element types registered (ids 0 .. count - 1).
+std::uint32_t element_type_count() noexcept;
 const reducer_info& reducer(std::uint32_t id);
 map_fn user_map(std::uint32_t id);
 struct readonly_entry {

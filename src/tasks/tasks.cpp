@@ -48,6 +48,7 @@
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/message.hpp"
+#include "weft/trace/hooks.hpp"
 
 namespace weft {
 
@@ -356,6 +357,9 @@ task* steal_one(pe_tasks& me) {
       const base::steal_status s = victim.deque.steal(t);
       if (s == base::steal_status::success) {
         note_taken(t);
+        if (trace::on()) [[unlikely]]
+          trace::detail::emit(trace::kind::steal,
+                                std::uint32_t(my_pe() - my_rank() + (start + k) % pes), 1, 0, 0);
         return t;
       }
       if (s == base::steal_status::empty) break;
@@ -486,7 +490,14 @@ void run_task(task* t) {
   loop& l = *t->l;
   const std::uint64_t lo = t->lo, hi = t->hi;
   give(t_me->free_tasks, g_node->tasks, t);
+  const bool traced = trace::on();
+  if (traced) [[unlikely]]
+    trace::detail::emit(trace::kind::task_begin, std::uint32_t(l.caller_pe), std::uint32_t(lo),
+                          std::uint32_t(hi - lo), l.caller_pe != my_pe());
+  // `l` may be gone once accounted (the caller returns).
   account(l, run_range(l, lo, hi));
+  if (traced) [[unlikely]]
+    trace::detail::emit(trace::kind::task_end, 0, 0, 0, 0);
 }
 
 // ---- broadcast and static blocks -----------------------------------------------------

@@ -35,6 +35,12 @@ struct runtime_config {
   // Default scheme of weft::parallel_for (the tasks layer reads it; core
   // only validates the name, as it does for the transport).
   std::string tasks_scheme = "adaptive-idle";
+  // The trace (docs/tracing.md): directory (empty: off), full or summary,
+  // buffer per PE; counters for stats and the trace ("off" or a list).
+  std::string trace_dir;
+  std::string trace_mode = "full";
+  std::size_t trace_buffer_bytes = 4u << 20;
+  std::string counters;
   std::string config_text;       // --weft:print-config text: values and their origins
 };
 

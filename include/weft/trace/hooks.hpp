@@ -1,0 +1,132 @@
+// The trace layer's hooks, called by the layers below it on their hot paths
+// (docs/design/trace-format.md lists the events and their fields).
+//
+// Cost when tracing is off: `on()` reads one byte that is written only
+// before any PE starts and after all have stopped, so the branch is always
+// predicted and the line stays shared in every core's cache. Everything
+// else lives out of line behind it. When on, an event is one time-stamp
+// read and one 24-byte store into the calling thread's own buffer: no lock,
+// no atomic read-modify-write, no line another thread writes.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+#include "weft/base/export.hpp"
+#include "weft/base/timer.hpp"
+
+namespace weft::trace {
+
+// Record kinds (the `kind` byte of a record; fixed by the file format).
+enum class kind : std::uint8_t {
+  handler_begin = 1,
+  handler_end = 2,
+  entry_begin = 3,
+  entry_end = 4,
+  send = 5,
+  idle_begin = 6,
+  idle_end = 7,
+  task_begin = 8,
+  task_end = 9,
+  steal = 10,
+  reduction = 11,
+  migrate_out = 12,
+  migrate_in = 13,
+  lb_begin = 14,
+  lb_end = 15,
+  progress_begin = 16,
+  progress_end = 17,
+  mark = 18,
+  region_begin = 19,
+  region_end = 20,
+  counter = 21,
+  flush_begin = 22,
+  flush_end = 23,
+};
+
+// Handler ids of what runs on a PE without a message.
+inline constexpr std::uint32_t main_handler = 0xffffffffu;
+inline constexpr std::uint32_t callback_handler = 0xfffffffeu;
+
+// Flag bits of the `d` field of handler_begin and send.
+namespace send_flags {
+inline constexpr std::uint32_t node_queue = 1u << 8;  // a node-queue message (send: `a` is a node)
+inline constexpr std::uint32_t remote = 1u << 9;      // handler_begin: came from another node
+inline constexpr std::uint32_t bcast_copy = 1u << 9;  // send: a broadcast forwarded down the tree
+inline constexpr std::uint32_t to_remote = 1u << 10;  // send: to another node
+}  // namespace send_flags
+
+namespace detail {
+// True while a node of this process records a trace.
+WEFT_API extern bool g_on;
+
+// A record as it is stored (docs/design/trace-format.md).
+struct raw_record {
+  std::uint64_t w;  // tick << 8 | kind
+  std::uint32_t a, b, c, d;
+};
+static_assert(sizeof(raw_record) == 24);
+
+// The calling thread's buffer, for the inline path: records go to `next`
+// while it is below `limit`. Null `next` (no track, summary mode) and an
+// open idle period send every event through record(). `next` is read by
+// the abort path of another thread, hence the release stores (plain moves
+// on x86).
+struct fast_path {
+  raw_record* next = nullptr;
+  raw_record* limit = nullptr;
+  std::uint64_t base = 0;  // the session's first tick
+  bool idle_open = false;
+  std::uint8_t seq = 0;  // sends so far, modulo 256
+};
+WEFT_API extern constinit thread_local fast_path t_fast;
+
+// Appends an event to the calling thread's track (nothing on a thread that
+// has none). Never throws, never blocks but to write a full buffer out.
+WEFT_API void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
+                     std::uint32_t d) noexcept;
+// Enters the idle state; the next begin event or idle_end leaves it (an idle
+// period spans many turns of the scheduler's back-off).
+WEFT_API void idle_enter() noexcept;
+WEFT_API void idle_leave() noexcept;
+// The comm thread's progress call took [t0, now) and moved `moved` items:
+// recorded only when it moved something, so a polling thread does not fill
+// its buffer with empty polls.
+WEFT_API std::uint64_t now_tick() noexcept;
+WEFT_API void record_progress(std::uint64_t t0_tick, std::uint32_t moved) noexcept;
+WEFT_API std::uint32_t intern_user_name(std::string_view name);
+}  // namespace detail
+
+[[gnu::always_inline]] inline bool on() noexcept {
+  return __builtin_expect(detail::g_on, false);
+}
+
+namespace detail {
+// An event: stored in place when the buffer has room and nothing else is
+// due (the common case: a time-stamp read, three stores), else through
+// record(), which also writes a full buffer out.
+[[gnu::always_inline]] inline void emit(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
+                                        std::uint32_t d) noexcept {
+  fast_path& f = t_fast;
+  raw_record* r = f.next;
+  if (r != nullptr && r < f.limit && !f.idle_open) [[likely]] {
+    std::uint64_t tick = base::cycles() - f.base;
+    if (std::int64_t(tick) < 0) tick = 0;  // a core whose counter lags the first one's
+    *r = {tick << 8 | std::uint64_t(k), a, b, c, d};
+    std::atomic_ref<raw_record*>(f.next).store(r + 1, std::memory_order_release);
+    return;
+  }
+  record(k, a, b, c, d);
+}
+
+// A send: records it and returns the sequence number the message carries
+// (the receiver's handler_begin names it, so tools can draw the arrow).
+[[gnu::always_inline]] inline std::uint8_t record_send(std::int32_t dst, std::uint32_t bytes,
+                                                       std::uint32_t handler,
+                                                       std::uint32_t flags) noexcept {
+  const std::uint8_t seq = t_fast.seq++;
+  emit(kind::send, std::uint32_t(dst), bytes, handler, flags | seq);
+  return seq;
+}
+}  // namespace detail
+
+}  // namespace weft::trace

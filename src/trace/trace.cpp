@@ -1,0 +1,834 @@
+// The trace layer: per-thread event buffers, their files, the summary mode
+// and the node's metadata (format: docs/design/trace-format.md).
+//
+// Every track (a PE, or a node's comm thread) owns its buffer and its file;
+// its thread alone appends and writes out, so recording takes no lock and
+// touches no line another thread writes. The session's mutex guards only
+// the list of tracks, taken when a track begins or ends and when the
+// metadata is written. After a fatal error the failing thread writes out
+// the other tracks' buffers too: each buffer's count is published with a
+// release store after its record, and a track's `writing` flag keeps the
+// owner and the abort path from writing the same buffer at once.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+#include "weft/base/error.hpp"
+#include "weft/base/timer.hpp"
+#include "weft/trace/counters.hpp"
+#include "weft/trace/hooks.hpp"
+#include "weft/trace/session.hpp"
+
+namespace weft::trace {
+
+namespace detail {
+bool g_on = false;
+constinit thread_local fast_path t_fast;
+}
+
+namespace {
+
+using record = detail::raw_record;
+
+constexpr char magic[8] = {'W', 'E', 'F', 'T', 'T', 'R', 'C', 0};
+constexpr std::uint32_t format_version = 1;
+
+// Summary mode: the histogram starts with 1 ms bins and doubles their width
+// whenever the run outgrows max_bins, so a run of any length keeps between
+// max_bins / 2 and max_bins of them.
+constexpr std::size_t max_bins = 1024;
+
+struct name_stat {
+  std::uint64_t count = 0, total = 0, self = 0, max = 0;
+};
+struct open_slice {
+  kind k;
+  std::uint32_t id;
+  std::uint64_t t0;
+  std::uint64_t nested = 0;  // time of slices that ran inside it
+};
+
+bool is_busy(kind k) {
+  return k == kind::handler_begin || k == kind::entry_begin || k == kind::task_begin ||
+         k == kind::region_begin;
+}
+bool is_begin(kind k) {
+  switch (k) {
+    case kind::handler_begin:
+    case kind::entry_begin:
+    case kind::task_begin:
+    case kind::region_begin:
+    case kind::progress_begin:
+    case kind::lb_begin:
+    case kind::flush_begin:
+      return true;
+    default:
+      return false;
+  }
+}
+bool is_end(kind k) {
+  switch (k) {
+    case kind::handler_end:
+    case kind::entry_end:
+    case kind::task_end:
+    case kind::region_end:
+    case kind::progress_end:
+    case kind::lb_end:
+    case kind::flush_end:
+      return true;
+    default:
+      return false;
+  }
+}
+kind begin_of(kind end) {
+  return kind(std::uint8_t(end) - 1);
+}
+// The name table a slice's id belongs to, in the summary.
+const char* space_of(kind begin) {
+  switch (begin) {
+    case kind::handler_begin: return "handler";
+    case kind::entry_begin: return "entry";
+    case kind::task_begin: return "task";
+    case kind::region_begin: return "user";
+    case kind::progress_begin: return "progress";
+    case kind::lb_begin: return "lb";
+    default: return "flush";
+  }
+}
+
+struct track {
+  track_kind what = track_kind::pe;
+  int pe = -1, local = -1;
+  // Full mode.
+  std::unique_ptr<record[]> buf;
+  std::uint32_t cap = 0;
+  // The owner thread's fast path: its `next` is where the next record goes.
+  detail::fast_path* fp = nullptr;
+  int fd = -1;
+  std::string path;
+  bool failed = false;               // a write failed: the track records no more
+  std::atomic<bool> writing{false};  // its buffer is being written out
+  // Both modes.
+  counter_set counters;
+  std::vector<std::uint64_t> final_counters;
+  std::uint64_t first_tick = 0, last_tick = 0;
+  // Summary mode.
+  std::vector<open_slice> stack;
+  std::map<std::pair<kind, std::uint32_t>, name_stat> names;
+  int busy_depth = 0;
+  std::uint64_t busy_t0 = 0, idle_t0 = 0, busy = 0, idle = 0;
+  std::vector<std::uint64_t> bins;  // busy, idle interleaved, in ticks
+  std::uint64_t bin_ticks = 1;
+};
+
+struct session {
+  session_config cfg;
+  bool traces = false;
+  std::uint64_t tsc_base = 0;
+  std::uint64_t mono_base = 0, real_base = 0;
+  double ns_per_tick = 1.0;
+  std::uint32_t cap = 0;  // records per buffer
+  std::mutex mutex;       // guards tracks, the counter note, the metadata file
+  std::vector<std::unique_ptr<track>> tracks;
+  std::vector<std::string> counter_names;
+  std::string counter_note;
+  bool counters_known = false;
+  std::atomic<bool> aborted{false};
+  std::uint64_t end_tsc = 0, end_mono = 0;  // pes_ended
+  // The time line starts when the last PE has begun its track: PE threads
+  // take milliseconds to start on a loaded machine, and a PE that did not
+  // exist yet was neither busy nor idle. Until then tracks wait.
+  std::atomic<int> pes_begun{0};
+  std::atomic<bool> base_ready{false};
+  // Likewise the end, when the last PE ends its track.
+  std::atomic<int> pes_ending{0};
+  std::atomic<bool> end_ready{false};
+};
+
+void take_base(session& s) {
+  timespec rt{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  s.mono_base = base::wall_ns();
+  s.tsc_base = base::cycles();
+  s.real_base = std::uint64_t(rt.tv_sec) * 1000000000ull + std::uint64_t(rt.tv_nsec);
+}
+
+std::atomic<session*> g_session{nullptr};
+// The thread's track while it records (null when the session only counts).
+thread_local track* t_track = nullptr;
+// The thread's track in any case (its counters serve --weft:stats).
+thread_local track* t_own = nullptr;
+
+std::mutex g_names_mutex;
+std::map<std::string, name_source> g_name_sources;           // guarded by g_names_mutex
+std::vector<std::string> g_user_names;                        // guarded by g_names_mutex
+std::unordered_map<std::string, std::uint32_t> g_user_ids;    // guarded by g_names_mutex
+
+// --- writing -------------------------------------------------------------
+
+// Writes all of [p, p + n) or returns the errno that stopped it.
+int write_all(int fd, const void* p, std::size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    c += w;
+    n -= std::size_t(w);
+  }
+  return 0;
+}
+
+// Writes the first n records of the track's buffer to its file. Returns
+// false (and stops the track, once said) when the file cannot take them.
+bool write_records(track& t, std::uint32_t n) {
+  if (t.fd < 0 || t.failed) return false;
+  if (int err = write_all(t.fd, t.buf.get(), std::size_t(n) * sizeof(record)); err != 0) {
+    t.failed = true;
+    base::warn("trace: writing %s failed: %s; this track records no more", t.path.c_str(),
+               std::strerror(err));
+    return false;
+  }
+  return true;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (ch < 0x20) {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "\\u%04x", ch);
+          out += hex;
+        } else {
+          out += char(ch);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string node_file(const session& s, const std::string& rest) {
+  return s.cfg.dir + "/node" + std::to_string(s.cfg.node) + rest;
+}
+
+// Writes `text` to `path` through a temporary file and a rename, so a
+// reader never sees half of it. Returns the errno of a failure.
+int write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  int err = write_all(fd, text.data(), text.size());
+  ::close(fd);
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  return err;
+}
+
+std::string host_name() {
+  char h[256] = {};
+  if (gethostname(h, sizeof h - 1) != 0) return "unknown";
+  return h;
+}
+
+// The metadata; the caller holds s.mutex (or is the abort path).
+std::string metadata(session& s, bool complete, bool aborted, std::uint64_t end_tick,
+                     std::uint64_t end_mono) {
+  std::string j = "{\n";
+  j += "  \"format\": \"weft-trace\", \"version\": " + std::to_string(format_version) + ",\n";
+  j += std::string("  \"mode\": \"") + (s.cfg.mode == trace_mode::full ? "full" : "summary") +
+       "\",\n";
+  j += "  \"node\": " + std::to_string(s.cfg.node) + ", \"nodes\": " +
+       std::to_string(s.cfg.nodes) + ", \"first_pe\": " + std::to_string(s.cfg.first_pe) +
+       ", \"pes\": " + std::to_string(s.cfg.pes) + ", \"total_pes\": " +
+       std::to_string(s.cfg.pes * s.cfg.nodes) + ",\n";
+  j += "  \"host\": " + json_string(host_name()) + ", \"pid\": " + std::to_string(getpid()) +
+       ",\n  \"argv\": [";
+  for (std::size_t i = 0; i < s.cfg.argv.size(); ++i)
+    j += (i ? ", " : "") + json_string(s.cfg.argv[i]);
+  j += "],\n";
+  char clock[512];
+  std::snprintf(clock, sizeof clock,
+                "  \"clock\": {\"tsc_base\": %llu, \"ns_per_tick\": %.9g, \"mono_ns_base\": %llu, "
+                "\"real_ns_base\": %llu",
+                (unsigned long long)s.tsc_base, s.ns_per_tick, (unsigned long long)s.mono_base,
+                (unsigned long long)s.real_base);
+  j += clock;
+  if (end_mono != 0)
+    j += ", \"tick_end\": " + std::to_string(end_tick) + ", \"mono_ns_end\": " +
+         std::to_string(end_mono);
+  j += "},\n  \"names\": {\n";
+  std::vector<std::pair<std::string, std::vector<std::pair<std::uint32_t, std::string>>>> tables;
+  {
+    std::unique_lock<std::mutex> lock(g_names_mutex, std::defer_lock);
+    // The abort path must not wait for a lock a stopped thread may hold.
+    if (aborted ? lock.try_lock() : (lock.lock(), true)) {
+      for (auto& [space, source] : g_name_sources)
+        if (source) tables.emplace_back(space, source());
+      std::vector<std::pair<std::uint32_t, std::string>> user;
+      for (std::size_t i = 0; i < g_user_names.size(); ++i)
+        user.emplace_back(std::uint32_t(i), g_user_names[i]);
+      tables.emplace_back("user", std::move(user));
+    }
+  }
+  std::vector<std::pair<std::uint32_t, std::string>> counters;
+  for (std::size_t i = 0; i < s.counter_names.size(); ++i)
+    counters.emplace_back(std::uint32_t(i), s.counter_names[i]);
+  tables.emplace_back("counter", std::move(counters));
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    j += "    " + json_string(tables[t].first) + ": {";
+    bool first = true;
+    for (auto& [id, name] : tables[t].second) {
+      j += (first ? "" : ", ") + json_string(std::to_string(id)) + ": " + json_string(name);
+      first = false;
+    }
+    j += t + 1 < tables.size() ? "},\n" : "}\n";
+  }
+  j += "  },\n  \"counters\": {\"requested\": [";
+  for (std::size_t i = 0; i < s.cfg.counters.size(); ++i)
+    j += (i ? ", " : "") + json_string(s.cfg.counters[i]);
+  j += "], \"opened\": [";
+  for (std::size_t i = 0; i < s.counter_names.size(); ++i)
+    j += (i ? ", " : "") + json_string(s.counter_names[i]);
+  j += "], \"note\": " + json_string(s.counter_note) + "},\n  \"tracks\": [";
+  bool first = true;
+  if (s.cfg.mode == trace_mode::full) {
+    for (auto& t : s.tracks) {
+      j += std::string(first ? "" : ", ") + "{\"file\": " +
+           json_string(t->path.substr(t->path.find_last_of('/') + 1)) + ", \"kind\": \"" +
+           (t->what == track_kind::pe ? "pe" : "comm") + "\", \"pe\": " + std::to_string(t->pe) +
+           "}";
+      first = false;
+    }
+  }
+  j += "],\n";
+  if (s.cfg.mode == trace_mode::summary)
+    j += "  \"summary_file\": " + json_string("node" + std::to_string(s.cfg.node) +
+                                              ".summary.json") + ",\n";
+  j += std::string("  \"complete\": ") + (complete ? "true" : "false") +
+       ", \"aborted\": " + (aborted ? "true" : "false") + "\n}\n";
+  return j;
+}
+
+void write_metadata(session& s, bool complete, bool aborted) {
+  std::uint64_t end_tick = 0, end_mono = 0;
+  if (complete || aborted) {
+    end_mono = s.end_mono != 0 ? s.end_mono : base::wall_ns();
+    const std::uint64_t now = s.end_tsc != 0 ? s.end_tsc : base::cycles();
+    end_tick = now > s.tsc_base ? now - s.tsc_base : 0;
+  }
+  const std::string path = node_file(s, ".json");
+  if (int err = write_file(path, metadata(s, complete, aborted, end_tick, end_mono)); err != 0) {
+    if (aborted) return;  // already failing; the fatal message matters more
+    base::fatal("trace: cannot write %s: %s", path.c_str(), std::strerror(err));
+  }
+}
+
+// --- summary mode --------------------------------------------------------
+
+void add_to_bins(track& t, int which, std::uint64_t t0, std::uint64_t t1) {
+  if (t1 <= t0) return;
+  while (t1 >= t.bin_ticks * max_bins) {
+    // Halve the resolution: pairs of bins become one.
+    for (std::size_t i = 0; i < max_bins / 2; ++i) {
+      t.bins[2 * i] = t.bins[4 * i] + t.bins[4 * i + 2];
+      t.bins[2 * i + 1] = t.bins[4 * i + 1] + t.bins[4 * i + 3];
+    }
+    std::fill(t.bins.begin() + max_bins, t.bins.end(), 0);
+    t.bin_ticks *= 2;
+  }
+  while (t0 < t1) {
+    const std::uint64_t b = t0 / t.bin_ticks;
+    const std::uint64_t edge = (b + 1) * t.bin_ticks;
+    const std::uint64_t end = std::min(edge, t1);
+    t.bins[2 * b + std::uint64_t(which)] += end - t0;
+    t0 = end;
+  }
+}
+
+void summarize(track& t, kind k, std::uint64_t tick, std::uint32_t a) {
+  t.last_tick = tick;
+  if (k == kind::idle_begin) {
+    t.idle_t0 = tick;
+    return;
+  }
+  if (k == kind::idle_end) {
+    t.idle += tick - t.idle_t0;
+    add_to_bins(t, 1, t.idle_t0, tick);
+    return;
+  }
+  if (is_begin(k)) {
+    if (is_busy(k) && t.busy_depth++ == 0) t.busy_t0 = tick;
+    t.stack.push_back({k, a, tick, 0});
+    return;
+  }
+  if (!is_end(k) || t.stack.empty()) return;
+  const kind b = begin_of(k);
+  // An end closes the innermost open slice of its kind (the layers nest
+  // them; this only keeps a stray end from corrupting the totals).
+  std::size_t at = t.stack.size();
+  while (at > 0 && t.stack[at - 1].k != b) --at;
+  if (at == 0) return;
+  while (t.stack.size() >= at) {
+    open_slice s = t.stack.back();
+    t.stack.pop_back();
+    const std::uint64_t dur = tick - s.t0;
+    name_stat& st = t.names[{s.k, s.id}];
+    ++st.count;
+    st.total += dur;
+    st.self += dur > s.nested ? dur - s.nested : 0;
+    st.max = std::max(st.max, dur);
+    if (!t.stack.empty()) t.stack.back().nested += dur;
+    if (is_busy(s.k) && --t.busy_depth == 0) {
+      t.busy += tick - t.busy_t0;
+      add_to_bins(t, 0, t.busy_t0, tick);
+    }
+  }
+}
+
+// --- recording -------------------------------------------------------------
+
+void flush(track& t, std::uint64_t now);
+
+// Records in the buffer (any thread: the abort path reads another's).
+std::uint32_t count(const track& t, std::memory_order order = std::memory_order_relaxed) {
+  return std::uint32_t(std::atomic_ref<record*>(t.fp->next).load(order) - t.buf.get());
+}
+void set_count(track& t, std::uint32_t n) {
+  std::atomic_ref<record*>(t.fp->next).store(t.buf.get() + n, std::memory_order_release);
+}
+
+inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
+                std::uint32_t c, std::uint32_t d) {
+  const session& s = *g_session.load(std::memory_order_relaxed);
+  const std::uint64_t tick = now > s.tsc_base ? now - s.tsc_base : 0;
+  if (s.cfg.mode == trace_mode::summary) {
+    summarize(t, k, tick, a);
+    return;
+  }
+  if (t.failed) return;
+  const std::uint32_t i = count(t);
+  t.buf[i] = {tick << 8 | std::uint64_t(k), a, b, c, d};
+  set_count(t, i + 1);
+  t.last_tick = tick;
+  // Room stays for what a flush records into the full buffer (flush_begin);
+  // the inline path stops at the same mark (fast_path::limit).
+  if (i + 2 >= t.cap) flush(t, now);
+}
+
+void put_counters(track& t, std::uint64_t now) {
+  const std::vector<std::uint64_t> v = t.counters.read();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    put(t, kind::counter, now, std::uint32_t(i), 0, std::uint32_t(v[i]),
+        std::uint32_t(v[i] >> 32));
+}
+
+// Writes the full buffer out; the time it takes shows on the track as a
+// flush slice (overhead, not the program's).
+void flush(track& t, std::uint64_t now) {
+  const session& s = *g_session.load(std::memory_order_relaxed);
+  std::uint32_t n = count(t);
+  const std::uint64_t tick = now > s.tsc_base ? now - s.tsc_base : 0;
+  t.buf[n] = {tick << 8 | std::uint64_t(kind::flush_begin), 0, 0, 0, 0};
+  set_count(t, ++n);
+  // After an abort the failing thread owns every buffer: this track stops.
+  if (t.writing.exchange(true, std::memory_order_acquire)) {
+    t.failed = true;
+    t.fp->limit = t.fp->next;  // the inline path stops too
+    return;
+  }
+  write_records(t, n);
+  set_count(t, 0);
+  t.writing.store(false, std::memory_order_release);
+  if (t.failed) {
+    t.fp->limit = t.fp->next;
+    return;
+  }
+  put(t, kind::flush_end, base::cycles(), n, 0, 0, 0);
+  put_counters(t, base::cycles());
+}
+
+inline void append(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
+                   std::uint32_t c, std::uint32_t d) {
+  if (t.fp->idle_open && is_begin(k)) {
+    t.fp->idle_open = false;
+    put(t, kind::idle_end, now, 0, 0, 0, 0);
+  }
+  put(t, k, now, a, b, c, d);
+}
+
+std::string counter_note(const std::vector<std::string>& refused) {
+  std::string note;
+  for (const auto& r : refused) note += (note.empty() ? "" : "; ") + r;
+  return note;
+}
+
+}  // namespace
+
+// --- hooks -------------------------------------------------------------------
+
+namespace detail {
+
+void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) noexcept {
+  track* t = t_track;
+  if (t == nullptr) return;
+  append(*t, k, base::cycles(), a, b, c, d);
+}
+
+void idle_enter() noexcept {
+  track* t = t_track;
+  if (t == nullptr || t_fast.idle_open) return;
+  put(*t, kind::idle_begin, base::cycles(), 0, 0, 0, 0);
+  t_fast.idle_open = true;
+}
+
+void idle_leave() noexcept {
+  track* t = t_track;
+  if (t == nullptr || !t_fast.idle_open) return;
+  t_fast.idle_open = false;
+  put(*t, kind::idle_end, base::cycles(), 0, 0, 0, 0);
+}
+
+std::uint64_t now_tick() noexcept {
+  return base::cycles();
+}
+
+void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept {
+  track* t = t_track;
+  if (t == nullptr || moved == 0) return;
+  append(*t, kind::progress_begin, t0, 0, 0, 0, 0);
+  append(*t, kind::progress_end, base::cycles(), moved, 0, 0, 0);
+}
+
+std::uint32_t intern_user_name(std::string_view name) {
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  auto [it, added] = g_user_ids.try_emplace(std::string(name), std::uint32_t(g_user_names.size()));
+  if (added) g_user_names.emplace_back(name);
+  return it->second;
+}
+
+}  // namespace detail
+
+// --- the session -------------------------------------------------------------
+
+void set_name_source(const std::string& space, name_source source) {
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  g_name_sources[space] = std::move(source);
+}
+
+void start_session(const session_config& config) {
+  if (g_session.load() != nullptr) base::fatal("trace: a session already runs in this process");
+  auto* s = new session;
+  s->cfg = config;
+  s->traces = !config.dir.empty();
+  s->ns_per_tick = base::ns_per_cycle();
+  if (s->traces) {
+    // mkdir -p, so DIR may name a new path; each node creates what it needs.
+    std::string path;
+    for (std::size_t i = 0; i <= config.dir.size(); ++i) {
+      if (i < config.dir.size() && config.dir[i] != '/') continue;
+      path = config.dir.substr(0, i);
+      if (path.empty()) continue;
+      if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+        base::fatal("--weft:trace=%s: cannot create the directory %s: %s", config.dir.c_str(),
+                    path.c_str(), std::strerror(errno));
+    }
+    struct stat st{};
+    if (::stat(config.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      base::fatal("--weft:trace=%s: not a directory", config.dir.c_str());
+    if (::access(config.dir.c_str(), W_OK) != 0)
+      base::fatal("--weft:trace=%s: the directory is not writable: %s", config.dir.c_str(),
+                  std::strerror(errno));
+    const std::size_t bytes = std::max<std::size_t>(config.buffer_bytes, 64 * sizeof(record));
+    s->cap = std::uint32_t(std::min<std::size_t>(bytes / sizeof(record), UINT32_MAX / 2));
+  }
+  if (!config.counters.empty()) {
+    // The process's first perf event costs the kernel ~10 ms to set up
+    // (measured on the reference VM): paid here, before the time line
+    // starts, not by the first PE inside it.
+    counter_set warm;
+    warm.open({"task-clock"});
+  }
+  take_base(*s);
+  g_session.store(s, std::memory_order_release);
+  if (s->traces) {
+    {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      write_metadata(*s, false, false);
+    }
+    detail::g_on = true;
+  }
+}
+
+bool session_traces() {
+  session* s = g_session.load(std::memory_order_acquire);
+  return s != nullptr && s->traces;
+}
+
+void begin_track(track_kind what, int pe, int local) {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr || t_track != nullptr) return;
+  auto t = std::make_unique<track>();
+  t->what = what;
+  t->pe = pe;
+  t->local = local;
+  if (what == track_kind::pe && !s->cfg.counters.empty()) {
+    t->counters.open(s->cfg.counters);
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (!s->counters_known) {
+      s->counters_known = true;
+      s->counter_names = t->counters.opened();
+      s->counter_note = counter_note(t->counters.refused());
+      if (!s->counter_note.empty()) {
+        std::string have;
+        for (const auto& n : s->counter_names) have += (have.empty() ? "" : ", ") + n;
+        base::info("counters not available: %s; %s", s->counter_note.c_str(),
+                   have.empty() ? "no counters this run"
+                                : ("counting " + have + " only").c_str());
+      }
+    }
+  }
+  if (s->traces && s->cfg.mode == trace_mode::full) {
+    t->path = what == track_kind::pe
+                  ? node_file(*s, ".pe" + std::to_string(local) + ".events")
+                  : node_file(*s, ".comm.events");
+    t->fd = ::open(t->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (t->fd < 0) base::fatal("trace: cannot create %s: %s", t->path.c_str(), std::strerror(errno));
+    unsigned char header[32] = {};
+    std::memcpy(header, magic, 8);
+    const std::uint32_t fields[6] = {format_version,
+                                     std::uint32_t(sizeof(record)),
+                                     std::uint32_t(s->cfg.node),
+                                     std::uint32_t(pe),
+                                     std::uint32_t(what),
+                                     0};
+    std::memcpy(header + 8, fields, sizeof fields);
+    if (int err = write_all(t->fd, header, sizeof header); err != 0)
+      base::fatal("trace: cannot write %s: %s", t->path.c_str(), std::strerror(err));
+    t->cap = s->cap;
+    t->buf.reset(new record[t->cap]);
+  }
+  if (s->traces && s->cfg.mode == trace_mode::summary) {
+    t->bins.assign(2 * max_bins, 0);
+    t->bin_ticks = std::max<std::uint64_t>(1, std::uint64_t(1e6 / s->ns_per_tick));
+  }
+  track* raw = t.get();
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    s->tracks.push_back(std::move(t));
+  }
+  t_own = raw;
+  if (!s->traces) return;  // counters only, for --weft:stats
+  if (what == track_kind::pe && s->pes_begun.fetch_add(1) + 1 == s->cfg.pes) {
+    take_base(*s);
+    s->base_ready.store(true, std::memory_order_release);
+  }
+  while (!s->base_ready.load(std::memory_order_acquire)) sched_yield();
+  // A PE waited here from before the time line began: its track starts
+  // with it (its first counts are read now, a moment later).
+  const std::uint64_t now = what == track_kind::pe ? s->tsc_base : base::cycles();
+  raw->first_tick = raw->last_tick = now > s->tsc_base ? now - s->tsc_base : 0;
+  detail::fast_path& f = detail::t_fast;
+  f = {};
+  f.base = s->tsc_base;
+  raw->fp = &f;
+  if (s->cfg.mode == trace_mode::full) {
+    f.next = raw->buf.get();
+    f.limit = raw->buf.get() + (raw->cap - 2);  // put()'s flush mark
+  }
+  t_track = raw;
+  if (s->cfg.mode == trace_mode::full) put_counters(*raw, now);
+}
+
+std::vector<std::uint64_t> track_counters() {
+  track* t = t_own;
+  if (t == nullptr) return {};
+  return t->final_counters.empty() ? t->counters.read() : t->final_counters;
+}
+
+void end_track() {
+  track* t = t_own;
+  session* s = g_session.load(std::memory_order_acquire);
+  if (t == nullptr || s == nullptr) return;
+  std::uint64_t now = base::cycles();
+  if (t_track != nullptr && t->what == track_kind::pe) {
+    // The time line ends when the last PE gets here; the others wait (idle,
+    // if they were) and end with it, so every PE track spans the same run.
+    if (s->pes_ending.fetch_add(1) + 1 == s->cfg.pes) {
+      s->end_tsc = base::cycles();
+      s->end_mono = base::wall_ns();
+      s->end_ready.store(true, std::memory_order_release);
+    }
+    while (!s->end_ready.load(std::memory_order_acquire)) sched_yield();
+    now = s->end_tsc;
+  }
+  if (t_track != nullptr) {
+    if (t->fp->idle_open) {
+      t->fp->idle_open = false;
+      put(*t, kind::idle_end, now, 0, 0, 0, 0);
+    }
+    if (s->cfg.mode == trace_mode::full) {
+      put_counters(*t, now);
+      if (!t->writing.exchange(true, std::memory_order_acquire)) {
+        write_records(*t, count(*t));
+        set_count(*t, 0);
+        t->writing.store(false, std::memory_order_release);
+      }
+    } else {
+      // Slices still open (a run that ended inside a handler: weft::exit)
+      // end here.
+      while (!t->stack.empty()) summarize(*t, kind(std::uint8_t(t->stack.back().k) + 1),
+                                          now - s->tsc_base, t->stack.back().id);
+    }
+  }
+  t->last_tick = now > s->tsc_base ? now - s->tsc_base : 0;
+  t->final_counters = t->counters.read();
+  t->counters.close();
+  if (t->fd >= 0) {
+    // The abort path may be writing this buffer: the file stays open then.
+    if (!t->writing.exchange(true, std::memory_order_acquire)) {
+      ::close(t->fd);
+      t->fd = -1;
+    }
+  }
+  detail::t_fast = {};
+  t_track = nullptr;
+  t_own = nullptr;
+}
+
+std::vector<std::string> session_counter_names() {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr) return {};
+  std::lock_guard<std::mutex> lock(s->mutex);
+  return s->counter_names;
+}
+
+std::string session_counter_note() {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr) return {};
+  std::lock_guard<std::mutex> lock(s->mutex);
+  return s->counter_note;
+}
+
+namespace {
+
+// nodeN.summary.json: every PE's histogram at the widest bin any PE needed.
+std::string summary_json(session& s) {
+  const double k = s.ns_per_tick;
+  std::uint64_t width = 1;
+  for (auto& t : s.tracks)
+    if (t->what == track_kind::pe) width = std::max(width, t->bin_ticks);
+  std::string j = "{\n  \"format\": \"weft-trace-summary\", \"version\": " +
+                  std::to_string(format_version) + ", \"node\": " + std::to_string(s.cfg.node) +
+                  ",\n  \"bin_ns\": " + std::to_string(std::uint64_t(double(width) * k)) +
+                  ",\n  \"pes\": [";
+  const auto ns = [k](std::uint64_t ticks) { return std::to_string(std::uint64_t(double(ticks) * k)); };
+  bool first_pe = true;
+  for (auto& t : s.tracks) {
+    if (t->what != track_kind::pe) continue;
+    j += std::string(first_pe ? "\n" : ",\n") + "    {\"pe\": " + std::to_string(t->pe) +
+         ", \"wall_ns\": " + ns(t->last_tick - t->first_tick) + ", \"busy_ns\": " + ns(t->busy) +
+         ", \"idle_ns\": " + ns(t->idle) + ",\n     \"bins\": [";
+    first_pe = false;
+    const std::uint64_t merge = width / t->bin_ticks;  // a power of two
+    std::size_t used = 0;
+    for (std::size_t b = 0; b < max_bins; ++b)
+      if (t->bins[2 * b] != 0 || t->bins[2 * b + 1] != 0) used = b + 1;
+    for (std::size_t b = 0; b * merge < used; ++b) {
+      std::uint64_t busy = 0, idle = 0;
+      for (std::uint64_t m = 0; m < merge && b * merge + m < max_bins; ++m) {
+        busy += t->bins[2 * (b * merge + m)];
+        idle += t->bins[2 * (b * merge + m) + 1];
+      }
+      j += std::string(b ? ", " : "") + "[" + ns(busy) + ", " + ns(idle) + "]";
+    }
+    j += "],\n     \"names\": [";
+    bool first = true;
+    for (auto& [key, st] : t->names) {
+      j += std::string(first ? "" : ",\n                ") + "{\"space\": \"" +
+           space_of(key.first) + "\", \"id\": " + std::to_string(key.second) +
+           ", \"count\": " + std::to_string(st.count) + ", \"total_ns\": " + ns(st.total) +
+           ", \"self_ns\": " + ns(st.self) + ", \"max_ns\": " + ns(st.max) + "}";
+      first = false;
+    }
+    j += "],\n     \"counters\": {";
+    for (std::size_t i = 0; i < t->final_counters.size() && i < s.counter_names.size(); ++i)
+      j += std::string(i ? ", " : "") + json_string(s.counter_names[i]) + ": " +
+           std::to_string(t->final_counters[i]);
+    j += "}}";
+  }
+  return j + "\n  ]\n}\n";
+}
+
+}  // namespace
+
+void pes_ended() {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr || s->end_ready.load(std::memory_order_acquire)) return;
+  s->end_tsc = base::cycles();
+  s->end_mono = base::wall_ns();
+}
+
+void end_session() {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr) return;
+  detail::g_on = false;
+  if (s->traces) {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (s->cfg.mode == trace_mode::summary) {
+      const std::string path = node_file(*s, ".summary.json");
+      if (int err = write_file(path, summary_json(*s)); err != 0)
+        base::fatal("trace: cannot write %s: %s", path.c_str(), std::strerror(err));
+    }
+    write_metadata(*s, true, false);
+  }
+  g_session.store(nullptr, std::memory_order_release);
+  delete s;
+}
+
+void abort_session() noexcept {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr || !s->traces || s->aborted.exchange(true)) return;
+  // Other threads may still run: take nothing that one of them could hold
+  // for long, and write only what each buffer has published.
+  std::unique_lock<std::mutex> lock(s->mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  try {
+    if (s->cfg.mode == trace_mode::full) {
+      for (auto& t : s->tracks) {
+        // Holding `writing`, this thread owns the file and the published
+        // part of the buffer; the owner, if it still runs, stops at its
+        // next flush.
+        if (t->writing.exchange(true, std::memory_order_acquire)) continue;
+        if (t->fd >= 0 && t->fp != nullptr)
+          (void)write_all(t->fd, t->buf.get(),
+                          std::size_t(count(*t, std::memory_order_acquire)) * sizeof(record));
+      }
+    }
+    write_metadata(*s, false, true);
+  } catch (...) {
+    // Out of memory while failing: the fatal message is what matters.
+  }
+}
+
+}  // namespace weft::trace

@@ -1,0 +1,49 @@
+# Traced runs of tests/trace/trace_program (every kind of event), read back by
+# tools/weft-trace through tests/trace/traced_run.py. 4 PEs on the 2 cores of
+# the reference machine: oversubscribed on purpose, as every test must pass so.
+add_executable(trace_program ${CMAKE_CURRENT_SOURCE_DIR}/trace_program.cpp)
+target_link_libraries(trace_program PRIVATE weft::weft)
+
+set(weft_trace_tool ${PROJECT_SOURCE_DIR}/tools/weft-trace)
+set(weft_traced_run /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/traced_run.py
+    --tool ${weft_trace_tool})
+# Open MPI's allocations at exit are not weft's (as in tests/net).
+set(weft_trace_env ASAN_OPTIONS=detect_leaks=0)
+
+foreach(c full summary truncated)
+  add_test(NAME trace.program.${c}
+           COMMAND ${weft_traced_run} --case ${c} --
+                   $<TARGET_FILE:trace_program> 60 --weft:threads=4 --weft:quiet
+                   --weft:timeout=200)
+  set_tests_properties(trace.program.${c} PROPERTIES TIMEOUT 300 LABELS trace)
+endforeach()
+
+# A fatal error half way: what the PEs had recorded is written, and the
+# metadata says the run aborted.
+add_test(NAME trace.program.abort
+         COMMAND ${weft_traced_run} --case abort --
+                 $<TARGET_FILE:trace_program> 40 abort --weft:threads=4 --weft:quiet
+                 --weft:timeout=200)
+set_tests_properties(trace.program.abort PROPERTIES TIMEOUT 300 LABELS trace
+                     ENVIRONMENT "${weft_trace_env}")
+
+# One PE, no tasks to steal: the non-SMP shape.
+add_test(NAME trace.program.one_pe
+         COMMAND ${weft_traced_run} --case full --one-pe --
+                 $<TARGET_FILE:trace_program> 20 --weft:threads=1 --weft:quiet
+                 --weft:timeout=200)
+set_tests_properties(trace.program.one_pe PROPERTIES TIMEOUT 300 LABELS trace)
+
+# Two processes of two PEs over shm (a comm thread each when the host has a
+# CPU to spare): one directory, one metadata file per node, arrows between
+# the nodes. Not under ThreadSanitizer, which runs Open MPI's launcher badly.
+find_package(MPI COMPONENTS C)
+if(MPIEXEC_EXECUTABLE AND NOT WEFT_SANITIZE STREQUAL "thread")
+  add_test(NAME trace.program.two_nodes
+           COMMAND ${weft_traced_run} --case full --
+                   ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none ${MPIEXEC_NUMPROC_FLAG} 2
+                   $<TARGET_FILE:trace_program> 30 --weft:threads=2 --weft:transport=shm
+                   --weft:quiet --weft:timeout=200)
+  set_tests_properties(trace.program.two_nodes PROPERTIES TIMEOUT 300 LABELS trace
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${weft_trace_env};OMPI_MCA_rmaps_base_oversubscribe=1")
+endif()

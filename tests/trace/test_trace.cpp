@@ -1,0 +1,278 @@
+// The trace layer without a node: counters, and a session's files written
+// by hand-driven tracks (the runs of whole programs are in CMakeLists.txt).
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+#include <gtest/gtest.h>
+#include "weft/trace/counters.hpp"
+#include "weft/trace/session.hpp"
+#include "weft/trace/trace.hpp"
+
+namespace fs = std::filesystem;
+using namespace weft::trace;
+
+namespace {
+
+int real_open(perf_event_attr* attr, int pid, int cpu, int group, unsigned long flags) {
+  return int(syscall(SYS_perf_event_open, attr, pid, cpu, group, flags));
+}
+
+// A kernel without hardware counters (a virtual machine): ENOENT for them.
+int no_hardware(perf_event_attr* attr, int pid, int cpu, int group, unsigned long flags) {
+  if (attr->type != PERF_TYPE_SOFTWARE) {
+    errno = ENOENT;
+    return -1;
+  }
+  return real_open(attr, pid, cpu, group, flags);
+}
+
+// The hardware path driven by a software event: a hardware request is
+// answered by the kernel's task clock, so the values that come back are
+// real counts going up, through the very code a hardware counter takes.
+int hardware_as_task_clock(perf_event_attr* attr, int pid, int cpu, int group,
+                           unsigned long flags) {
+  if (attr->type != PERF_TYPE_SOFTWARE) {
+    perf_event_attr sw = *attr;
+    sw.type = PERF_TYPE_SOFTWARE;
+    sw.config = PERF_COUNT_SW_TASK_CLOCK;
+    return real_open(&sw, pid, cpu, group, flags);
+  }
+  return real_open(attr, pid, cpu, group, flags);
+}
+
+// perf_event_paranoid >= 2 for a user: only user-space counting.
+int user_space_only(perf_event_attr* attr, int pid, int cpu, int group, unsigned long flags) {
+  if (!attr->exclude_kernel) {
+    errno = EACCES;
+    return -1;
+  }
+  return hardware_as_task_clock(attr, pid, cpu, group, flags);
+}
+
+double spin(int n) {
+  double x = 1;
+  for (int i = 0; i < n; ++i) x = x * 1.0000001 + std::sqrt(double(i));
+  return x;
+}
+
+bool task_clock_available() {
+  counter_set c;
+  c.open({"task-clock"});
+  return !c.opened().empty();
+}
+
+}  // namespace
+
+TEST(Counters, ListsAreChecked) {
+  EXPECT_EQ(check_counter_list("off"), "");
+  EXPECT_EQ(check_counter_list(default_counters()), "");
+  EXPECT_EQ(check_counter_list("cycles,task-clock"), "");
+  EXPECT_NE(check_counter_list("cycles,bogus").find("unknown counter 'bogus'"), std::string::npos);
+  EXPECT_NE(check_counter_list("cycles,,instructions").find("empty name"), std::string::npos);
+  EXPECT_NE(check_counter_list("cycles,cycles").find("named twice"), std::string::npos);
+  EXPECT_NE(check_counter_list("").find("empty"), std::string::npos);
+  EXPECT_EQ(split_counter_list("off").size(), 0u);
+  EXPECT_EQ(split_counter_list("a,b").size(), 2u);
+}
+
+TEST(Counters, RefusedHardwareIsLeftOutAndSaid) {
+  if (!task_clock_available()) GTEST_SKIP() << "this kernel gives no perf events at all";
+  counter_set c;
+  c.open(split_counter_list(default_counters()), no_hardware);
+  ASSERT_EQ(c.opened().size(), 2u);
+  EXPECT_EQ(c.opened()[0], "context-switches");
+  EXPECT_EQ(c.opened()[1], "cpu-migrations");
+  ASSERT_EQ(c.refused().size(), 4u);
+  EXPECT_NE(c.refused()[0].find("cycles: "), std::string::npos);
+  EXPECT_NE(c.refused()[0].find(std::strerror(ENOENT)), std::string::npos);
+  EXPECT_EQ(c.read().size(), 2u);
+}
+
+TEST(Counters, HardwarePathCountsThroughASoftwareEvent) {
+  if (!task_clock_available()) GTEST_SKIP() << "this kernel gives no perf events at all";
+  counter_set c;
+  c.open({"cycles", "instructions", "llc-misses"}, hardware_as_task_clock);
+  ASSERT_EQ(c.opened().size(), 3u);
+  EXPECT_TRUE(c.refused().empty());
+  const std::vector<std::uint64_t> a = c.read();
+  volatile double sink = spin(2'000'000);
+  (void)sink;
+  const std::vector<std::uint64_t> b = c.read();
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_GT(b[i], a[i]) << c.opened()[i];
+}
+
+TEST(Counters, UserSpaceOnlyKernelsAreCountedAndMarked) {
+  if (!task_clock_available()) GTEST_SKIP() << "this kernel gives no perf events at all";
+  counter_set c;
+  c.open({"cycles", "context-switches"}, user_space_only);
+  // A hardware counter falls back to user space (":u"); a software one would
+  // count nothing there and is refused instead.
+  ASSERT_EQ(c.opened().size(), 1u);
+  EXPECT_EQ(c.opened()[0], "cycles:u");
+  ASSERT_EQ(c.refused().size(), 1u);
+  EXPECT_NE(c.refused()[0].find("context-switches"), std::string::npos);
+}
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct raw_record {
+  std::uint64_t w;
+  std::uint32_t a, b, c, d;
+};
+
+std::vector<raw_record> records_of(const std::string& file) {
+  std::vector<raw_record> out((file.size() - 32) / 24);
+  std::memcpy(out.data(), file.data() + 32, out.size() * 24);
+  return out;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("weft-trace-test-" + name + "-" +
+                                            std::to_string(getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(Session, FullModeWritesHeaderRecordsAndMetadata) {
+  const fs::path dir = fresh_dir("full") / "nested";
+  session_config cfg;
+  cfg.dir = dir.string();
+  cfg.mode = trace_mode::full;
+  cfg.buffer_bytes = 64 * 24;  // small: several flushes
+  cfg.pes = 2;
+  cfg.argv = {"test"};
+  start_session(cfg);
+  ASSERT_TRUE(enabled());
+  static const event_name step{"step \"quoted\""};
+  std::thread pe1([] {
+    begin_track(track_kind::pe, 1, 1);
+    for (int i = 0; i < 100; ++i) {
+      region r{step};
+      mark("tick");
+    }
+    end_track();
+  });
+  begin_track(track_kind::pe, 0, 0);
+  for (int i = 0; i < 10; ++i) {
+    detail::idle_enter();
+    detail::idle_enter();  // one idle period, however many back-off rounds
+    detail::record(kind::handler_begin, 3, 1, 16, detail::record_send(1, 16, 3, 0));
+    detail::record(kind::handler_end, 3, 0, 0, 0);
+  }
+  end_track();
+  pe1.join();
+  pes_ended();
+  end_session();
+  EXPECT_FALSE(enabled());
+
+  const std::string meta = slurp(dir / "node0.json");
+  EXPECT_NE(meta.find("\"complete\": true"), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"mono_ns_end\""), std::string::npos);
+  EXPECT_NE(meta.find("step \\\"quoted\\\""), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"node0.pe1.events\""), std::string::npos);
+
+  const std::string f0 = slurp(dir / "node0.pe0.events");
+  ASSERT_GE(f0.size(), 32u);
+  EXPECT_EQ(std::memcmp(f0.data(), "WEFTTRC\0", 8), 0);
+  EXPECT_EQ((f0.size() - 32) % 24, 0u);
+  int begins = 0, ends = 0, idle_begins = 0, idle_ends = 0, sends = 0;
+  std::uint64_t last = 0;
+  for (const raw_record& r : records_of(f0)) {
+    const auto k = kind(r.w & 0xff);
+    EXPECT_GE(r.w >> 8, last);
+    last = r.w >> 8;
+    begins += k == kind::handler_begin;
+    ends += k == kind::handler_end;
+    idle_begins += k == kind::idle_begin;
+    idle_ends += k == kind::idle_end;
+    sends += k == kind::send;
+  }
+  EXPECT_EQ(begins, 10);
+  EXPECT_EQ(ends, 10);
+  EXPECT_EQ(sends, 10);
+  // Each handler_begin closed the idle period before it.
+  EXPECT_EQ(idle_begins, 10);
+  EXPECT_EQ(idle_ends, 10);
+
+  // PE 1's buffer filled several times: every record arrived, with the
+  // flushes shown as slices.
+  const std::vector<raw_record> r1 = records_of(slurp(dir / "node0.pe1.events"));
+  int marks = 0, region_begins = 0, region_ends = 0, flushes = 0, flush_ends = 0;
+  for (const raw_record& r : r1) {
+    const auto k = kind(r.w & 0xff);
+    marks += k == kind::mark;
+    region_begins += k == kind::region_begin;
+    region_ends += k == kind::region_end;
+    flushes += k == kind::flush_begin;
+    flush_ends += k == kind::flush_end;
+  }
+  EXPECT_EQ(marks, 100);
+  EXPECT_EQ(region_begins, 100);
+  EXPECT_EQ(region_ends, 100);
+  EXPECT_GE(flushes, 4);
+  EXPECT_EQ(flushes, flush_ends);
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(Session, SummaryModeKeepsTotalsAndHistogram) {
+  const fs::path dir = fresh_dir("summary");
+  session_config cfg;
+  cfg.dir = dir.string();
+  cfg.mode = trace_mode::summary;
+  cfg.pes = 1;
+  start_session(cfg);
+  begin_track(track_kind::pe, 0, 0);
+  for (int i = 0; i < 5; ++i) {
+    detail::record(kind::handler_begin, 7, 0, 0, 0);
+    detail::record(kind::entry_begin, 2, 0, 0, 0);
+    volatile double sink = spin(20'000);
+    (void)sink;
+    detail::record(kind::entry_end, 2, 0, 0, 0);
+    detail::record(kind::handler_end, 7, 0, 0, 0);
+    detail::idle_enter();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  end_track();
+  pes_ended();
+  end_session();
+  EXPECT_FALSE(fs::exists(dir / "node0.pe0.events"));
+  const std::string meta = slurp(dir / "node0.json");
+  EXPECT_NE(meta.find("\"mode\": \"summary\""), std::string::npos);
+  EXPECT_NE(meta.find("\"summary_file\": \"node0.summary.json\""), std::string::npos);
+  const std::string sum = slurp(dir / "node0.summary.json");
+  EXPECT_NE(sum.find("{\"space\": \"handler\", \"id\": 7, \"count\": 5,"), std::string::npos)
+      << sum;
+  EXPECT_NE(sum.find("{\"space\": \"entry\", \"id\": 2, \"count\": 5,"), std::string::npos) << sum;
+  EXPECT_NE(sum.find("\"bins\": [["), std::string::npos) << sum;
+  EXPECT_NE(sum.find("\"bin_ns\": "), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Session, OffRecordsNothing) {
+  EXPECT_FALSE(enabled());
+  mark("nobody hears this");
+  region r{"nor this"};
+  detail::record(kind::handler_begin, 1, 0, 0, 0);  // no track, no session: a no-op
+  EXPECT_FALSE(session_traces());
+}

@@ -16,7 +16,8 @@
 # transports), then the runs of several processes ("nodes") on this host,
 # under mpirun --oversubscribe --bind-to none (see "multi-process runs"
 # below): pingpong_nodes, one_to_all, kneighbor_modes, comm_modes,
-# persistent. A missing binary is skipped with a note; a benchmark that
+# persistent; then trace_overhead (kneighbor with --weft:trace off, full and
+# summary, interleaved per round). A missing binary is skipped with a note; a benchmark that
 # fails is reported and the others still run; the report is written from
 # whatever was collected, and the exit status is 1 if anything failed.
 # Then: python3 bench/report.py OUT_DIR > REPORT_MD (`make bench` does all this).
@@ -51,7 +52,8 @@ mkdir -p "$out_dir" "$(dirname "$report_md")" || exit 2
 # benchmark binary found in bin_dir.
 known=(alloc_scaling pe_private wakeup queues pingpong kneighbor entry_overhead reduction_latency
        tasks_overhead tasks_imbalance omp_empty_loop omp_oversub
-       mpi_pingpong pingpong_nodes one_to_all kneighbor_modes comm_modes persistent)
+       mpi_pingpong pingpong_nodes one_to_all kneighbor_modes comm_modes persistent
+       trace_overhead)
 names=("${known[@]}")
 for f in "$bin_dir"/*; do
   n=$(basename "$f")
@@ -67,9 +69,11 @@ done
 # PEs itself, and the processes of a host split its CPUs among them.
 have_mpirun=0
 command -v mpirun >/dev/null 2>&1 && have_mpirun=1
-# Appends stdin's JSON lines to $1, each with "round":$2 added.
+# Appends stdin's JSON lines to $1, each with "round":$2 added (and the
+# fields in $3, e.g. "trace":"full", when given).
 tag_round() {
-  sed -e '/^{.*}$/!d' -e "s/}\$/,\"round\":$2}/" >>"$1"
+  local extra=${3:+,$3}
+  sed -e '/^{.*}$/!d' -e "s/}\$/,\"round\":$2$extra}/" >>"$1"
 }
 # The network transports this build has (shm, mpi, ucx), as the persistent
 # benchmark (which links the transports alone) lists them.
@@ -113,7 +117,7 @@ for name in "${names[@]}"; do
   exe=$bin_dir/$name
   case $name in
     pingpong_nodes) exe=$bin_dir/pingpong ;;
-    kneighbor_modes) exe=$bin_dir/kneighbor ;;
+    kneighbor_modes | trace_overhead) exe=$bin_dir/kneighbor ;;
     omp_empty_loop | omp_oversub) exe=$bin_dir/${name}_weft ;;
   esac
   out=$out_dir/$name.jsonl
@@ -209,6 +213,31 @@ for name in "${names[@]}"; do
         done
       done
     done
+  elif [[ $name == trace_overhead ]]; then
+    # What --weft:trace costs: kneighbor (both levels) at 2 PEs with the
+    # trace off, full and summary, one process each, interleaved per round
+    # (the VM's phases move a lone run's time by 3x; report.py forms the
+    # ratio to "off" per round). The trace goes to a directory of its own
+    # in /dev/shm (memory: what the runtime costs, not what this VM's disk
+    # does; docs/tracing.md has both), removed afterwards.
+    echo "run_all: [$i/$total] trace_overhead: kneighbor with --weft:trace off|full|summary, $mp_rounds rounds" >&2
+    trace_root=/dev/shm
+    [[ -d $trace_root && -w $trace_root ]] || trace_root=${TMPDIR:-/tmp}
+    trace_dir=$(mktemp -d "$trace_root/weft-bench-trace.XXXXXX")
+    for r in $(seq 1 "$mp_rounds"); do
+      for mode in off full summary; do
+        targs=()
+        [[ $mode != off ]] && targs=(--weft:trace="$trace_dir" --weft:trace-mode="$mode")
+        timeout -k 10 "$mp_limit" "$exe" --json --repeat "$mp_repeat" --level=both \
+          --touch=false --iters=1000 --bytes=16,256,4096,65536 --weft:threads=2 --weft:quiet \
+          "${targs[@]}" | tag_round "$out" "$r" "\"trace\":\"$mode\""
+        if [[ ${PIPESTATUS[0]} -ne 0 ]]; then
+          echo "run_all: trace_overhead ($mode, round $r) failed" >&2
+          failed+=("trace_overhead($mode)#$r")
+        fi
+      done
+    done
+    rm -rf "$trace_dir"
   elif [[ $name == comm_modes ]]; then
     # Who drives the network: a dedicated comm thread, the workers, or both;
     # on kneighbor (core) and on a compute-heavy kernel, 2 processes of one

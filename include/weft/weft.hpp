@@ -14,3 +14,4 @@
 #include "weft/objects/reduction.hpp"
 #include "weft/objects/task.hpp"
 #include "weft/tasks/parallel_for.hpp"
+#include "weft/trace/trace.hpp"

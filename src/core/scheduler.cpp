@@ -231,7 +231,7 @@ void handle(node_state& node, pe_state& pe, message* m) {
   }
   if (timed) pe.busy_cycles += base::cycles() - t0;
   if (trace::on()) [[unlikely]]
-    trace::detail::emit(trace::kind::handler_end, hid, 0, 0, 0);
+    trace::detail::emit_adjacent(trace::kind::entry_end, trace::kind::handler_end, hid, 0, 0, 0);
   pe.current_handler.store(outer, std::memory_order_relaxed);
   count_one(pe.processed);
 }

@@ -679,8 +679,8 @@ void after_entry(element_record& rec) {
   rec.running = e.name.c_str();
   const std::uint32_t id = std::uint32_t(&e - g_entries.data());
   if (trace::on()) [[unlikely]]
-    trace::detail::emit(trace::kind::entry_begin, id, rec.ref.type, std::uint32_t(rec.key.w[0]),
-                          0);
+    trace::detail::emit_adjacent(trace::kind::handler_begin, trace::kind::entry_begin, id,
+                                 rec.ref.type, std::uint32_t(rec.key.w[0]), 0);
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {

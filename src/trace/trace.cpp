@@ -9,6 +9,7 @@
 // the other tracks' buffers too: each buffer's count is published with a
 // release store after its record, and a track's `writing` flag keeps the
 // owner and the abort path from writing the same buffer at once.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -127,7 +128,7 @@ struct track {
   std::uint64_t first_tick = 0, last_tick = 0;
   // Summary mode.
   std::vector<open_slice> stack;
-  std::map<std::pair<kind, std::uint32_t>, name_stat> names;
+  std::unordered_map<std::uint64_t, name_stat> names;  // kind << 32 | id
   int busy_depth = 0;
   std::uint64_t busy_t0 = 0, idle_t0 = 0, busy = 0, idle = 0;
   std::vector<std::uint64_t> bins;  // busy, idle interleaved, in ticks
@@ -393,7 +394,7 @@ void summarize(track& t, kind k, std::uint64_t tick, std::uint32_t a) {
     open_slice s = t.stack.back();
     t.stack.pop_back();
     const std::uint64_t dur = tick - s.t0;
-    name_stat& st = t.names[{s.k, s.id}];
+    name_stat& st = t.names[std::uint64_t(s.k) << 32 | s.id];
     ++st.count;
     st.total += dur;
     st.self += dur > s.nested ? dur - s.nested : 0;
@@ -492,17 +493,19 @@ namespace detail {
 void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) noexcept {
   track* t = t_track;
   if (t == nullptr) return;
+  // The summary counts slices: an instant costs it nothing, not even the time.
+  if (t->fp->next == nullptr && !is_begin(k) && !is_end(k)) return;
   append(*t, k, base::cycles(), a, b, c, d);
 }
 
-void idle_enter() noexcept {
+void idle_enter_slow() noexcept {
   track* t = t_track;
   if (t == nullptr || t_fast.idle_open) return;
   put(*t, kind::idle_begin, base::cycles(), 0, 0, 0, 0);
   t_fast.idle_open = true;
 }
 
-void idle_leave() noexcept {
+void idle_leave_slow() noexcept {
   track* t = t_track;
   if (t == nullptr || !t_fast.idle_open) return;
   t_fast.idle_open = false;
@@ -536,6 +539,24 @@ void set_name_source(const std::string& space, name_source source) {
   g_name_sources[space] = std::move(source);
 }
 
+namespace {
+// A directory reused from a run of more nodes keeps their files; no node of
+// this job writes them, so node 0 removes them (the tools would take them
+// for part of this run).
+void remove_stale_nodes(const std::string& dir, int nodes) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    int n = -1, used = 0;
+    if (std::sscanf(e->d_name, "node%d.%n", &n, &used) == 1 && used > 0 && n >= nodes)
+      stale.push_back(dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  for (const auto& f : stale) ::unlink(f.c_str());
+}
+}  // namespace
+
 void start_session(const session_config& config) {
   if (g_session.load() != nullptr) base::fatal("trace: a session already runs in this process");
   auto* s = new session;
@@ -559,6 +580,7 @@ void start_session(const session_config& config) {
     if (::access(config.dir.c_str(), W_OK) != 0)
       base::fatal("--weft:trace=%s: the directory is not writable: %s", config.dir.c_str(),
                   std::strerror(errno));
+    if (config.node == 0) remove_stale_nodes(config.dir, config.nodes);
     const std::size_t bytes = std::max<std::size_t>(config.buffer_bytes, 64 * sizeof(record));
     s->cap = std::uint32_t(std::min<std::size_t>(bytes / sizeof(record), UINT32_MAX / 2));
   }
@@ -599,7 +621,7 @@ void begin_track(track_kind what, int pe, int local) {
       s->counters_known = true;
       s->counter_names = t->counters.opened();
       s->counter_note = counter_note(t->counters.refused());
-      if (!s->counter_note.empty()) {
+      if (!s->counter_note.empty() && !s->cfg.quiet) {
         std::string have;
         for (const auto& n : s->counter_names) have += (have.empty() ? "" : ", ") + n;
         base::info("counters not available: %s; %s", s->counter_note.c_str(),
@@ -653,7 +675,7 @@ void begin_track(track_kind what, int pe, int local) {
   f.base = s->tsc_base;
   raw->fp = &f;
   if (s->cfg.mode == trace_mode::full) {
-    f.next = raw->buf.get();
+    f.next = f.first = raw->buf.get();
     f.limit = raw->buf.get() + (raw->cap - 2);  // put()'s flush mark
   }
   t_track = raw;
@@ -764,9 +786,10 @@ std::string summary_json(session& s) {
     }
     j += "],\n     \"names\": [";
     bool first = true;
-    for (auto& [key, st] : t->names) {
+    std::map<std::uint64_t, name_stat> sorted(t->names.begin(), t->names.end());
+    for (auto& [key, st] : sorted) {
       j += std::string(first ? "" : ",\n                ") + "{\"space\": \"" +
-           space_of(key.first) + "\", \"id\": " + std::to_string(key.second) +
+           space_of(kind(key >> 32)) + "\", \"id\": " + std::to_string(std::uint32_t(key)) +
            ", \"count\": " + std::to_string(st.count) + ", \"total_ns\": " + ns(st.total) +
            ", \"self_ns\": " + ns(st.self) + ", \"max_ns\": " + ns(st.max) + "}";
       first = false;

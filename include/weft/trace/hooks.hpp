@@ -74,6 +74,7 @@ static_assert(sizeof(raw_record) == 24);
 struct fast_path {
   raw_record* next = nullptr;
   raw_record* limit = nullptr;
+  raw_record* first = nullptr;  // the buffer's start
   std::uint64_t base = 0;  // the session's first tick
   bool idle_open = false;
   std::uint8_t seq = 0;  // sends so far, modulo 256
@@ -84,10 +85,10 @@ WEFT_API extern constinit thread_local fast_path t_fast;
 // has none). Never throws, never blocks but to write a full buffer out.
 WEFT_API void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
                      std::uint32_t d) noexcept;
-// Enters the idle state; the next begin event or idle_end leaves it (an idle
-// period spans many turns of the scheduler's back-off).
-WEFT_API void idle_enter() noexcept;
-WEFT_API void idle_leave() noexcept;
+// The idle state's slow paths (summary mode, a full buffer); the inline
+// idle_enter / idle_leave below are what the scheduler calls.
+WEFT_API void idle_enter_slow() noexcept;
+WEFT_API void idle_leave_slow() noexcept;
 // The comm thread's progress call took [t0, now) and moved `moved` items:
 // recorded only when it moved something, so a polling thread does not fill
 // its buffer with empty polls.
@@ -101,21 +102,78 @@ WEFT_API std::uint32_t intern_user_name(std::string_view name);
 }
 
 namespace detail {
-// An event: stored in place when the buffer has room and nothing else is
-// due (the common case: a time-stamp read, three stores), else through
-// record(), which also writes a full buffer out.
+// The kinds that open a slice: one of them ends an idle period.
+inline constexpr std::uint32_t begin_kinds =
+    1u << std::uint32_t(kind::handler_begin) | 1u << std::uint32_t(kind::entry_begin) |
+    1u << std::uint32_t(kind::task_begin) | 1u << std::uint32_t(kind::region_begin) |
+    1u << std::uint32_t(kind::progress_begin) | 1u << std::uint32_t(kind::lb_begin) |
+    1u << std::uint32_t(kind::flush_begin);
+
+[[gnu::always_inline]] inline std::uint64_t tick_now(const fast_path& f) noexcept {
+  std::uint64_t tick = base::cycles() - f.base;
+  return std::int64_t(tick) < 0 ? 0 : tick;  // a core whose counter lags the first one's
+}
+
+// An event: stored in place when the buffer has room for it (and for the
+// idle_end it may imply: the common case is a time-stamp read and a few
+// stores), else through record(), which also writes a full buffer out.
 [[gnu::always_inline]] inline void emit(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
                                         std::uint32_t d) noexcept {
   fast_path& f = t_fast;
   raw_record* r = f.next;
-  if (r != nullptr && r < f.limit && !f.idle_open) [[likely]] {
-    std::uint64_t tick = base::cycles() - f.base;
-    if (std::int64_t(tick) < 0) tick = 0;  // a core whose counter lags the first one's
+  if (r != nullptr && r + 1 < f.limit) [[likely]] {
+    const std::uint64_t tick = tick_now(f);
+    if (f.idle_open && (begin_kinds >> std::uint32_t(k) & 1u)) [[unlikely]] {
+      *r++ = {tick << 8 | std::uint64_t(kind::idle_end), 0, 0, 0, 0};
+      f.idle_open = false;
+    }
     *r = {tick << 8 | std::uint64_t(k), a, b, c, d};
     std::atomic_ref<raw_record*>(f.next).store(r + 1, std::memory_order_release);
     return;
   }
   record(k, a, b, c, d);
+}
+
+// Moves the idle state to `open` with an idle_begin or idle_end record, in
+// place when the buffer has room; false when the slow path must do it.
+[[gnu::always_inline]] inline bool idle_switch(fast_path& f, bool open) noexcept {
+  raw_record* r = f.next;
+  if (r == nullptr || r + 1 >= f.limit) [[unlikely]]
+    return false;
+  *r = {tick_now(f) << 8 | std::uint64_t(open ? kind::idle_begin : kind::idle_end), 0, 0, 0, 0};
+  f.idle_open = open;
+  std::atomic_ref<raw_record*>(f.next).store(r + 1, std::memory_order_release);
+  return true;
+}
+
+// Enters the idle state; the next begin event or idle_leave ends it (an idle
+// period spans many turns of the scheduler's back-off, each calling this).
+[[gnu::always_inline]] inline void idle_enter() noexcept {
+  fast_path& f = t_fast;
+  if (!f.idle_open && !idle_switch(f, true)) idle_enter_slow();
+}
+[[gnu::always_inline]] inline void idle_leave() noexcept {
+  fast_path& f = t_fast;
+  if (f.idle_open && !idle_switch(f, false)) idle_leave_slow();
+}
+
+// An event that happens at once after one of kind `after` (an entry method
+// begins as its handler does; a handler ends as its entry method does): if
+// that is the last record, this one takes its time, which spares a
+// time-stamp read (most of an event's cost) and moves the slice by the few
+// nanoseconds of the dispatch between the two.
+[[gnu::always_inline]] inline void emit_adjacent(kind after, kind k, std::uint32_t a,
+                                                 std::uint32_t b, std::uint32_t c,
+                                                 std::uint32_t d) noexcept {
+  fast_path& f = t_fast;
+  raw_record* r = f.next;
+  if (r != nullptr && r > f.first && r + 1 < f.limit && !f.idle_open &&
+      std::uint8_t(r[-1].w) == std::uint8_t(after)) [[likely]] {
+    *r = {(r[-1].w & ~std::uint64_t(0xff)) | std::uint64_t(k), a, b, c, d};
+    std::atomic_ref<raw_record*>(f.next).store(r + 1, std::memory_order_release);
+    return;
+  }
+  emit(k, a, b, c, d);
 }
 
 // A send: records it and returns the sequence number the message carries

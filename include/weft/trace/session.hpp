@@ -17,6 +17,7 @@ struct session_config {
   trace_mode mode = trace_mode::full;
   std::size_t buffer_bytes = 0;  // per track (full mode)
   std::vector<std::string> counters;  // names to open per PE (empty: none)
+  bool quiet = false;                 // --weft:quiet: no line about refused counters
   // The job, for the metadata.
   int node = 0, nodes = 1, first_pe = 0, pes = 1;
   std::vector<std::string> argv;

@@ -46,4 +46,12 @@ if(MPIEXEC_EXECUTABLE AND NOT WEFT_SANITIZE STREQUAL "thread")
                    --weft:quiet --weft:timeout=200)
   set_tests_properties(trace.program.two_nodes PROPERTIES TIMEOUT 300 LABELS trace
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${weft_trace_env};OMPI_MCA_rmaps_base_oversubscribe=1")
+  # Non-SMP with a comm thread per process: its track, with progress slices.
+  add_test(NAME trace.program.comm_thread
+           COMMAND ${weft_traced_run} --case full --one-pe --comm --
+                   ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none ${MPIEXEC_NUMPROC_FLAG} 2
+                   $<TARGET_FILE:trace_program> 20 --weft:threads=1 --weft:transport=shm
+                   --weft:comm=thread --weft:quiet --weft:timeout=200)
+  set_tests_properties(trace.program.comm_thread PROPERTIES TIMEOUT 300 LABELS trace
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${weft_trace_env};OMPI_MCA_rmaps_base_oversubscribe=1")
 endif()

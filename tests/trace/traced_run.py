@@ -47,7 +47,7 @@ def run(cmd, env=None, expect=None):
     return p
 
 
-def check_perfetto(path, want_tasks, want_flows, want_idle):
+def check_perfetto(path, want_tasks, want_flows, want_idle, want_comm=False):
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -105,6 +105,13 @@ def check_perfetto(path, want_tasks, want_flows, want_idle):
              % (path, sorted(names)[:20]))
     if want_tasks and "task" not in names:
         fail("%s: no task slice (idle PEs should have stolen loop chunks)" % path)
+    if want_comm:
+        comm = [e for e in events if e["ph"] == "M" and e["name"] == "thread_name"
+                and "comm" in str(e.get("args", {}).get("name", ""))]
+        if not comm:
+            fail("%s: no comm thread track" % path)
+        if "progress" not in names:
+            fail("%s: no progress slice (the comm thread moved messages)" % path)
     if want_flows and not (phases.get("s") and phases.get("f")):
         fail("%s: no flow arrows (phases: %r)" % (path, phases))
     if phases.get("s", 0) != phases.get("f", 0):
@@ -128,6 +135,8 @@ def main():
     ap.add_argument("--case", required=True, choices=["full", "summary", "abort", "truncated"])
     ap.add_argument("--one-pe", action="store_true",
                     help="the run has one PE: nobody steals, nobody waits")
+    ap.add_argument("--comm", action="store_true",
+                    help="the nodes have a comm thread: its track and progress slices must show")
     ap.add_argument("--keep", help="leave the trace and outputs in this directory")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -159,7 +168,8 @@ def main():
         print(c.stdout)
         out = os.path.join(work, "run.json")
         run(tool + ["perfetto", trace, "-o", out], expect=0)
-        check_perfetto(out, want_tasks=not a.one_pe, want_flows=True, want_idle=not a.one_pe)
+        check_perfetto(out, want_tasks=not a.one_pe, want_flows=True, want_idle=not a.one_pe,
+                       want_comm=a.comm)
         s = run(tool + ["summary", trace], expect=0)
         if "Worker::step" not in s.stdout:
             fail("summary does not name Worker::step:\n" + s.stdout)

@@ -539,6 +539,10 @@ void start_attached_node(const runtime_config& cfg) {
   start_node(*r, cfg, 0, nullptr, {});
   core::pe_enter(*r->node, *r->node->pes[0]);
   r->node->pes[0]->phase.store(int(core::pe_phase::running), std::memory_order_relaxed);
+  // PE 0 is the program's thread between the calls that serve it: on the
+  // trace that is its main function, as in a weft::run.
+  if (trace::on())
+    trace::detail::emit(trace::kind::handler_begin, trace::main_handler, std::uint32_t(-1), 0, 0);
   g_attached = r;
 }
 
@@ -556,6 +560,7 @@ int stop_attached_node() {
   if (core::t_pe != r->node->pes[0].get())
     base::fatal("weft: the attached node is stopped by another thread than the one it runs on");
   weft::exit(0);
+  if (trace::on()) trace::detail::emit(trace::kind::handler_end, trace::main_handler, 0, 0, 0);
   core::pe_leave(*r->node, *r->node->pes[0]);
   const int code = finish_node(*r);
   g_attached = nullptr;

@@ -22,6 +22,7 @@
 #include "omp/omp_internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
+#include "weft/trace/trace.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/runtime.hpp"
 
@@ -488,6 +489,12 @@ int team_size_for(thread_state& me, unsigned num_threads) {
   return std::max(1, std::min(n, globals().thread_limit));
 }
 
+// The name of a parallel region on the trace (interned on first use).
+const weft::trace::event_name& omp_region_name() {
+  static const weft::trace::event_name name{"omp parallel"};
+  return name;
+}
+
 team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*),
                    void* prepare_ctx) {
   thread_state& me = current();
@@ -528,6 +535,11 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   }
   t->outer = t_current;
   t_current = &master.thr;
+  // On the trace, thread 0's part of the region is a slice of its PE's
+  // track; not for a thread 0 that is a fiber, which may suspend inside the
+  // region while its PE's track goes on with other handlers.
+  if (trace::on() && master.thr.fiber == nullptr) [[unlikely]]
+    trace::detail::emit(trace::kind::region_begin, omp_region_name().id(), 0, 0, 0);
   return t;
 }
 
@@ -546,6 +558,8 @@ void end_region(team* t) {
     wait_step(master.thr, false, nullptr, nullptr, nullptr, nullptr);
   }
   t_current = t->outer;
+  if (trace::on() && master.thr.fiber == nullptr) [[unlikely]]
+    trace::detail::emit(trace::kind::region_end, omp_region_name().id(), 0, 0, 0);
   release_team(t);
 }
 

@@ -36,7 +36,7 @@
 namespace weft::trace {
 
 namespace detail {
-bool g_on = false;
+std::atomic<bool> g_on{false};
 constinit thread_local fast_path t_fast;
 }
 
@@ -598,7 +598,7 @@ void start_session(const session_config& config) {
       std::lock_guard<std::mutex> lock(s->mutex);
       write_metadata(*s, false, false);
     }
-    detail::g_on = true;
+    detail::g_on.store(true, std::memory_order_release);
   }
 }
 
@@ -815,7 +815,7 @@ void pes_ended() {
 void end_session() {
   session* s = g_session.load(std::memory_order_acquire);
   if (s == nullptr) return;
-  detail::g_on = false;
+  detail::g_on.store(false, std::memory_order_release);
   if (s->traces) {
     std::lock_guard<std::mutex> lock(s->mutex);
     if (s->cfg.mode == trace_mode::summary) {

@@ -29,7 +29,7 @@ set_tests_properties(trace.program.abort PROPERTIES TIMEOUT 300 LABELS trace
 
 # One PE, no tasks to steal: the non-SMP shape.
 add_test(NAME trace.program.one_pe
-         COMMAND ${weft_traced_run} --case full --one-pe --
+         COMMAND ${weft_traced_run} --case full --no-tasks --no-idle --
                  $<TARGET_FILE:trace_program> 20 --weft:threads=1 --weft:quiet
                  --weft:timeout=200)
 set_tests_properties(trace.program.one_pe PROPERTIES TIMEOUT 300 LABELS trace)
@@ -48,10 +48,22 @@ if(MPIEXEC_EXECUTABLE AND NOT WEFT_SANITIZE STREQUAL "thread")
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${weft_trace_env};OMPI_MCA_rmaps_base_oversubscribe=1")
   # Non-SMP with a comm thread per process: its track, with progress slices.
   add_test(NAME trace.program.comm_thread
-           COMMAND ${weft_traced_run} --case full --one-pe --comm --
+           COMMAND ${weft_traced_run} --case full --no-tasks --no-idle --comm --
                    ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none ${MPIEXEC_NUMPROC_FLAG} 2
                    $<TARGET_FILE:trace_program> 20 --weft:threads=1 --weft:transport=shm
                    --weft:comm=thread --weft:quiet --weft:timeout=200)
   set_tests_properties(trace.program.comm_thread PROPERTIES TIMEOUT 300 LABELS trace
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;${weft_trace_env};OMPI_MCA_rmaps_base_oversubscribe=1")
+endif()
+
+# A plain OpenMP program on libweft-omp (tests/omp's loops, linked with it):
+# the attached node's trace, asked for through the environment; its regions
+# are "omp parallel" slices on thread 0's PE. Not with the sanitizers' own
+# runtime preloading of tests/omp: the program links libweft-omp itself.
+if(TARGET omp_weft_loops)
+  add_test(NAME trace.omp.loops
+           COMMAND ${weft_traced_run} --case full --trace-env --no-tasks
+                   --expect-name "omp parallel" -- $<TARGET_FILE:omp_weft_loops>)
+  set_tests_properties(trace.omp.loops PROPERTIES TIMEOUT 300 LABELS trace
+                       ENVIRONMENT "WEFT_THREADS=2;OMP_NUM_THREADS=2;WEFT_QUIET=1")
 endif()

@@ -4,7 +4,9 @@
     traced_run.py --tool TOOL --case CASE -- COMMAND...
 
 Runs COMMAND (a weft program, maybe under mpirun) with --weft:trace=DIR
-appended, then checks what the case asks for. Cases:
+appended (or, with --trace-env, WEFT_TRACE=DIR in its environment: a plain
+OpenMP program on libweft-omp reads no --weft: arguments), then checks what
+the case asks for. Cases:
 
   full       the run succeeds; `weft-trace check` passes (every begin has its
              end, per-PE busy + idle + overhead = the node's wall time within
@@ -47,7 +49,8 @@ def run(cmd, env=None, expect=None):
     return p
 
 
-def check_perfetto(path, want_tasks, want_flows, want_idle, want_comm=False):
+def check_perfetto(path, want_tasks, want_flows, want_idle, want_comm=False,
+                   want_name="Worker::step"):
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -100,9 +103,8 @@ def check_perfetto(path, want_tasks, want_flows, want_idle, want_comm=False):
             stack.append(end)
     if want_idle and "idle" not in names:
         fail("%s: no idle slice" % path)
-    if not any("Worker::step" in n for n in names):
-        fail("%s: no slice of the entry method Worker::step (names: %s)"
-             % (path, sorted(names)[:20]))
+    if not any(want_name in n for n in names):
+        fail("%s: no slice named %s (names: %s)" % (path, want_name, sorted(names)[:20]))
     if want_tasks and "task" not in names:
         fail("%s: no task slice (idle PEs should have stolen loop chunks)" % path)
     if want_comm:
@@ -133,8 +135,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
     ap.add_argument("--case", required=True, choices=["full", "summary", "abort", "truncated"])
-    ap.add_argument("--one-pe", action="store_true",
-                    help="the run has one PE: nobody steals, nobody waits")
+    ap.add_argument("--no-tasks", action="store_true", help="the run has no loop chunks to steal")
+    ap.add_argument("--no-idle", action="store_true", help="the run's PEs never wait")
+    ap.add_argument("--expect-name", default="Worker::step",
+                    help="a slice name the trace must have (default: Worker::step)")
+    ap.add_argument("--trace-env", action="store_true",
+                    help="ask for the trace through WEFT_TRACE, not --weft:trace")
     ap.add_argument("--comm", action="store_true",
                     help="the nodes have a comm thread: its track and progress slices must show")
     ap.add_argument("--keep", help="leave the trace and outputs in this directory")
@@ -150,9 +156,15 @@ def main():
     extra = ["--weft:trace=" + trace]
     if a.case == "summary":
         extra.append("--weft:trace-mode=summary")
+    env = None
+    if a.trace_env:
+        env = dict(os.environ, WEFT_TRACE=trace)
+        if a.case == "summary":
+            env["WEFT_TRACE_MODE"] = "summary"
+        extra = []
     tool = [sys.executable, a.tool]
 
-    p = run(cmd + extra, expect=3 if a.case == "abort" else 0)
+    p = run(cmd + extra, env=env, expect=3 if a.case == "abort" else 0)
     if failures:
         return finish(work, a.keep)
     meta_path = os.path.join(trace, "node0.json")
@@ -168,11 +180,11 @@ def main():
         print(c.stdout)
         out = os.path.join(work, "run.json")
         run(tool + ["perfetto", trace, "-o", out], expect=0)
-        check_perfetto(out, want_tasks=not a.one_pe, want_flows=True, want_idle=not a.one_pe,
-                       want_comm=a.comm)
+        check_perfetto(out, want_tasks=not a.no_tasks, want_flows=True, want_idle=not a.no_idle,
+                       want_comm=a.comm, want_name=a.expect_name)
         s = run(tool + ["summary", trace], expect=0)
-        if "Worker::step" not in s.stdout:
-            fail("summary does not name Worker::step:\n" + s.stdout)
+        if a.expect_name not in s.stdout:
+            fail("summary does not name %s:\n%s" % (a.expect_name, s.stdout))
         sj = run(tool + ["summary", "--json", trace], expect=0)
         try:
             doc = json.loads(sj.stdout)
@@ -201,8 +213,8 @@ def main():
         if events:
             fail("summary mode wrote event files: %s" % events)
         s = run(tool + ["summary", trace], expect=0)
-        if "Worker::step" not in s.stdout:
-            fail("summary does not name Worker::step:\n" + s.stdout)
+        if a.expect_name not in s.stdout:
+            fail("summary does not name %s:\n%s" % (a.expect_name, s.stdout))
         run(tool + ["profile", trace, "-o", os.path.join(work, "util.png")], expect=0)
         check_png(os.path.join(work, "util.png"))
     elif a.case == "abort":

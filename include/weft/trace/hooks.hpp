@@ -56,8 +56,10 @@ inline constexpr std::uint32_t to_remote = 1u << 10;  // send: to another node
 }  // namespace send_flags
 
 namespace detail {
-// True while a node of this process records a trace.
-WEFT_API extern bool g_on;
+// True while a node of this process records a trace. Atomic because a
+// program's own threads may send while a node starts or ends; a relaxed load
+// is the same plain move as a bool's.
+WEFT_API extern std::atomic<bool> g_on;
 
 // A record as it is stored (docs/design/trace-format.md).
 struct raw_record {
@@ -98,7 +100,7 @@ WEFT_API std::uint32_t intern_user_name(std::string_view name);
 }  // namespace detail
 
 [[gnu::always_inline]] inline bool on() noexcept {
-  return __builtin_expect(detail::g_on, false);
+  return __builtin_expect(detail::g_on.load(std::memory_order_relaxed), false);
 }
 
 namespace detail {

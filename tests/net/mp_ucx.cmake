@@ -36,8 +36,12 @@ weft_add_mpirun_test(net_ucx_remote_3 mp_ucx 3 --case=remote)
 # Failures the job must report, naming the node: a node that leaves without
 # finalize (the others get hooks.node_lost), and one that comes after the
 # startup timeout. mpirun's exit code is its own; the output is checked.
+# "lost": Open MPI 4.1's mpirun ends the whole job once a process has left
+# without MPI_Finalize, so a surviving node may be killed before its UCX
+# endpoint times out (seen under load in CI: node 2 reported, node 0 was
+# killed first); any survivor naming node 1 is what can be asked for.
 if(MPIEXEC_EXECUTABLE AND TARGET net_mp_ucx)
-  foreach(spec "lost|node 0 was told node 1 is lost" "late|node\\(s\\) 1 did not arrive within")
+  foreach(spec "lost|node [02] was told node 1 is lost" "late|node\\(s\\) 1 did not arrive within")
     string(REPLACE "|" ";" spec "${spec}")
     list(GET spec 0 case)
     list(GET spec 1 regex)

@@ -232,7 +232,7 @@ void comm_thread_main(node_state& node) {
     int did = 0;
     if (!node.comm_busy.load(std::memory_order_relaxed) &&
         !node.comm_busy.exchange(true, std::memory_order_acquire)) {
-      const std::uint64_t t0 = trace::on() ? trace::detail::now_tick() : 0;
+      const std::uint64_t t0 = trace::on() ? base::cycles() : 0;
       did += drain_outboxes(node);
       did += node.transport->progress();
       node.comm_busy.store(false, std::memory_order_release);
@@ -395,7 +395,7 @@ int try_progress(node_state& node) {
     node.comm_busy.store(false, std::memory_order_release);
     return 0;
   }
-  const std::uint64_t t0 = trace::on() ? trace::detail::now_tick() : 0;
+  const std::uint64_t t0 = trace::on() ? base::cycles() : 0;
   int did = drain_outboxes(node);
   did += node.transport->progress();
   node.comm_busy.store(false, std::memory_order_release);

@@ -66,33 +66,13 @@ bool is_busy(kind k) {
   return k == kind::handler_begin || k == kind::entry_begin || k == kind::task_begin ||
          k == kind::region_begin;
 }
+// Slices open with a kind of detail::begin_kinds and close with the next
+// kind (the format pairs them so).
 bool is_begin(kind k) {
-  switch (k) {
-    case kind::handler_begin:
-    case kind::entry_begin:
-    case kind::task_begin:
-    case kind::region_begin:
-    case kind::progress_begin:
-    case kind::lb_begin:
-    case kind::flush_begin:
-      return true;
-    default:
-      return false;
-  }
+  return detail::begin_kinds >> std::uint32_t(k) & 1u;
 }
 bool is_end(kind k) {
-  switch (k) {
-    case kind::handler_end:
-    case kind::entry_end:
-    case kind::task_end:
-    case kind::region_end:
-    case kind::progress_end:
-    case kind::lb_end:
-    case kind::flush_end:
-      return true;
-    default:
-      return false;
-  }
+  return k != kind{} && (detail::begin_kinds >> (std::uint32_t(k) - 1) & 1u);
 }
 kind begin_of(kind end) {
   return kind(std::uint8_t(end) - 1);
@@ -158,6 +138,11 @@ struct session {
   std::atomic<int> pes_ending{0};
   std::atomic<bool> end_ready{false};
 };
+
+// Ticks since the time line began (0 for a time stamp taken before it).
+std::uint64_t tick_of(const session& s, std::uint64_t tsc) {
+  return tsc > s.tsc_base ? tsc - s.tsc_base : 0;
+}
 
 void take_base(session& s) {
   timespec rt{};
@@ -336,7 +321,7 @@ void write_metadata(session& s, bool complete, bool aborted) {
   if (complete || aborted) {
     end_mono = s.end_mono != 0 ? s.end_mono : base::wall_ns();
     const std::uint64_t now = s.end_tsc != 0 ? s.end_tsc : base::cycles();
-    end_tick = now > s.tsc_base ? now - s.tsc_base : 0;
+    end_tick = tick_of(s, now);
   }
   const std::string path = node_file(s, ".json");
   if (int err = write_file(path, metadata(s, complete, aborted, end_tick, end_mono)); err != 0) {
@@ -422,7 +407,7 @@ void set_count(track& t, std::uint32_t n) {
 inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
                 std::uint32_t c, std::uint32_t d) {
   const session& s = *g_session.load(std::memory_order_relaxed);
-  const std::uint64_t tick = now > s.tsc_base ? now - s.tsc_base : 0;
+  const std::uint64_t tick = tick_of(s, now);
   if (s.cfg.mode == trace_mode::summary) {
     summarize(t, k, tick, a);
     return;
@@ -449,7 +434,7 @@ void put_counters(track& t, std::uint64_t now) {
 void flush(track& t, std::uint64_t now) {
   const session& s = *g_session.load(std::memory_order_relaxed);
   std::uint32_t n = count(t);
-  const std::uint64_t tick = now > s.tsc_base ? now - s.tsc_base : 0;
+  const std::uint64_t tick = tick_of(s, now);
   t.buf[n] = {tick << 8 | std::uint64_t(kind::flush_begin), 0, 0, 0, 0};
   set_count(t, ++n);
   // After an abort the failing thread owns every buffer: this track stops.
@@ -510,10 +495,6 @@ void idle_leave_slow() noexcept {
   if (t == nullptr || !t_fast.idle_open) return;
   t_fast.idle_open = false;
   put(*t, kind::idle_end, base::cycles(), 0, 0, 0, 0);
-}
-
-std::uint64_t now_tick() noexcept {
-  return base::cycles();
 }
 
 void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept {
@@ -669,7 +650,7 @@ void begin_track(track_kind what, int pe, int local) {
   // A PE waited here from before the time line began: its track starts
   // with it (its first counts are read now, a moment later).
   const std::uint64_t now = what == track_kind::pe ? s->tsc_base : base::cycles();
-  raw->first_tick = raw->last_tick = now > s->tsc_base ? now - s->tsc_base : 0;
+  raw->first_tick = raw->last_tick = tick_of(*s, now);
   detail::fast_path& f = detail::t_fast;
   f = {};
   f.base = s->tsc_base;
@@ -723,7 +704,7 @@ void end_track() {
                                           now - s->tsc_base, t->stack.back().id);
     }
   }
-  t->last_tick = now > s->tsc_base ? now - s->tsc_base : 0;
+  t->last_tick = tick_of(*s, now);
   t->final_counters = t->counters.read();
   t->counters.close();
   if (t->fd >= 0) {

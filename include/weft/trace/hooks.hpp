@@ -91,11 +91,11 @@ WEFT_API void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
 // idle_enter / idle_leave below are what the scheduler calls.
 WEFT_API void idle_enter_slow() noexcept;
 WEFT_API void idle_leave_slow() noexcept;
-// The comm thread's progress call took [t0, now) and moved `moved` items:
+// A progress call that began at time stamp t0 (base::cycles()) and moved
+// `moved` items, on the comm thread or a worker PE:
 // recorded only when it moved something, so a polling thread does not fill
 // its buffer with empty polls.
-WEFT_API std::uint64_t now_tick() noexcept;
-WEFT_API void record_progress(std::uint64_t t0_tick, std::uint32_t moved) noexcept;
+WEFT_API void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept;
 WEFT_API std::uint32_t intern_user_name(std::string_view name);
 }  // namespace detail
 

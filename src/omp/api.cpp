@@ -126,7 +126,7 @@ WEFT_GOMP int omp_in_final() {
   return me.task != nullptr && me.task->final ? 1 : 0;
 }
 WEFT_GOMP int omp_get_cancellation() {
-  return 0;
+  return globals().cancellation ? 1 : 0;
 }
 WEFT_GOMP int omp_get_proc_bind() {
   return 0;  // omp_proc_bind_false: weft binds its PEs itself

@@ -51,6 +51,7 @@ ws_slot& enter(thread_state& me, bool& first, Init init) {
     solo.busy = true;
     solo.joined = 1;
     solo.left = 0;
+    solo.cancelled.store(false, std::memory_order_relaxed);
     init(solo);
     first = true;
     me.ws = &solo;
@@ -70,6 +71,7 @@ ws_slot& enter(thread_state& me, bool& first, Init init) {
       s.id = i;
       s.joined = 1;
       s.left = 0;
+      s.cancelled.store(false, std::memory_order_relaxed);
       init(s);
       first = true;
       return true;
@@ -226,31 +228,79 @@ bool hand_out_ull(thread_state& me, unsigned long long* istart, unsigned long lo
   return true;
 }
 
+// What GCC 9+'s generic entry points may add to a work share: task
+// reductions (reduction(task, ...)), and memory every thread of the
+// construct shares (lastprivate(conditional: ...)), zeroed.
+struct ws_extras {
+  std::uintptr_t* reductions = nullptr;
+  void** mem = nullptr;
+};
+
+// Before entering the construct: its task reductions get a taskgroup.
+void extras_begin(thread_state& me, const ws_extras* x) {
+  if (x != nullptr && x->reductions != nullptr) workshare_taskgroup_start(me);
+}
+
+// The first thread, under the slot's lock: registers the reductions (the
+// memory every thread's copies share) and makes the memory.
+void extras_init(thread_state& me, ws_slot& s, const ws_extras* x) {
+  s.task_reductions = nullptr;
+  if (x == nullptr) return;
+  if (x->reductions != nullptr) {
+    workshare_reductions_register(me, x->reductions, nullptr);
+    s.task_reductions = x->reductions;
+  }
+  if (x->mem != nullptr) {
+    const auto bytes = reinterpret_cast<std::uintptr_t>(*x->mem);
+    s.mem.assign(std::max<std::size_t>(1, (bytes + sizeof(long long) - 1) / sizeof(long long)), 0);
+  }
+}
+
+// Every thread once it entered: the others share the first's registration.
+void extras_join(thread_state& me, ws_slot& s, const ws_extras* x, bool first) {
+  if (x == nullptr) return;
+  if (x->reductions != nullptr && !first)
+    workshare_reductions_register(me, x->reductions, s.task_reductions);
+  if (x->mem != nullptr) *x->mem = s.mem.data();
+}
+
 bool loop_start(int sched, long start, long end, long incr, long chunk, long* istart, long* iend,
-                bool ordered = false) {
+                bool ordered = false, const ws_extras* x = nullptr) {
   thread_state& me = current();
   sched = effective(sched, chunk, me);
   // Ordered guided loops run dynamic: their chunks then have sequence numbers.
   if (ordered && sched == sched_guided) sched = sched_dynamic;
+  extras_begin(me, x);
   bool first = false;
-  enter(me, first, [&](ws_slot& s) { init_loop(s, sched, start, end, incr, chunk); });
+  ws_slot& slot = enter(me, first, [&](ws_slot& s) {
+    init_loop(s, sched, start, end, incr, chunk);
+    extras_init(me, s, x);
+  });
+  extras_join(me, slot, x, first);
   me.static_trip = 0;
   me.ordered_seq = -1;
+  if (istart == nullptr) return true;  // GCC schedules it (GOMP_loop_start)
   return hand_out(me, istart, iend, ordered);
 }
 
 bool loop_start_ull(int sched, bool up, unsigned long long start, unsigned long long end,
                     unsigned long long incr, unsigned long long chunk,
-                    unsigned long long* istart, unsigned long long* iend, bool ordered = false) {
+                    unsigned long long* istart, unsigned long long* iend, bool ordered = false,
+                    const ws_extras* x = nullptr) {
   thread_state& me = current();
   long c = long(chunk);
   sched = effective(sched, c, me);
   if (ordered && sched == sched_guided) sched = sched_dynamic;
+  extras_begin(me, x);
   bool first = false;
-  enter(me, first,
-        [&](ws_slot& s) { init_loop_ull(s, sched, up, start, end, incr, (unsigned long long)c); });
+  ws_slot& slot = enter(me, first, [&](ws_slot& s) {
+    init_loop_ull(s, sched, up, start, end, incr, (unsigned long long)c);
+    extras_init(me, s, x);
+  });
+  extras_join(me, slot, x, first);
   me.static_trip = 0;
   me.ordered_seq = -1;
+  if (istart == nullptr) return true;  // GCC schedules it (GOMP_loop_ull_start)
   return hand_out_ull(me, istart, iend, ordered);
 }
 
@@ -286,6 +336,7 @@ void prepare_loop(team& t, void* ctx) {
   s.id = 0;
   s.joined = t.size;
   s.left = 0;
+  s.cancelled.store(false, std::memory_order_relaxed);
   init_loop(s, c->sched, c->start, c->end, c->incr, c->chunk);
   for (member& m : t.members) {
     m.thr.ws_next = 1;
@@ -309,6 +360,7 @@ void prepare_sections(team& t, void* ctx) {
   s.id = 0;
   s.joined = t.size;
   s.left = 0;
+  s.cancelled.store(false, std::memory_order_relaxed);
   s.sections = *static_cast<unsigned*>(ctx);
   s.section.store(1, std::memory_order_relaxed);
   for (member& m : t.members) {
@@ -475,32 +527,34 @@ WEFT_GOMP void GOMP_parallel_loop_maybe_nonmonotonic_runtime(void (*fn)(void*), 
   parallel_loop(fn, data, num_threads, 0, start, end, incr, 0);
 }
 
-// GCC 9+'s generic entry: the schedule as a value (0: runtime), plus task
-// reductions and allocated memory, which libweft-omp does not provide.
+// GCC 9+'s generic entries: the schedule as a value (0: runtime), task
+// reductions and memory for the construct. A null istart: GCC schedules the
+// loop itself (static), and only the rest is wanted.
 WEFT_GOMP bool GOMP_loop_start(long start, long end, long incr, long sched, long chunk,
                                long* istart, long* iend, uintptr_t* reductions, void** mem) {
-  if (reductions != nullptr) not_implemented("task reductions on a loop (GOMP_loop_start)");
-  if (mem != nullptr) not_implemented("GOMP_loop_start with memory for the construct");
-  if (istart == nullptr) {
-    long s = 0, e = 0;
-    return loop_start(int(sched), start, end, incr, chunk, &s, &e);
-  }
-  return loop_start(int(sched), start, end, incr, chunk, istart, iend);
+  const ws_extras x{reductions, mem};
+  return loop_start(int(sched), start, end, incr, chunk, istart, iend, false, &x);
 }
 WEFT_GOMP bool GOMP_loop_ull_start(bool up, unsigned long long start, unsigned long long end,
                                    unsigned long long incr, long sched,
                                    unsigned long long chunk, unsigned long long* istart,
                                    unsigned long long* iend, uintptr_t* reductions, void** mem) {
-  if (reductions != nullptr) not_implemented("task reductions on a loop (GOMP_loop_ull_start)");
-  if (mem != nullptr) not_implemented("GOMP_loop_ull_start with memory for the construct");
-  return loop_start_ull(int(sched), up, start, end, incr, chunk, istart, iend);
+  const ws_extras x{reductions, mem};
+  return loop_start_ull(int(sched), up, start, end, incr, chunk, istart, iend, false, &x);
 }
 WEFT_GOMP bool GOMP_loop_ordered_start(long start, long end, long incr, long sched, long chunk,
                                        long* istart, long* iend, uintptr_t* reductions,
                                        void** mem) {
-  if (reductions != nullptr || mem != nullptr)
-    not_implemented("task reductions on an ordered loop (GOMP_loop_ordered_start)");
-  return loop_start(int(sched), start, end, incr, chunk, istart, iend, true);
+  const ws_extras x{reductions, mem};
+  return loop_start(int(sched), start, end, incr, chunk, istart, iend, true, &x);
+}
+WEFT_GOMP bool GOMP_loop_ull_ordered_start(bool up, unsigned long long start,
+                                           unsigned long long end, unsigned long long incr,
+                                           long sched, unsigned long long chunk,
+                                           unsigned long long* istart, unsigned long long* iend,
+                                           uintptr_t* reductions, void** mem) {
+  const ws_extras x{reductions, mem};
+  return loop_start_ull(int(sched), up, start, end, incr, chunk, istart, iend, true, &x);
 }
 
 WEFT_GOMP void GOMP_loop_end() {
@@ -509,11 +563,14 @@ WEFT_GOMP void GOMP_loop_end() {
 WEFT_GOMP void GOMP_loop_end_nowait() {
   loop_end(false);
 }
-// Cancellation is never active (OMP_CANCELLATION is not provided): nothing
-// was cancelled.
+// The end of a loop in a region that may be cancelled: true when the
+// region was cancelled (GCC then jumps to the region's end), not when the
+// loop was (see GOMP_cancel in parallel.cpp).
 WEFT_GOMP bool GOMP_loop_end_cancel() {
-  loop_end(true);
-  return false;
+  thread_state& me = current();
+  release_ordered(me);
+  leave(me);
+  return barrier_cancel(me);
 }
 
 WEFT_GOMP void GOMP_ordered_start() {
@@ -533,7 +590,36 @@ WEFT_GOMP unsigned GOMP_sections_start(unsigned count) {
   enter(me, first, [&](ws_slot& s) {
     s.sections = count;
     s.section.store(1, std::memory_order_relaxed);
+    s.task_reductions = nullptr;
   });
+  return next_section(me);
+}
+// scope with reduction(task, ...) (OpenMP 5.1): a work share only to pick
+// the thread that registers; GCC emits its barrier and
+// GOMP_workshare_task_reduction_unregister itself. Nothing is handed out,
+// so every thread leaves the slot at once.
+WEFT_GOMP void GOMP_scope_start(uintptr_t* reductions) {
+  thread_state& me = current();
+  const ws_extras x{reductions, nullptr};
+  extras_begin(me, &x);
+  bool first = false;
+  ws_slot& slot = enter(me, first, [&](ws_slot& s) { extras_init(me, s, &x); });
+  extras_join(me, slot, &x, first);
+  leave(me);
+}
+
+// GCC 9+'s form, with task reductions and memory for the construct.
+WEFT_GOMP unsigned GOMP_sections2_start(unsigned count, uintptr_t* reductions, void** mem) {
+  thread_state& me = current();
+  const ws_extras x{reductions, mem};
+  extras_begin(me, &x);
+  bool first = false;
+  ws_slot& slot = enter(me, first, [&](ws_slot& s) {
+    s.sections = count;
+    s.section.store(1, std::memory_order_relaxed);
+    extras_init(me, s, &x);
+  });
+  extras_join(me, slot, &x, first);
   return next_section(me);
 }
 WEFT_GOMP unsigned GOMP_sections_next() {
@@ -547,9 +633,11 @@ WEFT_GOMP void GOMP_sections_end() {
 WEFT_GOMP void GOMP_sections_end_nowait() {
   leave(current());
 }
+// As GOMP_loop_end_cancel.
 WEFT_GOMP bool GOMP_sections_end_cancel() {
-  GOMP_sections_end();
-  return false;
+  thread_state& me = current();
+  leave(me);
+  return barrier_cancel(me);
 }
 WEFT_GOMP void GOMP_parallel_sections(void (*fn)(void*), void* data, unsigned num_threads,
                                       unsigned count, unsigned flags) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 #include "weft/base/cache.hpp"
 #include "weft/threads/fiber.hpp"
@@ -44,6 +45,7 @@ struct global_icvs {
   std::atomic<int> max_active_levels{1};
   int thread_limit = 1 << 20;
   std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE
+  bool cancellation = false;  // cancel-var (OMP_CANCELLATION)
 };
 global_icvs& globals();
 
@@ -111,6 +113,13 @@ struct alignas(base::cache_line) ws_slot {
   // single copyprivate
   std::atomic<void*> copy_data{nullptr};
   std::atomic<bool> copy_ready{false};
+  // Task reductions of the construct (reduction(task, ...)): the first
+  // thread's registration, which the others share; and the memory GCC asks
+  // for (lastprivate(conditional:), GOMP_loop_start's `mem`), zeroed.
+  std::uintptr_t* task_reductions = nullptr;
+  std::vector<long long> mem;
+  // cancel for / cancel sections (only with OMP_CANCELLATION).
+  std::atomic<bool> cancelled{false};
 };
 
 inline constexpr unsigned ws_ring = 16;
@@ -122,20 +131,64 @@ inline constexpr unsigned ws_ring = 16;
 // heap) is freed by whoever drops its last reference; implicit and
 // undeferred tasks live in a team or on a stack and wait for refs == 1
 // before they go.
+struct dep_slot;
+
 struct task_node {
   void (*fn)(void*) = nullptr;
   void* arg = nullptr;       // into `storage`
   std::vector<unsigned char> storage;
   task_node* parent = nullptr;
   taskgroup* group = nullptr;
+  team* owner = nullptr;     // the team whose queue it is on (deferred tasks)
   std::atomic<long> refs{1};
   bool heap = false;
   bool final = false;  // final clause, or a descendant of a final task
+  // detach: the task completes when its body has returned and its event was
+  // fulfilled, whichever comes last (holds counts the two).
+  bool detached = false;
+  std::atomic<int> holds{1};
+  std::atomic<bool> fulfilled{false};
+
+  // Dependences (task.cpp), guarded by the owner team's task_mutex.
+  // As a sibling: the addresses it is registered under in its parent's
+  // table, the tasks waiting for it, and how many of its predecessors have
+  // not completed (it is queued when that reaches 0).
+  bool in_graph = false;
+  bool completed = false;
+  bool waiter = false;  // a stand-in of an undeferred task or taskwait depend: never queued
+  std::vector<void*> dep_addrs;
+  std::vector<task_node*> successors;
+  std::atomic<int> unmet{0};
+  // As a parent: the last writers and readers of each address its children
+  // named, and the child with depend(inout: omp_all_memory) not completed.
+  std::unordered_map<void*, dep_slot>* deps = nullptr;
+  task_node* all_memory = nullptr;
+
+  task_node() = default;
+  task_node(const task_node&) = delete;
+  task_node& operator=(const task_node&) = delete;
+  ~task_node();
+};
+
+// The sibling tasks that named one address, in creation order: `prev` are
+// the ones a new writer (no readers since) or a new member of the current
+// set depends on; `set` the readers (in) or inoutset tasks since then.
+struct dep_slot {
+  std::vector<task_node*> prev;
+  std::vector<task_node*> set;
+  int set_kind = 0;
 };
 
 struct taskgroup {
   taskgroup* outer = nullptr;
   std::atomic<long> pending{0};
+  // cancel taskgroup (only with OMP_CANCELLATION): its tasks not yet
+  // started are discarded.
+  std::atomic<bool> cancelled{false};
+  // Task reductions in scope (the innermost registration; GCC's array,
+  // task.cpp): inherited from the enclosing taskgroup.
+  std::uintptr_t* reductions = nullptr;
+  bool workshare = false;  // made by a work-sharing construct with task reductions
 };
 
 // A member of a team: its OpenMP thread and how it was started.
@@ -175,6 +228,16 @@ struct team {
   std::deque<task_node*> tasks;  // guarded by task_mutex
   std::atomic<long> tasks_pending{0};
 
+  // cancel parallel (only with OMP_CANCELLATION): its tasks not yet started
+  // are discarded.
+  std::atomic<bool> cancelled{false};
+  // cancel for of a loop that has no work share: one GCC schedules inline
+  // (schedule(static) without a chunk), whose threads have no `ws`. Cleared
+  // when a barrier opens: a cancelled loop has no nowait, so its threads
+  // all meet the barrier at its end before any of them starts another
+  // construct (libgomp's work_share_cancelled, for these loops only).
+  std::atomic<bool> ws_cancelled{false};
+
   explicit team(int n) : size(n), members(std::size_t(n)) {}
 };
 
@@ -206,6 +269,26 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
                    void* prepare_ctx = nullptr);
 void end_region(team* t);
 
-[[noreturn]] void not_implemented(const char* what);
+// Task reductions of work-sharing constructs (task.cpp; reduction(task,
+// ...) on for, sections, parallel). A thread entering such a construct
+// opens a taskgroup of its own; the first to arrive registers GCC's array
+// (memory for every thread's copies), the others share that memory.
+void workshare_taskgroup_start(thread_state& me);
+void workshare_reductions_register(thread_state& me, std::uintptr_t* data,
+                                   std::uintptr_t* first);
+// GOMP_parallel_reductions: the taskgroup every implicit task of the region
+// belongs to, with `data` registered for `nthreads` threads.
+taskgroup* parallel_reductions_group(std::uintptr_t* data, int nthreads);
+
+// Cancellation (OpenMP 5.0, 2.18.1; only with OMP_CANCELLATION, else these
+// are the plain constructs).
+// A cancellable barrier (GOMP_barrier_cancel, and the ends of loops and
+// sections in a region that may be cancelled): true when the region was
+// cancelled (cancel parallel), at once or as soon as a waiting thread sees
+// it; false when every thread arrived.
+bool barrier_cancel(thread_state& me);
+// cancel parallel: sets t.cancelled and wakes the fibers asleep at t's
+// barrier.
+void cancel_region(team& t);
 
 }  // namespace weft::omp

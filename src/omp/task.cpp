@@ -1,26 +1,53 @@
-// Explicit tasks (GOMP_task, taskwait, taskgroup, taskyield): untied and
-// without dependences. A deferred task goes on its team's queue; any thread
-// of the team runs queued tasks whenever it waits (barriers, taskwait, the
-// other waits of wait_step), so tasks spread over the team's PEs. A task
-// runs to its end on the thread that took it (its waits inside run other
-// tasks nested), so a task never moves, as an untied task may not need to.
+// Explicit tasks: GOMP_task (deferred or undeferred, with dependences and
+// detach), taskwait (also with depend), taskgroup, taskyield, taskloop, and
+// task reductions (taskgroup task_reduction + in_reduction, taskloop
+// reduction, reduction(task, ...) on work-sharing constructs).
 //
-// Not provided (a clear error at run time, not a wrong result): depend
-// clauses, detach, and task reductions; final/mergeable only run the task
-// at once.
+// A deferred task goes on its team's queue; any thread of the team runs
+// queued tasks whenever it waits (barriers, taskwait, the other waits of
+// wait_step), so tasks spread over the team's PEs. A task runs to its end on
+// the thread that took it (its waits inside run other tasks nested), so a
+// task never moves, as an untied task may not need to.
+//
+// Dependences: a parent keeps, per address its children named, the last
+// writer and the readers (or inoutset tasks) since it (dep_slot); a new
+// sibling becomes a successor of the ones it must follow and is queued only
+// when the last of them completes. mutexinoutset is ordered as inout (the
+// tasks then never overlap, in creation order: compliant, less parallel).
+// An undeferred task with dependences waits for its predecessors first and
+// is not recorded: it completes before its parent goes on. The graph is
+// guarded by the team's task_mutex; tasks without dependences never take it
+// for the graph.
+//
+// detach: the task completes -- its successors released, its parent,
+// taskgroup and team told -- when both its body has returned and its event
+// was fulfilled, by whichever of the two threads comes last.
+//
+// Task reductions: GCC fills an array describing the variables, and the
+// runtime provides zeroed memory for every thread's copies and maps an
+// original address to the calling thread's copy (GOMP_task_reduction_remap);
+// GCC's code initialises and combines the copies.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include "omp/gomp_abi.hpp"
 #include "omp/omp_internal.hpp"
 #include "weft/base/cache.hpp"
+#include "weft/base/error.hpp"
 
 extern "C" {
 void GOMP_taskgroup_start();
 void GOMP_taskgroup_end();
+void GOMP_taskgroup_reduction_register(std::uintptr_t* data);
 }
 
 namespace weft::omp {
+
+task_node::~task_node() {
+  delete deps;
+}
 
 namespace {
 
@@ -33,29 +60,262 @@ constexpr unsigned flag_if = 1u << 10;        // taskloop: the if clause holds (
 constexpr unsigned flag_nogroup = 1u << 11;
 constexpr unsigned flag_reduction = 1u << 12;
 constexpr unsigned flag_detach = 1u << 13;
+constexpr unsigned flag_strict = 1u << 14;    // taskloop: grainsize(strict: g)
+
+// ---- cancellation --------------------------------------------------------------------
+
+bool group_cancelled(const taskgroup* g) {
+  if (g == nullptr) return false;
+  if (g->cancelled.load(std::memory_order_relaxed)) return true;
+  // A work-sharing construct's own taskgroup is cancelled with the
+  // taskgroup it sits in.
+  return g->workshare && g->outer != nullptr && g->outer->cancelled.load(std::memory_order_relaxed);
+}
+
+// No new task starts in a cancelled region or taskgroup (OMP_CANCELLATION).
+bool creation_cancelled(const thread_state& me) {
+  if (!globals().cancellation) return false;
+  if (me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed)) return true;
+  return group_cancelled(me.group);
+}
+
+// A queued task of a cancelled region or taskgroup is discarded when its
+// turn comes: it completes without running.
+bool discarded(const task_node* node) {
+  if (!globals().cancellation) return false;
+  if (node->owner != nullptr && node->owner->cancelled.load(std::memory_order_relaxed)) return true;
+  return group_cancelled(node->group);
+}
+
+// ---- dependences ---------------------------------------------------------------------
+
+// Dependence types of an omp_depend_t (GCC's GOMP_DEPEND_*).
+constexpr std::uintptr_t depend_in = 1, depend_out = 2, depend_inout = 3,
+                         depend_mutexinoutset = 4, depend_inoutset = 5;
+
+enum dep_kind : int { dep_out = 0, dep_in = 1, dep_inoutset = 2 };
+
+struct dep_item {
+  void* addr;  // null with dep_out: omp_all_memory
+  int kind;
+};
+
+// GOMP_task's depend array, writers first, each address once (the first
+// clause naming it wins: a writer over a reader). Two layouts:
+//   depend[0] = n != 0: depend[1] writers (out, inout), then n addresses,
+//     writers first;
+//   depend[0] = 0: depend[1] = n, depend[2] out/inout, depend[3]
+//     mutexinoutset, depend[4] in, then those addresses in that order, then
+//     pointers to omp_depend_t objects ({address, type}) for the rest.
+std::vector<dep_item> parse_depend(void** depend) {
+  std::vector<dep_item> writers, readers;
+  auto seen = [&](void* addr) {
+    for (const dep_item& d : writers)
+      if (d.addr == addr) return true;
+    for (const dep_item& d : readers)
+      if (d.addr == addr) return true;
+    return false;
+  };
+  auto add = [&](void* addr, int kind) {
+    if (seen(addr)) return;
+    (kind == dep_out ? writers : readers).push_back(dep_item{addr, kind});
+  };
+  const auto word = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(depend[i]); };
+  if (word(0) != 0) {
+    const std::size_t n = word(0), nout = word(1);
+    for (std::size_t i = 0; i < n; ++i) add(depend[2 + i], i < nout ? dep_out : dep_in);
+  } else {
+    const std::size_t n = word(1), nout = word(2), nmutex = word(3), nin = word(4);
+    const std::size_t normal = nout + nmutex + nin;
+    if (normal > n)
+      base::fatal("libweft-omp: a depend array with %zu addresses but %zu of known type", n, normal);
+    std::vector<std::pair<void*, std::uintptr_t>> objects;
+    for (std::size_t i = normal; i < n; ++i) {
+      void** obj = static_cast<void**>(depend[5 + i]);
+      objects.emplace_back(obj[0], reinterpret_cast<std::uintptr_t>(obj[1]));
+    }
+    for (auto& [addr, type] : objects) {
+      if (type == depend_out || type == depend_inout || type == depend_mutexinoutset)
+        add(addr, dep_out);
+      else if (type != depend_in && type != depend_inoutset)
+        base::fatal(
+            "libweft-omp: a depend(depobj: ...) object of unknown dependence type %lu "
+            "(a depobj used before '#pragma omp depobj(...) depend(...)' initialised it?)",
+            static_cast<unsigned long>(type));
+    }
+    for (std::size_t i = 0; i < normal; ++i)
+      add(depend[5 + i], i < nout + nmutex ? dep_out : dep_in);
+    for (auto& [addr, type] : objects) {
+      if (type == depend_in) add(addr, dep_in);
+      if (type == depend_inoutset) add(addr, dep_inoutset);
+    }
+  }
+  writers.insert(writers.end(), readers.begin(), readers.end());
+  return writers;
+}
+
+// Makes `self` wait for `pred` (guarded by the team's task_mutex).
+void add_pred(task_node* self, task_node* pred) {
+  if (pred == self || pred->completed) return;
+  // One edge per pair: the clauses of one task are linked one after the
+  // other, so a repeat is the predecessor's last successor.
+  if (!pred->successors.empty() && pred->successors.back() == self) return;
+  pred->successors.push_back(self);
+  self->unmet.fetch_add(1, std::memory_order_relaxed);
+}
+
+void add_preds(task_node* self, const std::vector<task_node*>& preds) {
+  for (task_node* p : preds) add_pred(self, p);
+}
+
+// Links `self`, a child of `parent`, after the siblings its dependences
+// name (guarded by the team's task_mutex). `record`: a deferred task, which
+// later siblings must find in the table; otherwise a waiter that only
+// learns its predecessors.
+void link_deps(task_node* parent, task_node* self, const std::vector<dep_item>& items,
+               bool record) {
+  if (parent->all_memory != nullptr) add_pred(self, parent->all_memory);
+  const bool all_memory = std::any_of(items.begin(), items.end(), [](const dep_item& d) {
+    return d.kind == dep_out && d.addr == nullptr;
+  });
+  auto* table = parent->deps;
+  if (all_memory) {
+    // depend(inout: omp_all_memory): after every sibling with dependences,
+    // and every later one with dependences after it.
+    if (table != nullptr)
+      for (auto& entry : *table) {
+        add_preds(self, entry.second.prev);
+        add_preds(self, entry.second.set);
+      }
+    if (record) {
+      if (table != nullptr) table->clear();
+      parent->all_memory = self;
+      self->in_graph = true;
+    }
+    return;
+  }
+  if (table == nullptr) {
+    if (!record) return;
+    table = parent->deps = new std::unordered_map<void*, dep_slot>;
+  }
+  for (const dep_item& d : items) {
+    dep_slot* slot = nullptr;
+    if (record) {
+      slot = &(*table)[d.addr];
+      self->dep_addrs.push_back(d.addr);
+    } else {
+      auto it = table->find(d.addr);
+      if (it == table->end()) continue;
+      slot = &it->second;
+    }
+    if (d.kind == dep_out) {
+      // A writer follows the readers since the last writer, or that writer.
+      add_preds(self, slot->set.empty() ? slot->prev : slot->set);
+      if (record) {
+        slot->prev.assign(1, self);
+        slot->set.clear();
+        slot->set_kind = dep_out;
+      }
+    } else if (!slot->set.empty() && slot->set_kind == d.kind) {
+      // Another reader (or inoutset task): beside the current ones.
+      add_preds(self, slot->prev);
+      if (record) slot->set.push_back(self);
+    } else if (!slot->set.empty()) {
+      // in after inoutset tasks, or the reverse: after all of them.
+      add_preds(self, slot->set);
+      if (record) {
+        slot->prev.swap(slot->set);
+        slot->set.assign(1, self);
+        slot->set_kind = d.kind;
+      }
+    } else {
+      add_preds(self, slot->prev);
+      if (record) {
+        slot->set.assign(1, self);
+        slot->set_kind = d.kind;
+      }
+    }
+  }
+  if (record) self->in_graph = true;
+}
+
+void erase_from(std::vector<task_node*>& v, task_node* node) {
+  auto it = std::find(v.begin(), v.end(), node);
+  if (it != v.end()) v.erase(it);
+}
+
+// `node` completed: leaves its parent's table and queues the successors
+// whose last predecessor it was (guarded by the team's task_mutex).
+// Returns how many were queued.
+std::size_t unlink_deps(task_node* node) {
+  node->completed = true;
+  task_node* parent = node->parent;
+  if (parent != nullptr) {
+    if (parent->all_memory == node) parent->all_memory = nullptr;
+    if (parent->deps != nullptr)
+      for (void* addr : node->dep_addrs) {
+        auto it = parent->deps->find(addr);
+        if (it == parent->deps->end()) continue;
+        erase_from(it->second.prev, node);
+        erase_from(it->second.set, node);
+        if (it->second.prev.empty() && it->second.set.empty()) parent->deps->erase(it);
+      }
+  }
+  std::size_t queued = 0;
+  for (task_node* succ : node->successors) {
+    if (succ->unmet.fetch_sub(1, std::memory_order_acq_rel) != 1 || succ->waiter) continue;
+    succ->owner->tasks.push_back(succ);
+    ++queued;
+  }
+  node->successors.clear();
+  return queued;
+}
+
+// ---- running and completing ----------------------------------------------------------
 
 void release(task_node* node) {
   if (node->refs.fetch_sub(1, std::memory_order_acq_rel) == 1 && node->heap) delete node;
 }
 
-// Runs `node` as the current task of `me`, then accounts its end: its
-// group, its own reference, its parent's (the last access to the parent),
-// and last the team's count (the team's barrier waits for it, so the
-// implicit tasks a parent may be outlive every access above).
-void run_task(thread_state& me, task_node* node) {
-  task_node* outer = me.task;
-  taskgroup* outer_group = me.group;
-  me.task = node;
-  me.group = node->group;
-  node->fn(node->arg);
-  me.task = outer;
-  me.group = outer_group;
+// A deferred task completed (its body returned and, if detachable, its
+// event was fulfilled): releases its successors, then accounts its end --
+// its group, its own reference, its parent's (the last access to the
+// parent), and last the team's count (the team's barrier waits for it, so
+// the implicit tasks a parent may be outlive every access above). Any
+// thread: omp_fulfill_event may complete a task from outside its team.
+void complete(task_node* node) {
+  team* t = node->owner;
+  if (node->in_graph) {
+    std::size_t queued = 0;
+    {
+      std::lock_guard<std::mutex> lock(t->task_mutex);
+      queued = unlink_deps(node);
+    }
+    if (queued != 0) wake_all(t->sleep_mutex, t->sleepers);
+  }
   if (node->group != nullptr) node->group->pending.fetch_sub(1, std::memory_order_acq_rel);
   task_node* parent = node->parent;
-  team* t = me.t;
   release(node);
   if (parent != nullptr) release(parent);
-  if (t != nullptr) t->tasks_pending.fetch_sub(1, std::memory_order_acq_rel);
+  t->tasks_pending.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+// Runs `node` as the current task of `me`.
+// A task of a cancelled region or taskgroup is discarded: its body does not
+// run. A discarded detachable task still completes when its event is
+// fulfilled -- its creator holds the event and may fulfil it any time, which
+// must not find the task gone (libgomp completes it at once).
+void run_task(thread_state& me, task_node* node) {
+  if (!discarded(node)) {
+    task_node* outer = me.task;
+    taskgroup* outer_group = me.group;
+    me.task = node;
+    me.group = node->group;
+    node->fn(node->arg);
+    me.task = outer;
+    me.group = outer_group;
+  }
+  if (node->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(node);
 }
 
 template <class Pred>
@@ -78,9 +338,31 @@ bool no_children(const task_node* task) {
   return task->refs.load(std::memory_order_acquire) == 1;
 }
 
+// Waits until the siblings that `depend` names as predecessors of a task
+// created now have completed (an undeferred task, or taskwait depend).
+void wait_for_deps(thread_state& me, void** depend) {
+  team* t = me.t;
+  task_node* parent = me.task;
+  // Without a team no sibling was deferred.
+  if (t == nullptr || parent == nullptr) return;
+  const std::vector<dep_item> items = parse_depend(depend);
+  task_node waiter;
+  waiter.waiter = true;
+  {
+    std::lock_guard<std::mutex> lock(t->task_mutex);
+    if (parent->deps == nullptr && parent->all_memory == nullptr) return;
+    link_deps(parent, &waiter, items, false);
+  }
+  // The last predecessor's decrement is its last access to the waiter.
+  wait_tasks(me, [&] { return waiter.unmet.load(std::memory_order_acquire) == 0; });
+}
+
 // A deferred task with its own copy of the arguments (cpyfn, or the bytes).
+// A detachable one's event (the task) is stored where GCC asks, and in the
+// first word of the arguments before they are copied, as libgomp does.
 task_node* make_task(thread_state& me, void (*fn)(void*), void* data,
-                     void (*cpyfn)(void*, void*), long arg_size, long arg_align) {
+                     void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+                     void* detach = nullptr) {
   auto* node = new task_node;
   node->heap = true;
   node->fn = fn;
@@ -88,27 +370,40 @@ task_node* make_task(thread_state& me, void (*fn)(void*), void* data,
   node->storage.resize(std::size_t(arg_size) + align);
   auto p = reinterpret_cast<std::uintptr_t>(node->storage.data());
   node->arg = reinterpret_cast<void*>((p + align - 1) & ~(align - 1));
+  if (detach != nullptr) {
+    node->detached = true;
+    node->holds.store(2, std::memory_order_relaxed);
+    *static_cast<void**>(detach) = node;
+    if (data != nullptr) *static_cast<void**>(data) = node;
+  }
   if (cpyfn != nullptr)
     cpyfn(node->arg, data);
   else if (arg_size > 0)
     std::memcpy(node->arg, data, std::size_t(arg_size));
   node->parent = me.task;
   node->group = me.group;
+  node->owner = me.t;
   return node;
 }
 
-// Queues a task made by make_task on the team, and wakes the team's
-// threads asleep at a barrier so that they help.
-void submit(thread_state& me, task_node* node) {
+// Queues a task made by make_task on the team -- once the siblings its
+// dependences name have completed -- and wakes the team's threads asleep
+// at a barrier so that they help.
+void submit(thread_state& me, task_node* node, const std::vector<dep_item>* deps = nullptr) {
   team* t = me.t;
   if (node->parent != nullptr) node->parent->refs.fetch_add(1, std::memory_order_relaxed);
   if (node->group != nullptr) node->group->pending.fetch_add(1, std::memory_order_relaxed);
   t->tasks_pending.fetch_add(1, std::memory_order_acq_rel);
+  bool ready = true;
   {
     std::lock_guard<std::mutex> lock(t->task_mutex);
-    t->tasks.push_back(node);
+    if (deps != nullptr && !deps->empty() && node->parent != nullptr) {
+      link_deps(node->parent, node, *deps, true);
+      ready = node->unmet.load(std::memory_order_relaxed) == 0;
+    }
+    if (ready) t->tasks.push_back(node);
   }
-  wake_all(t->sleep_mutex, t->sleepers);
+  if (ready) wake_all(t->sleep_mutex, t->sleepers);
 }
 
 // Runs a task made by make_task at once, as an included task (its
@@ -122,34 +417,161 @@ void run_now(thread_state& me, task_node* node) {
   delete node;
 }
 
+// ---- task reductions -----------------------------------------------------------------
+//
+// GCC's array (one per construct, possibly chained by next pointers):
+//   d[0] number of variables, d[1] bytes of one thread's copies, d[2] their
+//   alignment (the runtime replaces it by the base of every thread's
+//   copies), d[3] allocator, d[4] next array, d[5] and d[6] the runtime's
+//   (here: the registration, and the end of the copies), then per variable
+//   {original address, offset in a thread's chunk, the runtime's word}.
+// Registrations nest: each keeps the enclosing one (taskgroup inside
+// taskgroup), and a lookup goes outwards.
+
+struct reduction_registration {
+  std::vector<std::uintptr_t*> arrays;
+  // original address -> (its array, its offset in a thread's chunk)
+  std::unordered_map<std::uintptr_t, std::pair<std::uintptr_t*, std::uintptr_t>> items;
+  std::uintptr_t* outer = nullptr;
+};
+
+reduction_registration* registration_of(const std::uintptr_t* data) {
+  return reinterpret_cast<reduction_registration*>(data[5]);
+}
+
+// Registers `data` for `nthreads` threads inside `outer`; `first` (a work
+// share's first thread's array): share its memory instead of allocating.
+void register_reductions(std::uintptr_t* data, std::uintptr_t* outer, std::uintptr_t* first,
+                         int nthreads) {
+  auto* reg = new reduction_registration;
+  reg->outer = outer;
+  std::uintptr_t* d = data;
+  for (;;) {
+    reg->arrays.push_back(d);
+    if (first != nullptr) {
+      d[2] = first[2];
+      d[6] = first[6];
+      first = reinterpret_cast<std::uintptr_t*>(first[4]);
+    } else {
+      const std::size_t bytes = d[1] * std::size_t(nthreads);
+      std::size_t align = std::max<std::size_t>(d[2], alignof(void*));
+      if ((align & (align - 1)) != 0)
+        base::fatal("libweft-omp: task reduction alignment %zu is not a power of two", align);
+      const std::size_t alloc = std::max<std::size_t>(align, (bytes + align - 1) & ~(align - 1));
+      void* mem = std::aligned_alloc(align, alloc);
+      if (mem == nullptr)
+        base::fatal("libweft-omp: out of memory for task reductions (%zu bytes)", alloc);
+      std::memset(mem, 0, alloc);
+      d[2] = reinterpret_cast<std::uintptr_t>(mem);
+      d[6] = d[2] + bytes;
+    }
+    d[5] = 0;
+    for (std::uintptr_t j = 0; j < d[0]; ++j) {
+      std::uintptr_t* item = d + 7 + 3 * j;
+      item[2] = reinterpret_cast<std::uintptr_t>(d);
+      reg->items.emplace(item[0], std::make_pair(d, item[1]));
+    }
+    if (d[4] == 0) {
+      d[4] = reinterpret_cast<std::uintptr_t>(outer);
+      break;
+    }
+    d = reinterpret_cast<std::uintptr_t*>(d[4]);
+  }
+  data[5] = reinterpret_cast<std::uintptr_t>(reg);
+}
+
+void unregister_reductions(std::uintptr_t* data, bool free_memory) {
+  reduction_registration* reg = registration_of(data);
+  if (reg == nullptr)
+    base::fatal("libweft-omp: task reductions unregistered that were not registered");
+  if (free_memory)
+    for (std::uintptr_t* d : reg->arrays) std::free(reinterpret_cast<void*>(d[2]));
+  data[5] = 0;
+  delete reg;
+}
+
+// The calling thread's copy of `p`, which is an original list item or
+// (a task inside a task) a copy already; `orig` gets the original.
+bool remap_one(std::uintptr_t* data, std::uintptr_t id, std::uintptr_t p, std::uintptr_t& copy,
+               std::uintptr_t& orig) {
+  for (std::uintptr_t* h = data; h != nullptr; h = registration_of(h)->outer) {
+    const reduction_registration* reg = registration_of(h);
+    auto it = reg->items.find(p);
+    if (it == reg->items.end()) continue;
+    const std::uintptr_t* d = it->second.first;
+    copy = d[2] + id * d[1] + it->second.second;
+    orig = p;
+    return true;
+  }
+  for (std::uintptr_t* h = data; h != nullptr; h = registration_of(h)->outer) {
+    for (const std::uintptr_t* d : registration_of(h)->arrays) {
+      if (p < d[2] || p >= d[6] || d[1] == 0) continue;
+      const std::uintptr_t off = (p - d[2]) % d[1];
+      copy = d[2] + id * d[1] + off;
+      orig = 0;
+      for (std::uintptr_t j = 0; j < d[0]; ++j)
+        if (d[7 + 3 * j + 1] == off) orig = d[7 + 3 * j];
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- taskloop ------------------------------------------------------------------------
+
 template <class T>
 void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size,
               long arg_align, unsigned flags, unsigned long num_tasks, T start, T end, T step,
               bool up) {
-  if ((flags & flag_reduction) != 0)
-    not_implemented("task reductions (the reduction clause of taskloop)");
   thread_state& me = current();
+  const bool nogroup = (flags & flag_nogroup) != 0;
+  const bool reduction = (flags & flag_reduction) != 0 && !nogroup;
+  // GCC's arguments start with the bounds and, with a reduction, the array.
+  struct data_head {
+    T first, last;
+    std::uintptr_t* reductions;
+  };
+  // GCC's code skips combining and unregistering when nothing was
+  // registered (array word 2 is 0).
+  const auto skip = [&] {
+    if (reduction) static_cast<data_head*>(data)->reductions[2] = 0;
+  };
+  if (globals().cancellation && me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed)) {
+    skip();
+    return;
+  }
   // Iterations, counted from 0 (no bound or step can overflow).
   unsigned long long trips = 0;
   using U = unsigned long long;
   if (up && end > start) trips = (U(end) - U(start) + U(step) - 1) / U(step);
   if (!up && start > end) trips = (U(start) - U(end) + (U(0) - U(step)) - 1) / (U(0) - U(step));
-  if (trips == 0) return;
+  if (trips == 0) {
+    skip();
+    return;
+  }
+  const bool strict = (flags & flag_grainsize) != 0 && (flags & flag_strict) != 0;
+  const U grain = std::max<U>(1, num_tasks);
   unsigned long long tasks = 0;
-  if ((flags & flag_grainsize) != 0)
-    tasks = std::max<U>(1, trips / std::max<U>(1, num_tasks));
+  if (strict)
+    tasks = (trips + grain - 1) / grain;  // grain iterations each, the last the rest
+  else if ((flags & flag_grainsize) != 0)
+    tasks = std::max<U>(1, trips / grain);
   else
     tasks = num_tasks != 0 ? num_tasks : U(me.t != nullptr ? me.t->size : 1);
   tasks = std::min<U>(tasks, trips);
-  const bool nogroup = (flags & flag_nogroup) != 0;
-  if (!nogroup) GOMP_taskgroup_start();
+  if (!nogroup) {
+    GOMP_taskgroup_start();
+    if (reduction) GOMP_taskgroup_reduction_register(static_cast<data_head*>(data)->reductions);
+  } else if (creation_cancelled(me)) {
+    return;
+  }
   const bool final = (flags & flag_final) != 0 || (me.task != nullptr && me.task->final);
   const bool deferred =
       (flags & flag_if) != 0 && !final && me.t != nullptr && me.t->size > 1;
   const U q = trips / tasks, r = trips % tasks;
   U lo = 0;
   for (U k = 0; k < tasks; ++k) {
-    const U hi = lo + q + (k < r ? 1 : 0);
+    const U hi = strict ? std::min(trips, lo + grain) : lo + q + (k < r ? 1 : 0);
     task_node* node = make_task(me, fn, data, cpyfn, arg_size, arg_align);
     node->final = final;
     // The outlined body reads its range from the first two fields.
@@ -181,6 +603,23 @@ bool run_one_task(thread_state& me) {
   return true;
 }
 
+void workshare_taskgroup_start(thread_state& me) {
+  GOMP_taskgroup_start();
+  me.group->workshare = true;
+}
+
+void workshare_reductions_register(thread_state& me, std::uintptr_t* data, std::uintptr_t* first) {
+  register_reductions(data, me.group->reductions, first, me.t != nullptr ? me.t->size : 1);
+  me.group->reductions = data;
+}
+
+taskgroup* parallel_reductions_group(std::uintptr_t* data, int nthreads) {
+  auto* g = new taskgroup;
+  register_reductions(data, nullptr, nullptr, nthreads);
+  g->reductions = data;
+  return g;
+}
+
 }  // namespace weft::omp
 
 using namespace weft::omp;
@@ -191,22 +630,34 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
                          long arg_size, long arg_align, bool if_clause, unsigned flags,
                          void** depend, int priority, void* detach) {
   (void)priority;  // a hint; tasks run in creation order
-  if ((flags & flag_depend) != 0 || depend != nullptr)
-    not_implemented("task dependences (the depend clause)");
-  if ((flags & flag_detach) != 0 || detach != nullptr)
-    not_implemented("detachable tasks (the detach clause)");
   thread_state& me = current();
+  if (creation_cancelled(me)) return;
   team* t = me.t;
+  const bool has_depend = (flags & flag_depend) != 0 && depend != nullptr;
+  if ((flags & flag_detach) == 0) detach = nullptr;
   // A final task, and every task made inside one, is included: it runs now.
   const bool final = (flags & flag_final) != 0 || (me.task != nullptr && me.task->final);
-  const bool deferred = if_clause && !final && t != nullptr && t->size > 1;
+  // A team of one thread runs a task at once, unless the task may complete
+  // later than its body returns (detach) or must wait for a sibling that
+  // may (depend): then it is queued like any deferred task, and runs at
+  // the thread's next wait -- a detachable task's fulfiller may be created
+  // after it.
+  const bool deferred = if_clause && !final && t != nullptr &&
+                        (t->size > 1 || detach != nullptr || has_depend);
   if (!deferred) {
-    // Undeferred: runs now, as its own task (a taskwait inside waits for its
-    // own children only).
+    // Undeferred: after the siblings it depends on, runs now, as its own
+    // task (a taskwait inside waits for its own children only); with
+    // detach, its creator goes on once the event is fulfilled too.
+    if (has_depend) wait_for_deps(me, depend);
     task_node node;
     node.parent = nullptr;
     node.group = me.group;
     node.final = final;
+    if (detach != nullptr) {
+      node.detached = true;
+      *static_cast<void**>(detach) = &node;
+      if (data != nullptr) *static_cast<void**>(data) = &node;
+    }
     std::unique_ptr<unsigned char[]> copy;
     void* arg = data;
     if (cpyfn != nullptr) {
@@ -221,9 +672,37 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
     fn(arg);
     me.task = outer;
     wait_tasks(me, [&] { return no_children(&node); });
+    if (detach != nullptr)
+      wait_tasks(me, [&] { return node.fulfilled.load(std::memory_order_acquire); });
     return;
   }
-  submit(me, make_task(me, fn, data, cpyfn, arg_size, arg_align));
+  task_node* node = make_task(me, fn, data, cpyfn, arg_size, arg_align, detach);
+  if (has_depend) {
+    const std::vector<dep_item> items = parse_depend(depend);
+    submit(me, node, &items);
+  } else {
+    submit(me, node);
+  }
+}
+
+WEFT_GOMP void GOMP_taskwait_depend(void** depend) {
+  thread_state& me = current();
+  if (depend != nullptr) wait_for_deps(me, depend);
+}
+
+// omp_event_handle_t is an enum of uintptr_t's size in GCC's omp.h.
+WEFT_GOMP void omp_fulfill_event(std::uintptr_t event) {
+  auto* node = reinterpret_cast<task_node*>(event);
+  if (node == nullptr) weft::base::fatal("omp_fulfill_event: a null event handle");
+  const bool deferred = node->heap;
+  if (!node->detached)
+    weft::base::fatal("omp_fulfill_event: %p is not the event of a detachable task", static_cast<void*>(node));
+  if (node->fulfilled.exchange(true, std::memory_order_acq_rel))
+    weft::base::fatal("omp_fulfill_event: the event %p was fulfilled twice", static_cast<void*>(node));
+  // An undeferred task's creator waits for `fulfilled` (set above, the last
+  // access to it); a deferred one completes when its body returned too.
+  if (!deferred) return;
+  if (node->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(node);
 }
 
 WEFT_GOMP void GOMP_taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*),
@@ -259,6 +738,7 @@ WEFT_GOMP void GOMP_taskgroup_start() {
   thread_state& me = current();
   auto* g = new taskgroup;
   g->outer = me.group;
+  if (g->outer != nullptr) g->reductions = g->outer->reductions;
   me.group = g;
 }
 
@@ -269,6 +749,53 @@ WEFT_GOMP void GOMP_taskgroup_end() {
   wait_tasks(me, [&] { return g->pending.load(std::memory_order_acquire) == 0; });
   me.group = g->outer;
   delete g;
+}
+
+// taskgroup task_reduction(...) (and taskloop reduction, through
+// GOMP_taskloop): memory for every thread's copies, for the team's threads.
+WEFT_GOMP void GOMP_taskgroup_reduction_register(std::uintptr_t* data) {
+  thread_state& me = current();
+  if (me.group == nullptr)
+    weft::base::fatal("libweft-omp: GOMP_taskgroup_reduction_register outside a taskgroup");
+  register_reductions(data, me.group->reductions, nullptr, me.t != nullptr ? me.t->size : 1);
+  me.group->reductions = data;
+}
+
+WEFT_GOMP void GOMP_taskgroup_reduction_unregister(std::uintptr_t* data) {
+  unregister_reductions(data, true);
+}
+
+// in_reduction: ptrs[i] (an original list item, or a copy a task already
+// got) becomes the calling thread's copy; for i < cntorig, ptrs[cnt + i] the
+// original.
+WEFT_GOMP void GOMP_task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
+  thread_state& me = current();
+  std::uintptr_t* data = me.group != nullptr ? me.group->reductions : nullptr;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    const auto p = reinterpret_cast<std::uintptr_t>(ptrs[i]);
+    std::uintptr_t copy = 0, orig = 0;
+    if (data == nullptr || !remap_one(data, std::uintptr_t(me.id), p, copy, orig))
+      weft::base::fatal(
+          "libweft-omp: in_reduction of %p, which no enclosing taskgroup task_reduction or "
+          "reduction(task, ...) names",
+          ptrs[i]);
+    ptrs[i] = reinterpret_cast<void*>(copy);
+    if (i < cntorig) ptrs[cnt + i] = reinterpret_cast<void*>(orig);
+  }
+}
+
+// The end of a work-sharing construct with reduction(task, ...): its tasks
+// done, the team past the construct (unless cancelled), thread 0 frees the
+// copies every thread shared.
+WEFT_GOMP void GOMP_workshare_task_reduction_unregister(bool cancelled) {
+  thread_state& me = current();
+  std::uintptr_t* data = me.group != nullptr ? me.group->reductions : nullptr;
+  if (data == nullptr || !me.group->workshare)
+    weft::base::fatal("libweft-omp: GOMP_workshare_task_reduction_unregister outside a work share "
+                "with task reductions");
+  GOMP_taskgroup_end();
+  if (!cancelled) barrier(me);
+  unregister_reductions(data, me.id == 0);
 }
 
 }  // extern "C"

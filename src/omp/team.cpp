@@ -116,6 +116,8 @@ void read_environment(global_icvs& g) {
     g.max_active_levels = parse_bool("OMP_NESTED", n) ? 1 << 20 : 1;
   if (const char* v = std::getenv("OMP_THREAD_LIMIT"); v != nullptr && *v != '\0')
     g.thread_limit = int(parse_positive("OMP_THREAD_LIMIT", v));
+  if (const char* v = std::getenv("OMP_CANCELLATION"); v != nullptr && *v != '\0')
+    g.cancellation = parse_bool("OMP_CANCELLATION", v);
   if (const char* v = std::getenv("OMP_STACKSIZE"); v != nullptr && *v != '\0')
     g.stack_bytes = parse_stacksize("OMP_STACKSIZE", v);
   else if (const char* w = std::getenv("GOMP_STACKSIZE"); w != nullptr && *w != '\0')
@@ -197,7 +199,20 @@ team* new_team(int n) {
     // A combined parallel loop's first work share is ready for every thread
     // (prepare_loop), but a body that schedules a static loop itself (GCC's
     // GOMP_parallel_loop_static) never leaves it: the slots start free.
+    // (A slot's cancel flag is reset when the slot is set up for a
+    // construct.)
     for (ws_slot& slot : t->ring) slot.busy = false;
+    // A cancelled region leaves its barrier half-arrived (threads that
+    // arrived before the cancel left it counted) and its flags set; the
+    // empty region's path does not pay for checking more than the flags.
+    if (t->cancelled.load(std::memory_order_relaxed)) {
+      t->arrived.store(0, std::memory_order_relaxed);
+      t->cancelled.store(false, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(t->sleep_mutex);
+      t->sleepers.clear();
+    }
+    if (t->ws_cancelled.load(std::memory_order_relaxed))
+      t->ws_cancelled.store(false, std::memory_order_relaxed);
     t->refs.store(1, std::memory_order_relaxed);
     t->finished.store(0, std::memory_order_relaxed);
     for (member& m : t->members) {
@@ -362,10 +377,6 @@ void set_current(thread_state* t) noexcept {
   t_current = t;
 }
 
-void not_implemented(const char* what) {
-  base::fatal("not implemented: %s (libweft-omp; docs/omp.md lists what it provides)", what);
-}
-
 // ---- waiting -------------------------------------------------------------------------
 
 bool run_one_task(thread_state& me);
@@ -412,10 +423,70 @@ namespace {
 struct barrier_ctx {
   team* t;
   unsigned round;
+  bool cancellable;
 };
-bool barrier_passed(void* p) {
+// The round is over (every thread arrived), or -- a cancellable barrier --
+// the region was cancelled.
+bool barrier_released(void* p) {
   auto* c = static_cast<barrier_ctx*>(p);
-  return c->t->round.load(std::memory_order_acquire) != c->round;
+  return c->t->round.load(std::memory_order_acquire) != c->round ||
+         (c->cancellable && c->t->cancelled.load(std::memory_order_acquire));
+}
+
+// The barrier opens: a `cancel for` of a construct without a slot (see
+// team::ws_cancelled) ends with it.
+void clear_ws_cancelled(team* t) {
+  if (t->ws_cancelled.load(std::memory_order_relaxed))
+    t->ws_cancelled.store(false, std::memory_order_relaxed);
+}
+
+// Both barriers. A cancellable one (only with OMP_CANCELLATION) is left at
+// once, or as soon as it is seen, when the region is cancelled: true. A
+// thread that left it so stays counted in `arrived`, which nobody resets:
+// after the cancel, a conforming program's threads meet only cancellable
+// barriers (GCC makes every barrier of a region that may be cancelled one)
+// and go to the region's end, which counts members, not arrivals; new_team
+// resets it for the next region. (A plain barrier met after the cancel --
+// an orphaned construct's -- waits for the thread that cancelled, forever,
+// as in libgomp.)
+bool barrier_wait(thread_state& me, bool cancellable) {
+  team* t = me.t;
+  if (t == nullptr) return false;
+  if (cancellable && t->cancelled.load(std::memory_order_acquire)) return true;
+  if (t->size == 1) {
+    // Still a task scheduling point: the team's tasks finish here.
+    while (t->tasks_pending.load(std::memory_order_acquire) != 0)
+      if (!run_one_task(me)) sched_yield();
+    clear_ws_cancelled(t);
+    return false;
+  }
+  barrier_ctx c{t, t->round.load(std::memory_order_acquire), cancellable};
+  if (t->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == t->size) {
+    // Last to arrive: the team's tasks end before anyone passes. (Every
+    // thread arrived, so none cancelled the region: a cancelling thread goes
+    // to the region's end.)
+    int spins = 0;
+    while (t->tasks_pending.load(std::memory_order_acquire) != 0)
+      if (!run_one_task(me) && ++spins > wait_spins) wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
+    clear_ws_cancelled(t);
+    t->arrived.store(0, std::memory_order_relaxed);
+    t->round.store(c.round + 1, std::memory_order_release);
+    wake_all(t->sleep_mutex, t->sleepers);
+    return false;
+  }
+  int spins = 0;
+  while (!barrier_released(&c)) {
+    if (++spins < wait_spins) {
+      base::cpu_relax();
+      continue;
+    }
+    // Sleep only while no task is pending: a waiter helps with the tasks.
+    // (cancel_region wakes the sleepers after setting the flag, which the
+    // recheck reads under the same mutex: no wake-up is lost.)
+    const bool may_sleep = t->tasks_pending.load(std::memory_order_acquire) == 0;
+    wait_step(me, may_sleep, &t->sleep_mutex, &t->sleepers, &barrier_released, &c);
+  }
+  return t->round.load(std::memory_order_acquire) == c.round;
 }
 
 }  // namespace
@@ -430,35 +501,18 @@ void wake_all(std::mutex& m, std::vector<thread_state*>& sleepers) {
 }
 
 void barrier(thread_state& me) {
-  team* t = me.t;
-  if (t == nullptr || t->size == 1) {
-    // Still a task scheduling point: the team's tasks finish here.
-    if (t != nullptr)
-      while (t->tasks_pending.load(std::memory_order_acquire) != 0)
-        if (!run_one_task(me)) sched_yield();
-    return;
-  }
-  barrier_ctx c{t, t->round.load(std::memory_order_acquire)};
-  if (t->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == t->size) {
-    // Last to arrive: the team's tasks end before anyone passes.
-    int spins = 0;
-    while (t->tasks_pending.load(std::memory_order_acquire) != 0)
-      if (!run_one_task(me) && ++spins > wait_spins) wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
-    t->arrived.store(0, std::memory_order_relaxed);
-    t->round.store(c.round + 1, std::memory_order_release);
-    wake_all(t->sleep_mutex, t->sleepers);
-    return;
-  }
-  int spins = 0;
-  while (!barrier_passed(&c)) {
-    if (++spins < wait_spins) {
-      base::cpu_relax();
-      continue;
-    }
-    // Sleep only while no task is pending: a waiter helps with the tasks.
-    const bool may_sleep = t->tasks_pending.load(std::memory_order_acquire) == 0;
-    wait_step(me, may_sleep, &t->sleep_mutex, &t->sleepers, &barrier_passed, &c);
-  }
+  barrier_wait(me, false);
+}
+
+bool barrier_cancel(thread_state& me) {
+  return barrier_wait(me, globals().cancellation);
+}
+
+void cancel_region(team& t) {
+  t.cancelled.store(true, std::memory_order_release);
+  // Fibers asleep at a cancellable barrier see the flag when they wake
+  // (those at a plain barrier go back to sleep).
+  wake_all(t.sleep_mutex, t.sleepers);
 }
 
 // ---- regions -------------------------------------------------------------------------

@@ -1,0 +1,12 @@
+// omp-test link_control: the twin of link_doacross.cpp without the doacross
+// loop, linked the same way: it must link, so that link_doacross's failure
+// is the missing entry points and nothing else.
+#include <cstdio>
+
+int main() {
+  static int a[64];
+#pragma omp parallel for schedule(dynamic)
+  for (int i = 0; i < 64; ++i) a[i] = i;
+  std::printf("%d\n", a[63]);
+  return 0;
+}

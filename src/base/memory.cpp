@@ -16,15 +16,17 @@ namespace {
 raw_allocator g_alloc = raw_allocator::mimalloc;
 bool g_pool = true;
 
-constexpr int num_classes = 12;  // 64 B << 0 .. 64 B << 11 = 128 KiB
+constexpr int num_classes = 11;  // 128 B << 0 .. 128 B << 10 = 128 KiB
 // Cap per class: enough blocks for a burst of kNeighbor-style traffic, small
 // enough (<= 1 MiB per class) that idle PEs do not hold much memory.
 constexpr std::size_t cap_bytes = 1u << 20;
 constexpr std::size_t cap_min_blocks = 64;
 
+static_assert(block_min == 128 && (block_min << (num_classes - 1)) == block_max);
+
 inline std::uint8_t class_of(std::size_t bytes) {
   if (bytes <= block_min) return 0;
-  int c = 64 - __builtin_clzll(bytes - 1) - 6;  // ceil(log2(bytes)) - 6
+  int c = 64 - __builtin_clzll(bytes - 1) - 7;  // ceil(log2(bytes)) - log2(block_min)
   return std::uint8_t(c);
 }
 inline std::size_t class_bytes(std::uint8_t c) {

@@ -642,7 +642,14 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
   // may (depend): then it is queued like any deferred task, and runs at
   // the thread's next wait -- a detachable task's fulfiller may be created
   // after it.
-  const bool deferred = if_clause && !final && t != nullptr &&
+  // And a task without dependences or detach runs at once while the team
+  // has more than 64 tasks per thread outstanding (as libgomp does: a task
+  // scheduling point may switch to the new task): a flood of small tasks
+  // then costs about a call each instead of a queue far ahead of its
+  // consumers.
+  const bool flooded = t != nullptr && detach == nullptr && !has_depend &&
+                       t->tasks_pending.load(std::memory_order_relaxed) > 64L * t->size;
+  const bool deferred = if_clause && !final && t != nullptr && !flooded &&
                         (t->size > 1 || detach != nullptr || has_depend);
   if (!deferred) {
     // Undeferred: after the siblings it depends on, runs now, as its own

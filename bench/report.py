@@ -100,7 +100,7 @@ def ratio_of(a, b):
 
 # Files whose rows form one section whatever their "bench" field says.
 BY_FILE = ("pingpong_nodes", "one_to_all", "kneighbor_modes", "comm_modes", "persistent",
-           "omp_empty_loop", "omp_oversub", "trace_overhead")
+           "omp_empty_loop", "omp_oversub", "omp_tasks", "trace_overhead")
 
 
 def load(out_dir):
@@ -792,6 +792,31 @@ def sec_omp_empty_loop(rows):
     return "\n".join(o for o in out if o)
 
 
+def sec_omp_tasks(rows):
+    used, out = set(), []
+    tu = [r for r in rows if r.get("metric") == "task_us"]
+    first = tu[0] if tu else {}
+    out.append("Explicit tasks created by one thread (`single`) of a team of %s, in a plain OpenMP "
+               "program built twice (libweft-omp, libgomp): independent empty tasks then a "
+               "taskwait; a chain of `depend(inout)` tasks on one variable; a wavefront over a grid "
+               "(`depend(in)` on the upper and left cells, `depend(inout)` on its own). µs per task, "
+               "median over the rounds of each run's median (min–max); ÷ libgomp formed per round "
+               "(%s).\n" % (first.get("threads", "?"), rounds_note(tu)))
+    body = []
+    for pattern in ("independent", "chain", "wavefront"):
+        g = select(tu, used, pattern=pattern, runtime="libgomp")
+        w = select(tu, used, pattern=pattern, runtime="libweft-omp")
+        if not g and not w:
+            continue
+        q = ratio_rounds(w, g) if g and w else None
+        body.append([pattern, spread(cell(g)) if g else "–", spread(cell(w)) if w else "–",
+                     spread(q, True) if q else "–"])
+    out.append(table(["pattern", "libgomp µs", "libweft-omp µs", "libweft-omp ÷ libgomp"], body)
+               if body else "No `task_us` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
 def sec_omp_oversub(rows):
     used, out = set(), []
     st = [r for r in rows if r.get("metric") == "step_us"]
@@ -1245,6 +1270,8 @@ SECTIONS = OrderedDict([
     ("omp_empty_loop", ("OpenMP: empty parallel loop, libweft-omp beside libgomp", sec_omp_empty_loop)),
     ("omp_oversub", ("OpenMP: objects running OpenMP loops at once, libweft-omp beside libgomp",
                      sec_omp_oversub)),
+    ("omp_tasks", ("OpenMP: explicit tasks and dependences, libweft-omp beside libgomp",
+                   sec_omp_tasks)),
     ("mpi_pingpong", ("Plain MPI ping-pong, 2 ranks on this host (the baseline for the transports)",
                       sec_generic)),
     ("pingpong_nodes", ("Ping-pong across processes: weft's transports beside plain MPI",

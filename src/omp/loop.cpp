@@ -40,6 +40,15 @@ void wait_for(thread_state& me, Pred done) {
   }
 }
 
+// Takes slot `s` for construct `id`, which `joined` threads entered so far.
+void open_slot(ws_slot& s, unsigned id, int joined) {
+  s.busy = true;
+  s.id = id;
+  s.joined = joined;
+  s.left = 0;
+  s.cancelled.store(false, std::memory_order_relaxed);
+}
+
 // The slot of the next construct this thread meets; `init` runs, under the
 // slot's lock, for the first thread to arrive (first = true).
 template <class Init>
@@ -47,11 +56,7 @@ ws_slot& enter(thread_state& me, bool& first, Init init) {
   if (me.t == nullptr) {
     // An orphaned construct met outside any region: a team of one.
     static thread_local ws_slot solo;
-    solo.id = me.ws_next++;
-    solo.busy = true;
-    solo.joined = 1;
-    solo.left = 0;
-    solo.cancelled.store(false, std::memory_order_relaxed);
+    open_slot(solo, me.ws_next++, 1);
     init(solo);
     first = true;
     me.ws = &solo;
@@ -67,11 +72,7 @@ ws_slot& enter(thread_state& me, bool& first, Init init) {
       return true;
     }
     if (!s.busy) {
-      s.busy = true;
-      s.id = i;
-      s.joined = 1;
-      s.left = 0;
-      s.cancelled.store(false, std::memory_order_relaxed);
+      open_slot(s, i, 1);
       init(s);
       first = true;
       return true;
@@ -244,7 +245,6 @@ void extras_begin(thread_state& me, const ws_extras* x) {
 // The first thread, under the slot's lock: registers the reductions (the
 // memory every thread's copies share) and makes the memory.
 void extras_init(thread_state& me, ws_slot& s, const ws_extras* x) {
-  s.task_reductions = nullptr;
   if (x == nullptr) return;
   if (x->reductions != nullptr) {
     workshare_reductions_register(me, x->reductions, nullptr);
@@ -332,11 +332,7 @@ struct combined_loop {
 void prepare_loop(team& t, void* ctx) {
   const auto* c = static_cast<const combined_loop*>(ctx);
   ws_slot& s = t.ring[0];
-  s.busy = true;
-  s.id = 0;
-  s.joined = t.size;
-  s.left = 0;
-  s.cancelled.store(false, std::memory_order_relaxed);
+  open_slot(s, 0, t.size);
   init_loop(s, c->sched, c->start, c->end, c->incr, c->chunk);
   for (member& m : t.members) {
     m.thr.ws_next = 1;
@@ -356,11 +352,7 @@ void parallel_loop(void (*fn)(void*), void* data, unsigned num_threads, int sche
 
 void prepare_sections(team& t, void* ctx) {
   ws_slot& s = t.ring[0];
-  s.busy = true;
-  s.id = 0;
-  s.joined = t.size;
-  s.left = 0;
-  s.cancelled.store(false, std::memory_order_relaxed);
+  open_slot(s, 0, t.size);
   s.sections = *static_cast<unsigned*>(ctx);
   s.section.store(1, std::memory_order_relaxed);
   for (member& m : t.members) {
@@ -590,7 +582,6 @@ WEFT_GOMP unsigned GOMP_sections_start(unsigned count) {
   enter(me, first, [&](ws_slot& s) {
     s.sections = count;
     s.section.store(1, std::memory_order_relaxed);
-    s.task_reductions = nullptr;
   });
   return next_section(me);
 }

@@ -191,6 +191,15 @@ struct taskgroup {
   bool workshare = false;  // made by a work-sharing construct with task reductions
 };
 
+// cancel taskgroup reached `g`: it was cancelled, or -- a work-sharing
+// construct's own taskgroup, which the program did not write -- the one
+// around it was (as libgomp does).
+inline bool taskgroup_cancelled(const taskgroup* g) {
+  if (g == nullptr) return false;
+  if (g->cancelled.load(std::memory_order_acquire)) return true;
+  return g->workshare && g->outer != nullptr && g->outer->cancelled.load(std::memory_order_acquire);
+}
+
 // A member of a team: its OpenMP thread and how it was started.
 struct member {
   enum : int { unstarted = 0, claimed = 1 };

@@ -92,15 +92,6 @@ namespace {
 
 enum : int { cancel_parallel = 1, cancel_loop = 2, cancel_sections = 4, cancel_taskgroup = 8 };
 
-// The innermost taskgroup was cancelled (or, when it is a work-sharing
-// construct's own, the one around it).
-bool taskgroup_cancelled(const thread_state& me) {
-  const taskgroup* g = me.group;
-  if (g == nullptr) return false;
-  if (g->cancelled.load(std::memory_order_acquire)) return true;
-  return g->workshare && g->outer != nullptr && g->outer->cancelled.load(std::memory_order_acquire);
-}
-
 bool cancellation_point(int which) {
   thread_state& me = current();
   team* t = me.t;
@@ -109,7 +100,7 @@ bool cancellation_point(int which) {
     if (me.ws != nullptr) return me.ws->cancelled.load(std::memory_order_acquire);
     return t->ws_cancelled.load(std::memory_order_acquire);
   }
-  if ((which & cancel_taskgroup) != 0 && taskgroup_cancelled(me)) return true;
+  if ((which & cancel_taskgroup) != 0 && taskgroup_cancelled(me.group)) return true;
   return t != nullptr && t->cancelled.load(std::memory_order_acquire);
 }
 

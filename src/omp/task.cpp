@@ -64,27 +64,19 @@ constexpr unsigned flag_strict = 1u << 14;    // taskloop: grainsize(strict: g)
 
 // ---- cancellation --------------------------------------------------------------------
 
-bool group_cancelled(const taskgroup* g) {
-  if (g == nullptr) return false;
-  if (g->cancelled.load(std::memory_order_relaxed)) return true;
-  // A work-sharing construct's own taskgroup is cancelled with the
-  // taskgroup it sits in.
-  return g->workshare && g->outer != nullptr && g->outer->cancelled.load(std::memory_order_relaxed);
-}
-
 // No new task starts in a cancelled region or taskgroup (OMP_CANCELLATION).
 bool creation_cancelled(const thread_state& me) {
   if (!globals().cancellation) return false;
   if (me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed)) return true;
-  return group_cancelled(me.group);
+  return taskgroup_cancelled(me.group);
 }
 
 // A queued task of a cancelled region or taskgroup is discarded when its
-// turn comes: it completes without running.
+// turn comes: it completes without running its body.
 bool discarded(const task_node* node) {
   if (!globals().cancellation) return false;
   if (node->owner != nullptr && node->owner->cancelled.load(std::memory_order_relaxed)) return true;
-  return group_cancelled(node->group);
+  return taskgroup_cancelled(node->group);
 }
 
 // ---- dependences ---------------------------------------------------------------------

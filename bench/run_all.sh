@@ -63,6 +63,18 @@ for f in "$bin_dir"/*; do
   [[ $n == omp_empty_loop_* || $n == omp_oversub_* || $n == omp_tasks_* ]] && continue
   names+=("$n")
 done
+# WEFT_BENCH_ONLY="a b": just these steps (in the order above), e.g. to
+# remeasure what a change touched; the report then has their sections only.
+if [[ -n ${WEFT_BENCH_ONLY:-} ]]; then
+  only=()
+  for n in "${names[@]}"; do
+    [[ " $WEFT_BENCH_ONLY " == *" $n "* ]] && only+=("$n")
+  done
+  for n in $WEFT_BENCH_ONLY; do
+    [[ " ${names[*]} " == *" $n "* ]] || { echo "run_all: WEFT_BENCH_ONLY: no step '$n' (steps: ${names[*]})" >&2; exit 2; }
+  done
+  names=("${only[@]}")
+fi
 
 # ---- multi-process runs ----------------------------------------------------------------
 # Open MPI must be told it may run as root. --bind-to none: weft binds its

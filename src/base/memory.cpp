@@ -127,6 +127,20 @@ void set_registered_memory(registered_memory* m) {
   g_registered.store(m, std::memory_order_release);
 }
 
+// A block's prefix: [0, 8) the registered_memory it returns to in this
+// process; [8, 16) the owner's word while another process's memory has
+// adopted it (registered_block_adopt).
+void registered_block_adopt(void* start, registered_memory* by) {
+  auto* prefix = static_cast<unsigned char*>(start);
+  std::memcpy(prefix + 8, prefix, sizeof by);
+  std::memcpy(prefix, &by, sizeof by);
+}
+
+void registered_block_restore(void* start) {
+  auto* prefix = static_cast<unsigned char*>(start);
+  std::memcpy(prefix, prefix + 8, sizeof(registered_memory*));
+}
+
 void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
   if (registered_memory* r = g_registered.load(std::memory_order_acquire);
       r != nullptr && bytes >= r->min_bytes()) {

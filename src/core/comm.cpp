@@ -136,7 +136,9 @@ void handle_control(node_state& node, int src, message* m) {
   release_message(m);
 }
 
-void hook_deliver(int src, void* buffer, std::size_t bytes) {
+// A message from the network, in a block of our allocator (hook_deliver)
+// or in registered memory the transport left it in (hook_deliver_block).
+void deliver_from(int src, void* buffer, std::size_t bytes, bool in_place) {
   node_state& node = *g_net_node;
   message* m = message_of_wire(buffer);
   if (bytes < sizeof(message) - wire_offset)
@@ -147,7 +149,8 @@ void hook_deliver(int src, void* buffer, std::size_t bytes) {
   // The fields that stayed behind, and the block's class, which is the one
   // our allocator chose.
   m->size = std::uint32_t(bytes - (sizeof(message) - wire_offset));
-  m->size_class = base::block_class_of(m, bytes + wire_offset);
+  m->size_class =
+      in_place ? base::block_registered : base::block_class_of(m, bytes + wire_offset);
   new (&m->link) base::queue_link;
   if (m->flags & message_flags::control) {
     handle_control(node, src, m);
@@ -181,6 +184,14 @@ void hook_deliver(int src, void* buffer, std::size_t bytes) {
   // Through the MPSC queue even with spsc-pairs: deliveries from different
   // PEs driving the transport must not be reordered among rings.
   deliver_local(node, local, m, /*from_network=*/true);
+}
+
+void hook_deliver(int src, void* buffer, std::size_t bytes) {
+  deliver_from(src, buffer, bytes, false);
+}
+
+void hook_deliver_block(int src, void* buffer, std::size_t bytes) {
+  deliver_from(src, buffer, bytes, true);
 }
 
 // Hands every queued outgoing message to the transport. Caller holds
@@ -477,6 +488,7 @@ void net_start(node_state& node) {
   net::hooks h;
   h.alloc = hook_alloc;
   h.deliver = hook_deliver;
+  h.deliver_block = hook_deliver_block;
   h.release = hook_release;
   h.node_lost = hook_node_lost;
   node.transport->init(launch, h, cfg.startup_timeout_s);

@@ -112,6 +112,7 @@ struct held_message {
   int src;
   void* buffer;
   std::size_t bytes;
+  bool in_place;  // by deliver_block
 };
 
 struct channel {
@@ -172,14 +173,15 @@ class composite_transport final : public transport {
  private:
   static void inter_deliver(int src, void* buffer, std::size_t bytes);
   static void shm_deliver(int src, void* buffer, std::size_t bytes);
+  static void shm_deliver_block(int src, void* buffer, std::size_t bytes);
   static void shm_release(void* buffer);
   [[noreturn]] static void shm_node_lost(int node, const char* why);
-  void deliver(int src, void* buffer, std::size_t bytes) {
+  void deliver(int src, void* buffer, std::size_t bytes, bool in_place = false) {
     if (holding_) {
-      held_.push_back({src, buffer, bytes});
+      held_.push_back({src, buffer, bytes, in_place});
       return;
     }
-    hooks_.deliver(src, buffer, bytes);
+    (in_place ? hooks_.deliver_block : hooks_.deliver)(src, buffer, bytes);
   }
   void deliver_held();
   void settle_shm();
@@ -223,6 +225,12 @@ void composite_transport::shm_deliver(int src, void* buffer, std::size_t bytes) 
   self->deliver(self->group_[std::size_t(src)], buffer, bytes);
 }
 
+void composite_transport::shm_deliver_block(int src, void* buffer, std::size_t bytes) {
+  composite_transport* self = g_composite;
+  ++self->counters_.shm_delivered;
+  self->deliver(self->group_[std::size_t(src)], buffer, bytes, true);
+}
+
 void composite_transport::shm_release(void* buffer) {
   composite_transport* self = g_composite;
   --self->shm_unreleased_;
@@ -259,6 +267,7 @@ void composite_transport::init(const launch_info& launch, const hooks& h,
 
   hooks inter_hooks = h;
   inter_hooks.deliver = inter_deliver;
+  inter_hooks.deliver_block = nullptr;  // only shm leaves messages in place
   inter_->init(launch, inter_hooks, startup_timeout_s);
   rank_ = inter_->node_rank();
   size_ = inter_->num_nodes();
@@ -287,6 +296,7 @@ void composite_transport::init(const launch_info& launch, const hooks& h,
     local.launcher = launch.launcher;
     hooks shm_hooks = h;
     shm_hooks.deliver = shm_deliver;
+    shm_hooks.deliver_block = h.deliver_block != nullptr ? shm_deliver_block : nullptr;
     shm_hooks.release = shm_release;
     shm_hooks.node_lost = h.node_lost != nullptr ? shm_node_lost : nullptr;
     shm_options shm_opts;
@@ -311,7 +321,8 @@ void composite_transport::deliver_held() {
   if (held_.empty()) return;
   std::vector<held_message> held;
   held.swap(held_);
-  for (const held_message& m : held) hooks_.deliver(m.src, m.buffer, m.bytes);
+  for (const held_message& m : held)
+    (m.in_place ? hooks_.deliver_block : hooks_.deliver)(m.src, m.buffer, m.bytes);
 }
 
 // Before a collective of the inter backend, which progresses only itself:

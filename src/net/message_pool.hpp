@@ -72,6 +72,13 @@ class slot_pool {
 // least 16 KiB, so the lock is never the cost). It outlives its transport
 // while core holds blocks of it: the transport calls retire() when it ends,
 // and the last deallocate then releases the mapping (`unmap`).
+//
+// Lending (the shm transport): a slot sent to a peer that reads it in place
+// is lent -- one reference more -- and core's free of it only drops core's
+// reference; the slot is free again once the peer gives it back (give_back)
+// or the block comes back as a message (keep: the loan becomes core's
+// reference again). Loans still out when the transport retires are written
+// off: their peers hold their own mappings.
 class message_pool final : public base::registered_memory {
  public:
   // Over [base, base + bytes); blocks of core's messages from `min_message`
@@ -84,12 +91,17 @@ class message_pool final : public base::registered_memory {
         unmap_(std::move(unmap)) {
     slots_.reset(bytes, min_block);
     class_at_.assign((bytes >> slots_.min_shift()) + 1, 0);
+    refs_.assign(class_at_.size(), 0);
   }
   message_pool(const message_pool&) = delete;
   message_pool& operator=(const message_pool&) = delete;
 
   std::byte* base() const { return base_; }
   std::size_t bytes() const { return bytes_; }
+
+  // Every slot starts on a multiple of this: a pointer into the first
+  // slot_align bytes of a slot names the slot.
+  static constexpr std::size_t slot_align = 4096;
 
   // A slot of at least `bytes`, or null.
   void* allocate(std::size_t bytes) override {
@@ -98,18 +110,25 @@ class message_pool final : public base::registered_memory {
     const std::size_t off = slots_.take(bytes, cls);
     if (off == slot_pool::none) return nullptr;
     class_at_[off >> slots_.min_shift()] = std::uint8_t(cls);
+    refs_[off >> slots_.min_shift()] = 1;
     ++live_;
     return base_ + off;
   }
-  void deallocate(void* p) override {
-    bool last = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const std::size_t off = std::size_t(static_cast<std::byte*>(p) - base_);
-      slots_.give(off, class_at_[off >> slots_.min_shift()]);
-      last = --live_ == 0 && retired_;
-    }
-    if (last) delete this;
+  void deallocate(void* p) override { drop(p, false); }
+  // p (in the first slot_align bytes of a slot core holds): the slot goes to
+  // a peer that reads it in place.
+  void lend(const void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++refs_[slot_of(p) >> slots_.min_shift()];
+    ++live_;
+    ++lent_;
+  }
+  // The peer is done with a lent slot.
+  void give_back(const void* p) { drop(p, true); }
+  // A lent slot came back as a message core now holds.
+  void keep(const void*) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --lent_;
   }
   bool contains(const void* p) const override {
     const auto* b = static_cast<const std::byte*>(p);
@@ -122,6 +141,8 @@ class message_pool final : public base::registered_memory {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       retired_ = true;
+      live_ -= lent_;
+      lent_ = 0;
       now = live_ == 0;
     }
     if (now) delete this;
@@ -131,6 +152,23 @@ class message_pool final : public base::registered_memory {
   ~message_pool() override {
     if (unmap_) unmap_();
   }
+  std::size_t slot_of(const void* p) const {
+    const std::size_t off = std::size_t(static_cast<const std::byte*>(p) - base_);
+    return off & ~(slot_align - 1);
+  }
+  void drop(const void* p, bool loan) {
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (loan && retired_) return;  // written off
+      const std::size_t off = slot_of(p);
+      const std::size_t g = off >> slots_.min_shift();
+      if (--refs_[g] == 0) slots_.give(off, class_at_[g]);
+      if (loan) --lent_;
+      last = --live_ == 0 && retired_;
+    }
+    if (last) delete this;
+  }
   std::mutex mutex_;
   std::byte* const base_;
   const std::size_t bytes_;
@@ -138,7 +176,9 @@ class message_pool final : public base::registered_memory {
   std::function<void()> unmap_;
   slot_pool slots_;                     // guarded by mutex_
   std::vector<std::uint8_t> class_at_;  // guarded by mutex_: a slot's class, by offset
-  std::size_t live_ = 0;                // guarded by mutex_: slots given out
+  std::vector<std::uint16_t> refs_;     // guarded by mutex_: references to a slot, by offset
+  std::size_t live_ = 0;                // guarded by mutex_: references given out
+  std::size_t lent_ = 0;                // guarded by mutex_: of which loans to peers
   bool retired_ = false;                // guarded by mutex_
 };
 

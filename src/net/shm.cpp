@@ -91,7 +91,7 @@ namespace weft::net {
 namespace {
 
 constexpr std::uint64_t seg_magic = 0x746665776d687321ull;  // "!shmweft"
-constexpr std::uint32_t seg_version = 2;
+constexpr std::uint32_t seg_version = 3;
 constexpr std::size_t gather_bytes = 4096;
 constexpr std::size_t min_ring_bytes = 4096;
 constexpr std::size_t max_ring_bytes = std::size_t(1) << 30;
@@ -118,7 +118,8 @@ enum kind : std::uint32_t {
   k_ack = 3,          // payload: {sender address, 0}: the rendezvous read is done
   k_chunk_first = 4,  // payload: {total bytes, 0} then the first piece
   k_chunk = 5,        // payload: the next piece
-  k_pool = 6,         // payload: {sender address in its pool, bytes}: copy it out, then ack
+  k_pool = 6,         // payload: {sender address in its pool, bytes}: lent; ack when done
+  k_return = 7,       // payload: {receiver address in its pool, bytes}: a lent block, back
 };
 
 // The head of a segment. Field groups sit on separate cache lines by who
@@ -174,6 +175,13 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 // small one (up to 48 bytes of payload: a message with a 28-byte payload)
 // stays within one line. A record straddling two lines costs the reader a
 // second cache-line transfer; 48-byte records did that every other message.
+// The offset of the pool slot that holds p (message_pool::slot_align).
+inline std::size_t slot_of(const void* p, const void* pool) {
+  const std::size_t off =
+      std::size_t(static_cast<const unsigned char*>(p) - static_cast<const unsigned char*>(pool));
+  return off & ~(message_pool::slot_align - 1);
+}
+
 constexpr std::size_t record_bytes(std::size_t payload) {
   return (16 + payload + base::cache_line - 1) & ~std::size_t(base::cache_line - 1);
 }
@@ -244,13 +252,80 @@ void sleep_ns(long ns) {
 
 // A message (or an ack) waiting for room in a peer's ring.
 struct pending {
-  std::uint32_t kind;  // k_eager, k_rndv or k_chunk_first
+  std::uint32_t kind;  // k_eager, k_rndv, k_pool, k_return or k_chunk_first
   void* buffer;
   std::size_t bytes;
   std::size_t offset;  // chunked: bytes already in the ring
 };
 
 enum class rx_mode : std::uint8_t { idle, cma, chunks, pool };
+
+class shm_transport;
+
+// A peer's message pool, mapped here read-write. Core holds blocks of it in
+// place (hooks.deliver_block): each such block is adopted by this object
+// (base::registered_block_adopt), so that core's free of it, on any thread,
+// queues the give-back to the peer, which the driving thread sends as an
+// ack. Like message_pool, it outlives the transport while core holds its
+// blocks: retire() at teardown, unmapped with the last block.
+class pool_view final : public base::registered_memory {
+ public:
+  pool_view(unsigned char* base, std::size_t bytes, std::uint64_t remote_base,
+            shm_transport* owner)
+      : base_(base), bytes_(bytes), remote_base_(remote_base), owner_(owner) {}
+  pool_view(const pool_view&) = delete;
+  pool_view& operator=(const pool_view&) = delete;
+
+  const unsigned char* base() const { return base_; }
+  std::size_t bytes() const { return bytes_; }
+  std::uint64_t remote(const void* p) const {
+    return remote_base_ + std::uint64_t(static_cast<const unsigned char*>(p) - base_);
+  }
+  // Never a source of new blocks: those come from our own pool.
+  void* allocate(std::size_t) override { return nullptr; }
+  void deallocate(void* start) override;
+  bool contains(const void* p) const override {
+    const auto* b = static_cast<const unsigned char*>(p);
+    return b >= base_ && b < base_ + bytes_;
+  }
+  // The block starting at offset `slot` goes to core in place.
+  void adopt(std::size_t slot) {
+    base::registered_block_adopt(base_ + slot, this);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++live_;
+  }
+  // The block holding p leaves for its owner as a message (k_return).
+  void hand_back(const void* p) {
+    base::registered_block_restore(base_ + slot_of(p, base_));
+    std::lock_guard<std::mutex> lock(mutex_);
+    --live_;
+  }
+  // The peer's addresses of the blocks core freed since the last call.
+  void take_freed(std::vector<std::uint64_t>& out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out.swap(freed_);
+  }
+  void retire() {
+    bool now = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      owner_ = nullptr;
+      freed_.clear();
+      now = live_ == 0;
+    }
+    if (now) delete this;
+  }
+
+ private:
+  ~pool_view() override { munmap(base_, bytes_); }
+  unsigned char* const base_;
+  const std::size_t bytes_;
+  const std::uint64_t remote_base_;  // the pool's address in its owner
+  std::mutex mutex_;
+  std::vector<std::uint64_t> freed_;  // guarded by mutex_
+  std::size_t live_ = 0;              // guarded by mutex_: blocks core holds
+  shm_transport* owner_;              // guarded by mutex_; null once retired
+};
 
 // Everything this process knows about one other process. Only the thread
 // that holds the transport (core serialises the calls) touches it.
@@ -260,7 +335,8 @@ struct peer {
   int pidfd = -1;
   void* map = nullptr;  // the peer's segment
   std::size_t map_bytes = 0;
-  const unsigned char* pool = nullptr;  // the peer's message pool, mapped read-only
+  pool_view* view = nullptr;            // the peer's message pool, mapped here
+  const unsigned char* pool = nullptr;  // its first byte
   std::size_t pool_bytes = 0;
   seg_header* hdr = nullptr;
   bool ready = false;
@@ -325,6 +401,11 @@ class shm_transport final : public transport {
   void wait_for_incoming(std::uint64_t timeout_ns) override;
   bool can_wait() const override { return true; }
   void wake_waiter() override;
+  // pool_view: core freed a block of a peer's pool (any thread).
+  void note_freed() {
+    freed_pending_.store(true, std::memory_order_seq_cst);
+    wake_waiter();
+  }
   base::registered_memory* message_memory() override { return pool_; }
   const shm_counters& counters() const { return counters_; }
   void allgather(const void* mine, std::size_t bytes, void* all) override;
@@ -358,6 +439,7 @@ class shm_transport final : public transport {
   void create_pool();
   void map_pool(peer& p);
   void publish_head(peer& p);
+  int give_back_freed();
   int poll_once();
   bool work_ready();
 
@@ -403,7 +485,10 @@ class shm_transport final : public transport {
   std::vector<peer*> others_;    // every peer but this node, for the hot loops
   std::vector<pollfd> pollfds_;  // pidfds of others_, same order
   int queued_peers_ = 0;         // peers with a non-empty fifo or acks
-  std::size_t outstanding_ = 0;  // rendezvous sends not yet acked
+  std::size_t outstanding_ = 0;  // rendezvous (CMA) sends not yet acked
+  // A pool_view has freed blocks to give back (set on any thread).
+  std::atomic<bool> freed_pending_{false};
+  std::vector<std::uint64_t> freed_scratch_;
 
   std::uint64_t next_check_ = 0;  // cycles() of the next liveness check
   unsigned clock_countdown_ = 1;  // progress() calls until it reads the clock
@@ -413,6 +498,23 @@ class shm_transport final : public transport {
   std::uint64_t probe_word_ = 0;
   char lost_why_[256] = {};
 };
+
+void pool_view::deallocate(void* start) {
+  base::registered_block_restore(start);
+  bool first = false, last = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --live_;
+    if (owner_ != nullptr) {
+      first = freed_.empty();
+      freed_.push_back(remote(start));
+      // Under the lock: retire() (the transport's teardown) waits for it.
+      if (first) owner_->note_freed();
+    }
+    last = owner_ == nullptr && live_ == 0;
+  }
+  if (last) delete this;
+}
 
 // ---------------------------------------------------------------- bootstrap
 
@@ -630,22 +732,24 @@ void shm_transport::create_pool() {
   pool_ = new message_pool(m, bytes, min_message, min_message, [m, bytes] { munmap(m, bytes); });
 }
 
-// Maps node p's message pool read-only, if it has one.
+// Maps node p's message pool, if it has one: read-write, since a block core
+// holds in place carries our allocator's word in its first bytes.
 void shm_transport::map_pool(peer& p) {
   const std::size_t bytes = std::size_t(p.hdr->pool_bytes);
   if (bytes == 0) return;
   const std::string name = pool_segment_name(job_, p.node);
-  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  int fd = shm_open(name.c_str(), O_RDWR, 0);
   if (fd == -1)
     fail_init("shm_open(%s) of node %d's message pool failed: %s", name.c_str(), p.node,
               std::strerror(errno));
-  void* m = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int e = errno;
   close(fd);
   if (m == MAP_FAILED)
     fail_init("mmap of node %d's message pool (%zu bytes) failed: %s", p.node, bytes,
               std::strerror(e));
-  p.pool = static_cast<const unsigned char*>(m);
+  p.view = new pool_view(static_cast<unsigned char*>(m), bytes, p.hdr->pool_addr, this);
+  p.pool = p.view->base();
   p.pool_bytes = bytes;
 }
 
@@ -798,7 +902,8 @@ void shm_transport::teardown() {
     if (p.node == rank_) continue;
     if (p.pidfd != -1) close(p.pidfd);
     if (p.map != nullptr) munmap(p.map, p.map_bytes);
-    if (p.pool != nullptr) munmap(const_cast<unsigned char*>(p.pool), p.pool_bytes);
+    // Blocks core still holds in place keep the peer's pool mapped.
+    if (p.view != nullptr) std::exchange(p.view, nullptr)->retire();
     p.pidfd = -1;
     p.map = nullptr;
     p.pool = nullptr;
@@ -850,11 +955,18 @@ bool shm_transport::push_pending(peer& p, pending& q) {
     hooks_.release(q.buffer);
     return true;
   }
-  if (q.kind == k_rndv || q.kind == k_pool) {
+  if (q.kind == k_rndv) {
     const std::uint64_t desc[2] = {reinterpret_cast<std::uint64_t>(q.buffer), q.bytes};
     if (!try_push(p, q.kind, desc, nullptr, 0)) return false;
     ++outstanding_;
     return true;
+  }
+  if (q.kind == k_pool || q.kind == k_return) {
+    // Lent, or handed back: either way core let go of it in send().
+    const std::uint64_t addr = q.kind == k_pool ? reinterpret_cast<std::uint64_t>(q.buffer)
+                                                : p.view->remote(q.buffer);
+    const std::uint64_t desc[2] = {addr, q.bytes};
+    return try_push(p, q.kind, desc, nullptr, 0);
   }
   while (q.offset < q.bytes) {
     const std::size_t n = std::min(q.bytes - q.offset, p.chunk_limit);
@@ -888,21 +1000,34 @@ void shm_transport::send(int node, void* buffer, std::size_t bytes) {
                 : finalised_  ? " after finalize()"
                               : "");
   peer& p = peers_[std::size_t(node)];
-  // Written in our pool (core's large blocks): a descriptor, the receiver
-  // copies it out. Else, below cma_min the chunked path wins: both sides
-  // copy at once while the data is still in cache, and no ack round trip is
-  // needed.
+  // A block of p's own pool that core held in place goes back as a
+  // descriptor: no copy either way (a ping-pong of large messages).
+  // Written in our pool (core's large blocks): lent to p, which reads it in
+  // place or copies it out, and gives it back. Else, below cma_min the
+  // chunked path wins: both sides copy at once while the data is still in
+  // cache, and no ack round trip is needed.
+  const bool returning = p.view != nullptr && p.view->contains(buffer);
   const bool use_cma = cma_ && bytes >= opts_.cma_min;
   const bool in_pool = bytes > p.eager_limit && pool_ != nullptr && pool_->contains(buffer);
-  pending q{bytes <= p.eager_limit ? k_eager
-            : in_pool              ? k_pool
-            : use_cma              ? k_rndv
-                                   : k_chunk_first,
+  pending q{returning               ? k_return
+            : bytes <= p.eager_limit ? k_eager
+            : in_pool                ? k_pool
+            : use_cma                ? k_rndv
+                                     : k_chunk_first,
             buffer, bytes, 0};
-  ++(q.kind == k_eager  ? counters_.eager
-     : q.kind == k_pool ? counters_.pooled
-     : q.kind == k_rndv ? counters_.cma
-                        : counters_.chunked);
+  ++(q.kind == k_eager    ? counters_.eager
+     : q.kind == k_pool   ? counters_.pooled
+     : q.kind == k_return ? counters_.returned
+     : q.kind == k_rndv   ? counters_.cma
+                          : counters_.chunked);
+  // Core lets go of the block now (its class and our allocator's word are
+  // read by the free, before p can touch them); the loan keeps the slot.
+  if (q.kind == k_pool) {
+    pool_->lend(buffer);
+    hooks_.release(buffer);
+  } else if (q.kind == k_return) {
+    p.view->hand_back(buffer);
+  }
   if (!p.fifo.empty()) {
     enqueue(p, q);
     return;
@@ -911,6 +1036,21 @@ void shm_transport::send(int node, void* buffer, std::size_t bytes) {
   const bool done = push_pending(p, q);
   if (p.tx_tail != tail_before) ring_doorbell(p.hdr);
   if (!done) enqueue(p, q);
+}
+
+// Core freed blocks of peers' pools that it held in place: each goes back
+// to its owner as an ack.
+int shm_transport::give_back_freed() {
+  freed_pending_.store(false, std::memory_order_seq_cst);
+  int n = 0;
+  for (peer* p : others_) {
+    if (p->view == nullptr) continue;
+    p->view->take_freed(freed_scratch_);
+    for (std::uint64_t addr : freed_scratch_) owe_ack(*p, addr);
+    n += int(freed_scratch_.size());
+    freed_scratch_.clear();
+  }
+  return n;
 }
 
 void shm_transport::owe_ack(peer& p, std::uint64_t addr) {
@@ -1044,8 +1184,13 @@ int shm_transport::drain(peer& p) {
       case k_ack: {
         std::uint64_t desc[2];
         copy_out(desc, p.rx_data, p.rx_mask, at, sizeof desc);
-        --outstanding_;
-        hooks_.release(reinterpret_cast<void*>(desc[0]));
+        void* buf = reinterpret_cast<void*>(desc[0]);
+        if (pool_ != nullptr && pool_->contains(buf)) {
+          pool_->give_back(buf);  // a loan ends
+        } else {
+          --outstanding_;  // a rendezvous read ends
+          hooks_.release(buf);
+        }
         break;
       }
       case k_rndv: {
@@ -1071,6 +1216,17 @@ int shm_transport::drain(peer& p) {
         if (p.rx != rx_mode::idle || p.pool == nullptr || desc[0] < p.hdr->pool_addr ||
             off > p.pool_bytes || desc[1] > p.pool_bytes - off)
           base::fatal("shm transport: ring from node %d is corrupt (pool message)", p.node);
+        // In place when core takes such blocks and this one has room for
+        // our allocator's word before it in its slot (core's blocks do).
+        const std::size_t slot = slot_of(p.pool + off, p.pool);
+        if (hooks_.deliver_block != nullptr && off - slot >= 16) {
+          p.view->adopt(slot);
+          ++counters_.in_place;
+          if (p.rx_head - p.rx_published >= cap / 4) publish_head(p);
+          hooks_.deliver_block(p.node, const_cast<unsigned char*>(p.pool) + off,
+                               std::size_t(desc[1]));
+          break;
+        }
         p.rx = rx_mode::pool;
         p.rx_remote = desc[0];
         p.rx_total = std::size_t(desc[1]);
@@ -1079,6 +1235,25 @@ int shm_transport::drain(peer& p) {
         if (!continue_pool(p)) {
           publish_head(p);
           return n;  // later records of p wait behind this message
+        }
+        break;
+      }
+      case k_return: {
+        std::uint64_t desc[2];
+        copy_out(desc, p.rx_data, p.rx_mask, at, sizeof desc);
+        auto* buf = reinterpret_cast<unsigned char*>(desc[0]);
+        if (pool_ == nullptr || !pool_->contains(buf) ||
+            desc[1] > std::size_t(pool_->base() + pool_->bytes() - reinterpret_cast<std::byte*>(buf)))
+          base::fatal("shm transport: ring from node %d is corrupt (returned block)", p.node);
+        if (p.rx_head - p.rx_published >= cap / 4) publish_head(p);
+        if (hooks_.deliver_block != nullptr) {
+          pool_->keep(buf);  // the loan is core's block again
+          hooks_.deliver_block(p.node, buf, std::size_t(desc[1]));
+        } else {
+          void* copy = hooks_.alloc(std::size_t(desc[1]));
+          std::memcpy(copy, buf, std::size_t(desc[1]));
+          pool_->give_back(buf);
+          hooks_.deliver(p.node, copy, std::size_t(desc[1]));
         }
         break;
       }
@@ -1119,6 +1294,7 @@ int shm_transport::drain(peer& p) {
 
 int shm_transport::poll_once() {
   int n = 0;
+  if (freed_pending_.load(std::memory_order_relaxed)) n += give_back_freed();
   if (queued_peers_ != 0)
     for (peer* p : others_)
       if (p->queued) n += flush(*p);
@@ -1246,6 +1422,7 @@ void shm_transport::allgather(const void* mine, std::size_t bytes, void* all) {
 // True if progress() has something to do right now.
 bool shm_transport::work_ready() {
   if (wake_pending_.load(std::memory_order_seq_cst) != 0) return true;
+  if (freed_pending_.load(std::memory_order_seq_cst)) return true;
   for (peer* p : others_) {
     if (p->rx != rx_mode::idle) return true;
     auto* r = reinterpret_cast<record*>(p->rx_data + (p->rx_head & p->rx_mask));

@@ -37,13 +37,18 @@ struct shm_options {
   // too large to stream through the caches.
   std::size_t cma_min = std::size_t(4) << 20;
   // The message pool: a segment the peers map, where core writes messages
-  // of more than eager_max bytes (transport::message_memory), which then
-  // leave with no copy by the sender and one by the receiver. 0: none.
+  // of more than eager_max bytes (transport::message_memory). Such a
+  // message is lent to its receiver, whose core handles it in place and
+  // gives it back when it frees it: no copy on either side. (Without
+  // hooks.deliver_block the receiver copies it out instead.) 0: none.
   // Smaller when /dev/shm has less than twice the job's segments free.
+  // When it is full, large messages take the paths below.
   std::size_t pool_bytes = std::size_t(32) << 20;
   // Messages from this size on are written in the pool (smaller ones in
-  // core's per-PE block lists, and sent through the rings).
-  std::size_t pool_min_message = std::size_t(256) << 10;
+  // core's per-PE block lists, and sent through the rings); never below
+  // eager_max + 1. Measured here (kNeighbor, 2 processes of one PE, 64 KiB,
+  // in place against chunks through the ring): see docs/net.md.
+  std::size_t pool_min_message = 0;
   // Called at each pause of init(), barrier() and finalize() while they wait
   // for the other processes. A composite transport progresses its other
   // backend here: a process waiting only on shm would leave that backend's
@@ -61,7 +66,9 @@ struct shm_counters {
   std::uint64_t eager = 0;   // whole in one ring record
   std::uint64_t chunked = 0; // in pieces through the ring
   std::uint64_t cma = 0;     // read by the receiver with process_vm_readv
-  std::uint64_t pooled = 0;  // written in the message pool, copied out by the receiver
+  std::uint64_t pooled = 0;    // lent from the message pool (sent)
+  std::uint64_t in_place = 0;  // of the peers' lent blocks, held by core in place (received)
+  std::uint64_t returned = 0;  // blocks held in place sent back to their owner (sent)
 };
 // The counters of a transport made by make_shm_transport; null for others.
 const shm_counters* shm_counters_of(const transport& t);

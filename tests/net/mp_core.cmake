@@ -13,7 +13,7 @@ function(mp_core_test name)
 endfunction()
 
 foreach(t ${weft_mp_transports})
-  foreach(c pingpong alltoall broadcast nodequeue quiescence)
+  foreach(c pingpong alltoall broadcast nodequeue quiescence large)
     mp_core_test(net.core.${t}.2x2.${c} CODE 0 NP 2
                  ARGS --case=${c} --weft:transport=${t} --weft:threads=2)
     mp_core_test(net.core.${t}.4x1.${c} CODE 0 NP 4
@@ -53,7 +53,7 @@ if(WEFT_SANITIZE STREQUAL "thread")
 endif()
 foreach(t ${mp_composites})
   string(REPLACE "+" "_" n ${t})
-  foreach(c pingpong alltoall quiescence)
+  foreach(c pingpong alltoall quiescence large)
     mp_core_test(net.core.${n}.2x2.${c} CODE 0 NP 2
                  ARGS --case=${c} --weft:transport=${t} --weft:threads=2)
     mp_core_test(net.core.${n}.4x1.${c} CODE 0 NP 4

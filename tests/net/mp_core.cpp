@@ -13,6 +13,11 @@
 //   nodequeue   send_to_node reaches every node's node queue
 //   quiescence  a message storm, then on_quiescence on node 0: every message
 //               sent must have been handled when it fires
+//   large       every PE sends numbered 64 KiB messages to every other PE
+//               (over shm: lent from the sender's pool and handled in
+//               place); by number the receiver drops one, holds one to the
+//               end (two past the run), sends one back to its sender and
+//               forwards one to a third PE; contents, order and counts checked
 //   exitcode    the last PE of the job calls weft::exit(7): run returns 7 in
 //               every process (the program turns that into 0)
 //   fatal       node 1 ends with a fatal error: the job must fail (the test
@@ -23,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 #include "weft/base/error.hpp"
@@ -193,6 +199,116 @@ void on_storm_start(weft::message_ptr) {
     weft::send(weft::my_pe(), weft::make_message_with(h_storm, storm_hops));
 }
 
+// ---- large ------------------------------------------------------------------
+constexpr int large_bytes = 64 << 10;
+struct large_head {
+  int src, dst, seq;
+  int back;  // 1: returned to its sender; 2: forwarded by dst to a third PE
+};
+unsigned char large_byte(const large_head& h, std::size_t i) {
+  return static_cast<unsigned char>(h.src * 31 + h.seq * 7 + int(i));
+}
+// The PE that the receiver of seq from src forwards it to, or -1.
+int large_forward_to(int src, int dst, int seq) {
+  if (seq % 4 != 3) return -1;
+  const int f = (dst + 1) % weft::num_pes();
+  return f == src || f == dst ? -1 : f;
+}
+int large_count() {
+  return 200;
+}
+struct large_slot {
+  std::vector<int> next_seq;  // by source PE
+  long got = 0, want = 0;
+  std::vector<weft::message_ptr> held;
+};
+std::vector<large_slot> g_large;
+std::vector<weft::message_ptr> g_held_past_run;  // freed after weft::run returns
+std::mutex g_held_mutex;
+weft::handler_id h_large, h_large_start;
+
+void large_done_check() {
+  large_slot& s = g_large[std::size_t(weft::my_rank())];
+  if (s.got != s.want) return;
+  s.held.clear();  // gives the blocks back to their senders
+  report_done();
+}
+void on_large(weft::message_ptr m) {
+  large_slot& s = g_large[std::size_t(weft::my_rank())];
+  if (m->size != large_bytes)
+    weft::base::fatal("large: PE %d got %u bytes", weft::my_pe(), m->size);
+  large_head h;
+  std::memcpy(&h, m->data(), sizeof h);
+  const auto* b = reinterpret_cast<const unsigned char*>(m->data());
+  for (std::size_t i = sizeof h; i < std::size_t(large_bytes); ++i)
+    if (b[i] != large_byte(h, i))
+      weft::base::fatal("large: PE %d: message %d from PE %d (back=%d): byte %zu is wrong",
+                        weft::my_pe(), h.seq, h.src, h.back, i);
+  ++s.got;
+  if (h.back == 1) {  // ours, back
+    if (h.src != weft::my_pe() || h.seq % 4 != 2)
+      weft::base::fatal("large: PE %d got back message %d of PE %d", weft::my_pe(), h.seq, h.src);
+  } else if (h.back == 2) {  // forwarded to us
+    if (large_forward_to(h.src, h.dst, h.seq) != weft::my_pe())
+      weft::base::fatal("large: PE %d got a forward it should not", weft::my_pe());
+  } else {
+    if (h.dst != weft::my_pe())
+      weft::base::fatal("large: PE %d got message for PE %d", weft::my_pe(), h.dst);
+    if (s.next_seq.empty()) s.next_seq.assign(std::size_t(weft::num_pes()), 0);
+    int& want = s.next_seq[std::size_t(h.src)];
+    if (h.seq != want)
+      weft::base::fatal("large: PE %d expected message %d from PE %d, got %d", weft::my_pe(),
+                        want, h.src, h.seq);
+    ++want;
+    const int fwd = large_forward_to(h.src, h.dst, h.seq);
+    if (h.seq % 4 == 1) {
+      if (h.seq < 8) {
+        std::lock_guard<std::mutex> lock(g_held_mutex);
+        g_held_past_run.push_back(std::move(m));
+      } else {
+        s.held.push_back(std::move(m));
+      }
+    } else if (h.seq % 4 == 2) {
+      h.back = 1;
+      std::memcpy(m->data(), &h, sizeof h);
+      weft::send(h.src, std::move(m));
+    } else if (fwd >= 0) {
+      h.back = 2;
+      std::memcpy(m->data(), &h, sizeof h);
+      weft::send(fwd, std::move(m));
+    }
+  }
+  large_done_check();
+}
+void on_large_start(weft::message_ptr) {
+  const int me = weft::my_pe(), n = weft::num_pes(), count = large_count();
+  large_slot& s = g_large[std::size_t(weft::my_rank())];
+  if (s.next_seq.empty()) s.next_seq.assign(std::size_t(n), 0);
+  // What comes to this PE: count from every other PE, our seq % 4 == 2
+  // back from each, and the forwards that name us.
+  long want = 0;
+  for (int src = 0; src < n; ++src)
+    for (int dst = 0; dst < n; ++dst)
+      for (int seq = 0; seq < count; ++seq) {
+        if (src == dst) continue;
+        if (dst == me) ++want;
+        if (src == me && seq % 4 == 2) ++want;
+        if (large_forward_to(src, dst, seq) == me) ++want;
+      }
+  s.want += want;  // messages may have come before this start message
+  for (int seq = 0; seq < count; ++seq)
+    for (int k = 1; k < n; ++k) {
+      const int dst = (me + k) % n;
+      weft::message_ptr m = weft::make_message(h_large, large_bytes);
+      const large_head h{me, dst, seq, 0};
+      std::memcpy(m->data(), &h, sizeof h);
+      auto* b = reinterpret_cast<unsigned char*>(m->data());
+      for (std::size_t i = sizeof h; i < std::size_t(large_bytes); ++i) b[i] = large_byte(h, i);
+      weft::send(dst, std::move(m));
+    }
+  large_done_check();
+}
+
 // ---- exitcode, fatal, hang --------------------------------------------------
 weft::handler_id h_poke;
 void on_poke(weft::message_ptr) {
@@ -222,6 +338,8 @@ void register_all() {
   h_count_reply = weft::register_handler("mp.count_reply", on_count_reply);
   h_storm_start = weft::register_handler("mp.storm_start", on_storm_start);
   h_poke = weft::register_handler("mp.poke", on_poke);
+  h_large = weft::register_handler("mp.large", on_large);
+  h_large_start = weft::register_handler("mp.large_start", on_large_start);
 }
 
 }  // namespace
@@ -242,17 +360,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], "--case=", 7) == 0) g_case = argv[i] + 7;
   // (--marker=... only tags the processes for kill_one.sh.)
-  static const char* cases[] = {"pingpong",   "alltoall", "broadcast", "nodequeue",
-                                "quiescence", "exitcode", "fatal",     "hang"};
+  static const char* cases[] = {"pingpong", "alltoall", "broadcast", "nodequeue", "quiescence",
+                                "large",    "exitcode", "fatal",     "hang"};
   bool known = false;
   for (const char* c : cases) known = known || g_case == c;
   if (!known) {
     std::fprintf(stderr,
                  "mp_core: --case=NAME required; one of pingpong, alltoall, broadcast, "
-                 "nodequeue, quiescence, exitcode, fatal, hang\n");
+                 "nodequeue, quiescence, large, exitcode, fatal, hang\n");
     return 2;
   }
   g_slots.assign(std::size_t(cfg.threads), pe_slot{});
+  g_large.resize(std::size_t(cfg.threads));
   int rc = weft::run(cfg, argc, argv, [](weft::args) {
     if (g_case == "pingpong") {
       weft::send(0, weft::make_message_with(h_ping, 0));
@@ -261,6 +380,8 @@ int main(int argc, char** argv) {
     } else if (g_case == "broadcast") {
       for (int i = 0; i < broadcast_count; ++i)
         weft::broadcast(weft::make_message_with(h_bcast, num_msg{0, i}));
+    } else if (g_case == "large") {
+      weft::broadcast(weft::make_message(h_large_start, 0));
     } else if (g_case == "nodequeue") {
       weft::broadcast(weft::make_message(h_nodeq_start, 0));
     } else if (g_case == "quiescence") {
@@ -270,6 +391,18 @@ int main(int argc, char** argv) {
       weft::broadcast(weft::make_message(h_poke, 0));
     }
   });
+  // Messages of other nodes held past the run: the transport is gone, the
+  // blocks are still readable, and freeing them is safe.
+  for (const weft::message_ptr& m : g_held_past_run) {
+    large_head h;
+    std::memcpy(&h, m->data(), sizeof h);
+    if (h.seq % 4 != 1 || h.back != 0) {
+      std::fprintf(stderr, "mp_core: a message held past the run changed\n");
+      return 1;
+    }
+  }
+  g_held_past_run.clear();
+  g_large.clear();
   if (g_case == "exitcode") {
     if (rc != 7) {
       std::fprintf(stderr, "mp_core: exitcode: weft::run returned %d, expected 7\n", rc);

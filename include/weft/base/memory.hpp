@@ -67,6 +67,15 @@ class registered_memory {
   virtual bool contains(const void* p) const = 0;
   virtual std::size_t min_bytes() const { return block_max + 1; }
 };
+// A block of registered memory that another process wrote and this one
+// reads in place (the shm transport hands over blocks of a peer's pool
+// mapped here): `by` takes it over, so that block_free of it calls
+// by->deallocate(start); the owner's word is kept in the block, and
+// registered_block_restore(start) puts it back before the block returns to
+// its owner. `start` is the block's first byte (what allocate returned in
+// the owner's process), 16 bytes before what block_alloc gave out.
+WEFT_API void registered_block_adopt(void* start, registered_memory* by);
+WEFT_API void registered_block_restore(void* start);
 // Sets (or, with null, removes) the memory large blocks come from. Blocks
 // given out earlier go back to the memory they came from, which must stay
 // usable until its last block is freed. Core calls it around the

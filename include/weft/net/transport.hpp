@@ -50,6 +50,12 @@ struct hooks {
   // fills it and passes it to deliver, which takes ownership.
   void* (*alloc)(std::size_t bytes) = nullptr;
   void (*deliver)(int src_node, void* buffer, std::size_t bytes) = nullptr;
+  // Optional. Like deliver, for a message the transport leaves where it
+  // lies, in registered memory of another process mapped here (a block the
+  // transport gave over with base::registered_block_adopt): core takes it
+  // as a registered block, and the free returns it to the sender. Without
+  // this hook such messages are copied into a buffer from alloc.
+  void (*deliver_block)(int src_node, void* buffer, std::size_t bytes) = nullptr;
   // The transport no longer needs a buffer it was given by send().
   void (*release)(void* buffer) = nullptr;
   // A peer is gone (its process died, or its connection broke). Core ends

@@ -63,15 +63,15 @@ for f in "$bin_dir"/*; do
   [[ $n == omp_empty_loop_* || $n == omp_oversub_* || $n == omp_tasks_* ]] && continue
   names+=("$n")
 done
-# WEFT_BENCH_ONLY="a b": just these steps (in the order above), e.g. to
+# RUN_ALL_ONLY="a b": just these steps (in the order above), e.g. to
 # remeasure what a change touched; the report then has their sections only.
-if [[ -n ${WEFT_BENCH_ONLY:-} ]]; then
+if [[ -n ${RUN_ALL_ONLY:-} ]]; then
   only=()
   for n in "${names[@]}"; do
-    [[ " $WEFT_BENCH_ONLY " == *" $n "* ]] && only+=("$n")
+    [[ " $RUN_ALL_ONLY " == *" $n "* ]] && only+=("$n")
   done
-  for n in $WEFT_BENCH_ONLY; do
-    [[ " ${names[*]} " == *" $n "* ]] || { echo "run_all: WEFT_BENCH_ONLY: no step '$n' (steps: ${names[*]})" >&2; exit 2; }
+  for n in $RUN_ALL_ONLY; do
+    [[ " ${names[*]} " == *" $n "* ]] || { echo "run_all: RUN_ALL_ONLY: no step '$n' (steps: ${names[*]})" >&2; exit 2; }
   done
   names=("${only[@]}")
 fi

@@ -917,6 +917,19 @@ def require(what, q, test, text=None):
 PP_ORDER = ("plain-mpi", "shm", "mpi", "ucx")
 
 
+def touch_note(rows):
+    """What --touch was in the runs of pingpong_nodes / one_to_all."""
+    touched = {r.get("touch") for r in rows}
+    if touched == {True}:
+        return ("Every payload is written whole by its sender and read whole (and checked) by "
+                "its receiver (`--touch=true`), so shm's lent large messages move their data "
+                "like the copies of the others.")
+    if touched == {False}:
+        return ("Payloads are not touched (`--touch=false`): shm's large messages are lent in "
+                "place and come back as a descriptor, so its large sizes time no data movement.")
+    return "Runs with and without `--touch` are mixed here; rerun them alike."
+
+
 def sec_pingpong_nodes(rows):
     used, out = set(), []
     pp = [r for r in rows if r.get("metric") in ("oneway_ns", "bandwidth_MBps")
@@ -932,8 +945,9 @@ def sec_pingpong_nodes(rows):
     out.append("Two processes on this host, PE 0 of node 0 and the first PE of node 1 (one PE per "
                "process, default binding: the two processes take different CPUs), beside plain MPI_Send/MPI_Recv between two ranks "
                "(bench/mpi_pingpong, the same Open MPI); the programs ran one after another, "
-               "interleaved, %s. Each cell: median over the rounds of each run's median "
-               "(min–max over the rounds); ÷ plain-mpi is formed per round.\n" % rounds_note(pp))
+               "interleaved, %s. %s Each cell: median over the rounds of each run's median "
+               "(min–max over the rounds); ÷ plain-mpi is formed per round.\n"
+               % (rounds_note(pp), touch_note(pp)))
     for metric, title in (("oneway_ns", "One-way latency (ns)"),
                           ("bandwidth_MBps", "Bandwidth (MB/s, bytes / one-way time)")):
         out.append("%s:\n" % title)
@@ -988,7 +1002,8 @@ def sec_one_to_all(rows):
     transports += sorted({r.get("transport") for r in rt} - set(PP_ORDER), key=str)
     for n in sorted({r.get("nodes") for r in rt if isinstance(r.get("nodes"), int)}):
         out.append("%d processes (one PE each): PE 0 sends to the first PE of each of the %d other "
-                   "nodes, each replies; µs per round, median (min–max) over the repeats:\n" % (n, n - 1))
+                   "nodes, each replies; µs per round, median (min–max) over the repeats. %s\n"
+                   % (n, n - 1, touch_note([r for r in rt if r.get("nodes") == n])))
         body = []
         for b in sorted({r["bytes"] for r in rt if r.get("nodes") == n}):
             line = [human_bytes(b)]
@@ -1010,17 +1025,24 @@ def sec_kneighbor_modes(rows):
     it = [r for r in rows if r.get("metric") == "iter_us" and isinstance(r.get("bytes"), int)
           and r.get("level", "core") == "core"]
     pes_list = sorted({r.get("pes") for r in it if isinstance(r.get("pes"), int)})
+    touches = sorted({r.get("touch", False) for r in it})
     all_smp, all_shm = [], []
-    for p in pes_list:
-        rs = [r for r in it if r.get("pes") == p]
+    for p, touch in [(p, t) for t in touches for p in pes_list]:
+        rs = [r for r in it if r.get("pes") == p and r.get("touch", False) == touch]
+        if not rs:
+            continue
         modes = [m for m in KN_MODES if any(r.get("mode") == m for r in rs)]
         sizes = sorted({r["bytes"] for r in rs})
-        out.append("#### %d PEs\n" % p)
-        out.append("kNeighbor (k=%s, core level, touch=false), µs per iteration: smp = one process "
-                   "of %d PEs; nonsmp-shm = %d processes of one PE over the shm transport; "
+        out.append("#### %d PEs, touch=%s\n" % (p, "true" if touch else "false"))
+        out.append("kNeighbor (k=%s, core level, touch=%s: %s), µs per iteration: smp = one "
+                   "process of %d PEs; nonsmp-shm = %d processes of one PE over the shm transport; "
                    "nonsmp-mpi = the same over the mpi transport. Median over the rounds (min–max), "
                    "%s; the ratios are formed per round.\n"
-                   % (rs[0].get("k", "?") if rs else "?", p, p, rounds_note(rs)))
+                   % (rs[0].get("k", "?"), "true" if touch else "false",
+                      "senders fill every payload, receivers read and check every byte" if touch
+                      else "the payload is never read, so the runtime's own cost shows; shm lends "
+                      "messages above its eager limit in place, as SMP passes pointers",
+                      p, p, rounds_note(rs)))
         head = ["bytes"] + ["%s µs" % m for m in modes] + [
             "nonsmp-shm ÷ smp", "smp faster", "nonsmp-mpi ÷ nonsmp-shm", "shm faster than mpi"]
         body = []
@@ -1044,7 +1066,8 @@ def sec_kneighbor_modes(rows):
     def overall(oks):
         return None if not oks or None in oks else all(oks)
     v1, v2 = overall(all_smp), overall(all_shm)
-    REQUIREMENTS.append(("kNeighbor: SMP faster than non-SMP over shm at every size (2 and 4 PEs)",
+    REQUIREMENTS.append(("kNeighbor: SMP faster than non-SMP over shm at every size (2 and 4 PEs, "
+                         "touch=%s)" % "/".join("true" if t else "false" for t in touches),
                          "%d of %d sizes" % (sum(1 for x in all_smp if x), len(all_smp)), verdict(v1)))
     REQUIREMENTS.append(("kNeighbor: non-SMP over shm faster than non-SMP over mpi at every size",
                          "%d of %d sizes" % (sum(1 for x in all_shm if x), len(all_shm)), verdict(v2)))

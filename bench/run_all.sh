@@ -189,15 +189,19 @@ for name in "${names[@]}"; do
   elif [[ $name == pingpong_nodes ]]; then
     # weft's pingpong between two processes over each transport, beside
     # plain MPI (bench/mpi_pingpong, the same MPI), interleaved per round.
+    # --touch=true on both: every payload is written whole and read whole,
+    # so a transport that lends its buffers moves the data like one that
+    # copies (without it shm's large messages would be a descriptor's
+    # round trip).
     echo "run_all: [$i/$total] pingpong_nodes: 2 processes, plain-mpi and weft over ${net_transports[*]}, $mp_rounds rounds" >&2
     for r in $(seq 1 "$mp_rounds"); do
       if [[ -x $bin_dir/mpi_pingpong ]]; then
         mp_run "pingpong_nodes(plain-mpi)" "$out" "$r" 2 "$bin_dir/mpi_pingpong" --json \
-          --repeat "$mp_repeat" --iters=2000 --bytes="$mp_bytes"
+          --repeat "$mp_repeat" --iters=2000 --bytes="$mp_bytes" --touch=true
       fi
       for t in "${net_transports[@]}"; do
         mp_run "pingpong_nodes($t)" "$out" "$r" 2 "$exe" --json --repeat "$mp_repeat" \
-          --iters=2000 --bytes="$mp_bytes" --weft:transport="$t" --weft:threads=1 "${weft_mp[@]}"
+          --iters=2000 --bytes="$mp_bytes" --touch=true --weft:transport="$t" --weft:threads=1 "${weft_mp[@]}"
       done
     done
   elif [[ $name == one_to_all ]]; then
@@ -205,7 +209,7 @@ for name in "${names[@]}"; do
     for n in 2 4; do
       for t in "${net_transports[@]}"; do
         mp_run "one_to_all($t,-n $n)" "$out" 1 "$n" "$exe" --json --repeat "$repeat" \
-          --iters=1000 --weft:transport="$t" --weft:threads=1 "${weft_mp[@]}"
+          --iters=1000 --touch=true --weft:transport="$t" --weft:threads=1 "${weft_mp[@]}"
       done
     done
   elif [[ $name == kneighbor_modes ]]; then
@@ -213,7 +217,7 @@ for name in "${names[@]}"; do
     # (one process of P PEs), non-SMP over shm (P processes of one PE, the
     # PXSHM mode) and non-SMP over mpi (through the kernel); core level.
     echo "run_all: [$i/$total] kneighbor_modes: smp | nonsmp-shm | nonsmp-mpi at 2 and 4 PEs, $mp_rounds rounds" >&2
-    kn_args=(--json --repeat "$mp_repeat" --level=core --touch=false --iters=1000)
+    kn_args=(--json --repeat "$mp_repeat" --level=core --touch=both --iters=1000)
     for r in $(seq 1 "$mp_rounds"); do
       for p in 2 4; do
         mp_run "kneighbor_modes(smp,$p)" "$out" "$r" 0 "$exe" "${kn_args[@]}" \

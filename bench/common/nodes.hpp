@@ -5,6 +5,9 @@
 #pragma once
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <functional>
 #include <vector>
 #include "common/harness.hpp"
@@ -68,6 +71,34 @@ inline void latency_bandwidth_rows(reporter& out, const std::vector<field>& iden
 inline long round_trips(long iters, long bytes) {
   const long by_volume = (64l << 20) / std::max(1l, 2 * bytes);
   return std::max(20l, std::min(iters, by_volume));
+}
+
+// --touch for the runs across processes: whether each message's payload is
+// written whole by its sender and read whole by its receiver. Without it a
+// transport that lends its buffers (shm hands a large message over in
+// place and takes it back as a descriptor) moves no data at all, and its
+// "bandwidth" would be a descriptor's round trip; plain MPI copies either
+// way. Exits 2 on anything but true or false.
+inline bool touch_arg(const cli& c, bool fallback) {
+  const std::string v = arg(c, "touch", fallback ? "true" : "false");
+  if (v == "true") return true;
+  if (v == "false") return false;
+  std::fprintf(stderr, "error: --touch=%s: expected true or false\n", v.c_str());
+  std::exit(2);
+}
+
+// The sender's side of --touch: every byte gets `fill`.
+inline void fill_payload(void* data, std::size_t bytes, unsigned char fill) {
+  std::memset(data, fill, bytes);
+}
+
+// The receiver's side: reads every byte; false if one differs from the
+// first (a message that arrived torn or stale).
+inline bool payload_is_whole(const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  unsigned char diff = 0;
+  for (std::size_t i = 1; i < bytes; ++i) diff |= static_cast<unsigned char>(p[i] ^ p[0]);
+  return diff == 0;
 }
 
 }  // namespace weft::bench

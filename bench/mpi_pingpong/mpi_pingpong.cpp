@@ -3,7 +3,9 @@
 // the one-way time is half a round trip. It uses no weft runtime at all,
 // only the benchmark harness for its flags and its output, so that weft's
 // transports can be compared with the MPI library they run over, in the
-// same run and with the same MPI.
+// same run and with the same MPI. With --touch=true each rank reads the
+// whole message it received and writes it whole before sending it back, as
+// weft's pingpong --touch=true does.
 //
 //   mpirun -n 2 build/release/bench/mpi_pingpong --json
 //
@@ -26,7 +28,9 @@ const char* about =
     "more). Flags:\n"
     "  --bytes=LIST   message sizes (default 8,64,512,4096,32768,262144,1048576,4194304)\n"
     "  --iters=N      round trips per measurement for small messages (default 2000; fewer\n"
-    "                 for large ones, at least 20, about 64 MiB moved per measurement)";
+    "                 for large ones, at least 20, about 64 MiB moved per measurement)\n"
+    "  --touch=BOOL   true: the receiver reads every byte (and checks it) and the sender\n"
+    "                 writes every byte before each send (default false)";
 
 [[noreturn]] void fail(int code, const char* what) {
   std::fprintf(stderr, "mpi_pingpong: %s\n", what);
@@ -43,7 +47,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
   weft::bench::cli cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(cli, {"bytes", "iters"});
+  weft::bench::reject_unknown(cli, {"bytes", "iters", "touch"});
+  const bool touch = weft::bench::touch_arg(cli, false);
   const long iters = weft::bench::positive_arg(cli, "iters", 2000, 100000000);
   // Not int_list_arg: a bad size must end every rank through MPI_Finalize.
   std::vector<long> sizes;
@@ -68,6 +73,14 @@ int main(int argc, char** argv) {
 
   const long largest = *std::max_element(sizes.begin(), sizes.end());
   std::vector<char> buf(static_cast<std::size_t>(largest), 1);
+  unsigned char fill = 1;
+  // --touch: reads what came in, writes what goes out.
+  auto touch_payload = [&](long bytes) {
+    if (!touch) return;
+    if (!weft::bench::payload_is_whole(buf.data(), std::size_t(bytes)))
+      fail(1, "a torn payload arrived");
+    weft::bench::fill_payload(buf.data(), std::size_t(bytes), ++fill);
+  };
   weft::bench::reporter out("mpi_pingpong", cli.json);
   MPI_Barrier(MPI_COMM_WORLD);
   for (long bytes : sizes) {
@@ -78,16 +91,21 @@ int main(int argc, char** argv) {
       const double t0 = MPI_Wtime();
       if (rank == 0) {
         for (long i = 0; i < n; ++i) {
+          if (touch) weft::bench::fill_payload(buf.data(), std::size_t(bytes), ++fill);
           if (MPI_Send(buf.data(), int(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
               MPI_Recv(buf.data(), int(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
                   MPI_SUCCESS)
             fail(1, "an MPI call failed on rank 0");
+          if (touch && !weft::bench::payload_is_whole(buf.data(), std::size_t(bytes)))
+            fail(1, "a torn payload arrived");
         }
       } else if (rank == 1) {
         for (long i = 0; i < n; ++i) {
           if (MPI_Recv(buf.data(), int(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
-                  MPI_SUCCESS ||
-              MPI_Send(buf.data(), int(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+              MPI_SUCCESS)
+            fail(1, "an MPI call failed on rank 1");
+          touch_payload(bytes);
+          if (MPI_Send(buf.data(), int(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
             fail(1, "an MPI call failed on rank 1");
         }
       }
@@ -96,7 +114,7 @@ int main(int argc, char** argv) {
     }
     if (rank != 0) continue;
     weft::bench::latency_bandwidth_rows(
-        out, {{"transport", "plain-mpi"}, {"ranks", size}, {"bytes", bytes}}, bytes, oneway_ns);
+        out, {{"transport", "plain-mpi"}, {"touch", touch}, {"ranks", size}, {"bytes", bytes}}, bytes, oneway_ns);
   }
   if (rank == 0) out.flush();
   MPI_Finalize();

@@ -8,7 +8,9 @@
 //
 // Each size is warmed up once; a measurement makes fewer rounds for large
 // messages (the rule of bench/mpi_pingpong: about 64 MiB moved by each peer),
-// and the repeats interleave the sizes.
+// and the repeats interleave the sizes. With --touch=true every payload is
+// written whole by its sender and read whole by its receiver (see
+// common/nodes.hpp, touch_arg).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -27,7 +29,9 @@ const char* about =
     "processes. Flags:\n"
     "  --bytes=LIST   message sizes (default 8,1024,65536,1048576)\n"
     "  --iters=N      rounds per measurement for small messages (default 2000; fewer for\n"
-    "                 large ones, at least 20, about 64 MiB moved by each peer)";
+    "                 large ones, at least 20, about 64 MiB moved by each peer)\n"
+    "  --touch=BOOL   true: receivers read every byte (and check it), senders write every\n"
+    "                 byte before each send (default false)";
 
 struct step {
   std::uint32_t bytes;
@@ -44,6 +48,8 @@ struct driver_state {
   int replies_left = 0;
   std::uint64_t t0 = 0;
   std::string transport;
+  bool touch = false;
+  unsigned char fill = 0;  // the value this PE writes next (--touch)
   std::vector<std::vector<double>> round_us;  // per size index
 } g_d;
 
@@ -66,12 +72,21 @@ void start_round() {
   d.replies_left = weft::num_nodes() - 1;
   for (int n = 1; n < weft::num_nodes(); ++n) {
     weft::message_ptr m = weft::make_message(h_msg, bytes);
-    std::memset(m->data(), 0, std::min<std::size_t>(bytes, 64));
+    std::memset(m->data(), d.fill, d.touch ? bytes : std::min<std::size_t>(bytes, 64));
     weft::send(n * weft::node_size(), std::move(m));
   }
 }
 
 void on_msg(weft::message_ptr m) {
+  driver_state& dt = g_d;
+  if (dt.touch) {
+    if (!weft::bench::payload_is_whole(m->data(), m->size)) {
+      std::fprintf(stderr, "one_to_all: PE %d received a torn %u-byte payload\n", weft::my_pe(),
+                   unsigned(m->size));
+      std::exit(1);
+    }
+    weft::bench::fill_payload(m->data(), m->size, ++dt.fill);
+  }
   if (weft::my_pe() != 0) {
     weft::send(0, std::move(m));  // the reply: the same message back
     return;
@@ -101,6 +116,7 @@ void finish() {
   for (std::size_t i = 0; i < d.sizes.size(); ++i) {
     const auto s = weft::bench::summarize(d.round_us[i]);
     out.row({{"transport", d.transport},
+             {"touch", d.touch},
              {"nodes", weft::num_nodes()},
              {"pes_per_node", weft::node_size()},
              {"bytes", long(d.sizes[i])},
@@ -119,7 +135,8 @@ int main(int argc, char** argv) {
   h_msg = weft::register_handler("one_to_all.msg", on_msg);
   driver_state& d = g_d;
   d.cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(d.cli, {"bytes", "iters"});
+  weft::bench::reject_unknown(d.cli, {"bytes", "iters", "touch"});
+  d.touch = weft::bench::touch_arg(d.cli, false);
   d.iters = weft::bench::positive_arg(d.cli, "iters", 2000, 100000000);
   for (long b : weft::bench::int_list_arg(d.cli, "bytes", "8,1024,65536,1048576", 1, 1l << 30))
     d.sizes.push_back(std::uint32_t(b));

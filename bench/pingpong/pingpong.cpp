@@ -18,7 +18,11 @@
 // bench/mpi_pingpong prints for plain MPI. Each size is warmed up once, and a
 // measurement makes fewer round trips for large messages (the rule of
 // bench/mpi_pingpong, about 64 MiB moved), then the repeats interleave the
-// sizes as the one-node run does.
+// sizes as the one-node run does. With --touch=true each side reads the
+// whole payload it received and writes it whole before sending it on (as
+// bench/mpi_pingpong --touch=true does): a transport that lends large
+// messages in place must then move the data through memory like one that
+// copies it.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -42,6 +46,8 @@ const char* about =
     "  --bytes=LIST    sizes (default 8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304)\n"
     "  --iters=N       round trips per latency measurement (default 5000; across nodes, fewer\n"
     "                  for large messages: at least 20, about 64 MiB moved per measurement)\n"
+    "  --touch=BOOL    true: the receiver reads every byte (and checks it) and the sender\n"
+    "                  writes every byte before each send (default false)\n"
     "Needs --weft:threads >= 2 in one process; PE 0 and PE 1 should be on different CPUs.";
 
 // The floor's flag, alone on its line.
@@ -64,6 +70,8 @@ struct driver_state {
   std::vector<double> floors;                      // every floor measured
   std::vector<std::vector<double>> oneway, ratio;  // per size index
   bool warm = false;
+  bool touch = false;
+  unsigned char fill = 0;  // the value this PE writes next (--touch)
   // Across nodes: the PE that answers (the first of node 1), the round trips
   // of the current step, the transport's name.
   bool across = false;
@@ -107,7 +115,20 @@ void start_step();
 void finish();
 void across_step_done();
 
+// --touch: reads the payload that came in, writes the one that goes out.
+void touch_payload(weft::message_ptr& m) {
+  driver_state& d = g_d;
+  if (!d.touch || m->size == 0) return;
+  if (!weft::bench::payload_is_whole(m->data(), m->size)) {
+    std::fprintf(stderr, "pingpong: PE %d received a torn %zu-byte payload\n", weft::my_pe(),
+                 std::size_t(m->size));
+    std::exit(1);
+  }
+  weft::bench::fill_payload(m->data(), m->size, ++d.fill);
+}
+
 void on_ping(weft::message_ptr m) {
+  touch_payload(m);
   if (weft::my_pe() != 0) {
     weft::send(0, std::move(m));
     return;
@@ -146,7 +167,7 @@ void start_step() {
   // Let PE 1 leave its floor handler before timing starts: the first message
   // also carries it back into its scheduler.
   weft::message_ptr m = weft::make_message(h_ping, s.bytes);
-  std::memset(m->data(), 0, std::min<std::size_t>(s.bytes, 64));
+  std::memset(m->data(), d.fill, d.touch ? s.bytes : std::min<std::size_t>(s.bytes, 64));
   d.t0 = weft::base::cycles();
   weft::send(1, std::move(m));
 }
@@ -159,7 +180,7 @@ void start_across_step() {
   d.trips = weft::bench::round_trips(d.iters, long(s.bytes));
   d.left = int(d.trips);
   weft::message_ptr m = weft::make_message(h_ping, s.bytes);
-  std::memset(m->data(), 0, std::min<std::size_t>(s.bytes, 64));
+  std::memset(m->data(), d.fill, d.touch ? s.bytes : std::min<std::size_t>(s.bytes, 64));
   d.t0 = weft::base::cycles();
   weft::send(d.peer, std::move(m));
 }
@@ -188,6 +209,7 @@ void finish_across() {
     const long bytes = long(d.sizes[i]);
     weft::bench::latency_bandwidth_rows(out,
                                         {{"transport", d.transport},
+                                         {"touch", d.touch},
                                          {"nodes", weft::num_nodes()},
                                          {"pes_per_node", weft::node_size()},
                                          {"bytes", bytes}},
@@ -240,7 +262,8 @@ int main(int argc, char** argv) {
   h_floor = weft::register_handler("pingpong.floor", on_floor);
   driver_state& d = g_d;
   d.cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(d.cli, {"bytes", "iters"});
+  weft::bench::reject_unknown(d.cli, {"bytes", "iters", "touch"});
+  d.touch = weft::bench::touch_arg(d.cli, false);
   d.iters = int(weft::bench::positive_arg(d.cli, "iters", 5000, 100000000));
   for (long b : weft::bench::int_list_arg(
            d.cli, "bytes", "8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304", 1, 1l << 30))

@@ -104,17 +104,29 @@ mp_bytes=8,64,512,4096,32768,65536,262144,1048576,4194304
 # mp_run LABEL OUT ROUND N PROGRAM ARGS...: one run, under mpirun -n N (N=0:
 # one process, no launcher); its JSON lines tagged with the round and
 # appended to OUT; a failure is recorded, the other runs go on.
+# Each such run starts a fresh copy of its program: on this virtual machine
+# the physical pages behind a binary's code, fixed for as long as the file
+# stays in the page cache, moved an 8-byte ping-pong by up to 2x between
+# byte-identical copies (and changed after dropping the page cache). With a
+# copy per run every round is a fresh draw, which the median over the
+# rounds evens out, instead of one draw deciding the whole report.
 mp_run() {
-  local label=$1 out=$2 round=$3 n=$4
+  local label=$1 out=$2 round=$3 n=$4 copy_dir
   shift 4
+  copy_dir=$(mktemp -d "${TMPDIR:-/tmp}/weft-bench-exe.XXXXXX") &&
+    cp "$1" "$copy_dir/" || { echo "run_all: $label: cannot copy $1" >&2; exit 2; }
+  local exe_copy
+  exe_copy=$copy_dir/$(basename "$1")
+  shift
   if [[ $n -eq 0 ]]; then
-    timeout -k 10 "$mp_limit" "$@" | tag_round "$out" "$round"
+    timeout -k 10 "$mp_limit" "$exe_copy" "$@" | tag_round "$out" "$round"
   else
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      timeout -k 10 "$mp_limit" mpirun --oversubscribe --bind-to none -n "$n" "$@" |
+      timeout -k 10 "$mp_limit" mpirun --oversubscribe --bind-to none -n "$n" "$exe_copy" "$@" |
       tag_round "$out" "$round"
   fi
   local rc=${PIPESTATUS[0]}
+  rm -rf "$copy_dir"
   if [[ $rc -ne 0 ]]; then
     echo "run_all: $label (round $round) failed (exit $rc)" >&2
     failed+=("$label#$round")

@@ -16,8 +16,8 @@ only.
 The runs of several processes (run_all.sh writes pingpong_nodes, one_to_all,
 kneighbor_modes, comm_modes and persistent .jsonl files) are read by file, not
 by the rows' "bench" (one file holds the runs that are compared, e.g. plain
-MPI beside weft's pingpong). Their rows carry the "round" of run_all.sh's
-interleaving: a ratio between two runs is formed per round, and its median
+MPI and plain UCX beside weft's pingpong). Their rows carry the "round" of
+run_all.sh's interleaving: a ratio between two runs is formed per round, and its median
 (min–max over the rounds) is reported; each such table says whether the
 requirement it answers is met, computed from the data.
 """
@@ -914,7 +914,9 @@ def require(what, q, test, text=None):
     return verdict(ok)
 
 
-PP_ORDER = ("plain-mpi", "shm", "mpi", "ucx")
+# plain-mpi and plain-ucx (bench/mpi_pingpong, bench/ucx_pingpong) are the
+# baselines: MPI and UCX alone, no weft.
+PP_ORDER = ("plain-mpi", "plain-ucx", "shm", "mpi", "ucx")
 
 
 def touch_note(rows):
@@ -941,24 +943,28 @@ def sec_pingpong_nodes(rows):
         out.append("No `oneway_ns` rows.\n")
         out.append(leftovers(rows, used))
         return "\n".join(o for o in out if o)
-    weft = [t for t in transports if t != "plain-mpi"]
+    # Every column but plain-mpi gets its ratio to plain-mpi (plain-ucx's too).
+    others = [t for t in transports if t != "plain-mpi"]
+    plain_ucx = (", and plain UCP active messages between two ranks (bench/ucx_pingpong, the same "
+                 "UCX as weft's ucx transport and the same UCP features, MPI only to exchange the "
+                 "addresses)" if "plain-ucx" in transports else "")
     out.append("Two processes on this host, PE 0 of node 0 and the first PE of node 1 (one PE per "
                "process, default binding: the two processes take different CPUs), beside plain MPI_Send/MPI_Recv between two ranks "
-               "(bench/mpi_pingpong, the same Open MPI); the programs ran one after another, "
+               "(bench/mpi_pingpong, the same Open MPI)%s; the programs ran one after another, "
                "interleaved, %s. %s Each cell: median over the rounds of each run's median "
                "(min–max over the rounds); ÷ plain-mpi is formed per round.\n"
-               % (rounds_note(pp), touch_note(pp)))
+               % (plain_ucx, rounds_note(pp), touch_note(pp)))
     for metric, title in (("oneway_ns", "One-way latency (ns)"),
                           ("bandwidth_MBps", "Bandwidth (MB/s, bytes / one-way time)")):
         out.append("%s:\n" % title)
-        head = ["bytes"] + transports + ["%s ÷ plain-mpi" % t for t in weft]
+        head = ["bytes"] + transports + ["%s ÷ plain-mpi" % t for t in others]
         body = []
         for b in sizes:
             line = [human_bytes(b)]
             for t in transports:
                 line.append(spread(over_rounds(select(pp, used, transport=t, bytes=b, metric=metric))))
             base = select(pp, used, transport="plain-mpi", bytes=b, metric=metric)
-            for t in weft:
+            for t in others:
                 line.append(spread(ratio_rounds(select(pp, used, transport=t, bytes=b, metric=metric),
                                                 base), True))
             body.append(line)
@@ -978,6 +984,12 @@ def sec_pingpong_nodes(rows):
     r = q("ucx", 8, "oneway_ns")
     checks.append(["ucx one-way latency, 8 B, ÷ plain MPI", "≤ 1.3", spread(r, True),
                    require("ucx 8 B one-way latency within 1.3× plain MPI's", r, lambda v: v <= 1.3)])
+    # Informational, no verdict (not in REQUIREMENTS): what weft adds over the
+    # UCX it runs on, beside the same UCX used alone.
+    r = ratio_rounds(select(pp, used, transport="ucx", bytes=8, metric="oneway_ns"),
+                     select(pp, used, transport="plain-ucx", bytes=8, metric="oneway_ns"))
+    checks.append(["ucx one-way latency, 8 B, ÷ plain UCX (weft's own cost over UCX)", "–",
+                   spread(r, True), "–"])
     big = [b for b in sizes if b >= 65536]
     cells, oks = [], []
     for b in big:
@@ -989,7 +1001,8 @@ def sec_pingpong_nodes(rows):
     REQUIREMENTS.append(("ucx bandwidth ≥ plain MPI's from 64 KiB up", text, verdict(ok)))
     checks.append(["ucx bandwidth ÷ plain MPI, each size from 64 KiB", "≥ 1 at each", text,
                    verdict(ok)])
-    out.append("Requirements (ratios of medians per round, median and min–max over the rounds):\n")
+    out.append("Requirements (ratios of medians per round, median and min–max over the rounds; "
+               "a row that needs \"–\" is for information, with no verdict):\n")
     out.append(table(["what", "needs", "measured", "verdict"], checks))
     out.append(leftovers(rows, used))
     return "\n".join(o for o in out if o)
@@ -1303,7 +1316,7 @@ SECTIONS = OrderedDict([
                    sec_omp_tasks)),
     ("mpi_pingpong", ("Plain MPI ping-pong, 2 ranks on this host (the baseline for the transports)",
                       sec_generic)),
-    ("pingpong_nodes", ("Ping-pong across processes: weft's transports beside plain MPI",
+    ("pingpong_nodes", ("Ping-pong across processes: weft's transports beside plain MPI and plain UCX",
                         sec_pingpong_nodes)),
     ("one_to_all", ("One to all: PE 0 and one PE of every other process", sec_one_to_all)),
     ("kneighbor_modes", ("kNeighbor: SMP vs non-SMP over shm vs non-SMP over mpi", sec_kneighbor_modes)),

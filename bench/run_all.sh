@@ -15,8 +15,10 @@
 # mpi_pingpong under mpirun -n 2 (the plain MPI baseline for the
 # transports), then the runs of several processes ("nodes") on this host,
 # under mpirun --oversubscribe --bind-to none (see "multi-process runs"
-# below): pingpong_nodes, one_to_all, kneighbor_modes, comm_modes,
-# persistent; then trace_overhead (kneighbor with --weft:trace off, full and
+# below): pingpong_nodes (weft's pingpong over each transport beside plain
+# MPI, bench/mpi_pingpong, and plain UCX, bench/ucx_pingpong, interleaved
+# per round), one_to_all, kneighbor_modes, comm_modes, persistent; then
+# trace_overhead (kneighbor with --weft:trace off, full and
 # summary, interleaved per round). A missing binary is skipped with a note; a benchmark that
 # fails is reported and the others still run; the report is written from
 # whatever was collected, and the exit status is 1 if anything failed.
@@ -61,6 +63,8 @@ for f in "$bin_dir"/*; do
   [[ " ${known[*]} " == *" $n "* ]] && continue
   # The two builds of each bench/omp program run under their pair's name.
   [[ $n == omp_empty_loop_* || $n == omp_oversub_* || $n == omp_tasks_* ]] && continue
+  # ucx_pingpong runs under mpirun inside pingpong_nodes, not on its own.
+  [[ $n == ucx_pingpong ]] && continue
   names+=("$n")
 done
 # RUN_ALL_ONLY="a b": just these steps (in the order above), e.g. to
@@ -200,15 +204,21 @@ for name in "${names[@]}"; do
     done
   elif [[ $name == pingpong_nodes ]]; then
     # weft's pingpong between two processes over each transport, beside
-    # plain MPI (bench/mpi_pingpong, the same MPI), interleaved per round.
-    # --touch=true on both: every payload is written whole and read whole,
+    # plain MPI (bench/mpi_pingpong, the same MPI) and plain UCX
+    # (bench/ucx_pingpong, UCP active messages, the same UCX), interleaved
+    # per round.
+    # --touch=true on all: every payload is written whole and read whole,
     # so a transport that lends its buffers moves the data like one that
     # copies (without it shm's large messages would be a descriptor's
     # round trip).
-    echo "run_all: [$i/$total] pingpong_nodes: 2 processes, plain-mpi and weft over ${net_transports[*]}, $mp_rounds rounds" >&2
+    echo "run_all: [$i/$total] pingpong_nodes: 2 processes, plain-mpi, plain-ucx and weft over ${net_transports[*]}, $mp_rounds rounds" >&2
     for r in $(seq 1 "$mp_rounds"); do
       if [[ -x $bin_dir/mpi_pingpong ]]; then
         mp_run "pingpong_nodes(plain-mpi)" "$out" "$r" 2 "$bin_dir/mpi_pingpong" --json \
+          --repeat "$mp_repeat" --iters=2000 --bytes="$mp_bytes" --touch=true
+      fi
+      if [[ -x $bin_dir/ucx_pingpong ]]; then
+        mp_run "pingpong_nodes(plain-ucx)" "$out" "$r" 2 "$bin_dir/ucx_pingpong" --json \
           --repeat "$mp_repeat" --iters=2000 --bytes="$mp_bytes" --touch=true
       fi
       for t in "${net_transports[@]}"; do

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     }
     if (rank != 0) continue;
     weft::bench::latency_bandwidth_rows(
-        out, {{"transport", "plain-mpi"}, {"touch", touch}, {"ranks", size}, {"bytes", bytes}}, bytes, oneway_ns);
+        out, {{"transport", "plain-mpi"}, {"ranks", size}, {"touch", touch}, {"bytes", bytes}}, bytes, oneway_ns);
   }
   if (rank == 0) out.flush();
   MPI_Finalize();

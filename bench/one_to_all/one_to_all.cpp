@@ -116,9 +116,9 @@ void finish() {
   for (std::size_t i = 0; i < d.sizes.size(); ++i) {
     const auto s = weft::bench::summarize(d.round_us[i]);
     out.row({{"transport", d.transport},
-             {"touch", d.touch},
              {"nodes", weft::num_nodes()},
              {"pes_per_node", weft::node_size()},
+             {"touch", d.touch},
              {"bytes", long(d.sizes[i])},
              {"metric", "round_us"},
              {"value", s.median},

@@ -215,9 +215,9 @@ void finish_across() {
     const long bytes = long(d.sizes[i]);
     weft::bench::latency_bandwidth_rows(out,
                                         {{"transport", d.transport},
-                                         {"touch", d.touch},
                                          {"nodes", weft::num_nodes()},
                                          {"pes_per_node", weft::node_size()},
+                                         {"touch", d.touch},
                                          {"bytes", bytes}},
                                         bytes, d.oneway[i]);
   }

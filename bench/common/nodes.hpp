@@ -101,4 +101,17 @@ inline bool payload_is_whole(const void* data, std::size_t bytes) {
   return diff == 0;
 }
 
+// --touch in a weft program that hands a message on: reads the payload that
+// came in (a torn one ends the program, naming it and the PE) and writes
+// the payload that goes out with the next `fill`.
+inline void touch_message(const char* program, message& m, unsigned char& fill) {
+  if (m.size == 0) return;
+  if (!payload_is_whole(m.data(), m.size)) {
+    std::fprintf(stderr, "%s: PE %d received a torn %u-byte payload\n", program, my_pe(),
+                 unsigned(m.size));
+    std::exit(1);
+  }
+  fill_payload(m.data(), m.size, ++fill);
+}
+
 }  // namespace weft::bench

@@ -17,8 +17,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
-#include "common/harness.hpp"
-#include "common/nodes.hpp"
+#include "common/mpi_baseline.hpp"
 
 namespace {
 
@@ -41,45 +40,25 @@ const char* about =
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-  weft::bench::cli cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(cli, {"bytes", "iters", "touch"});
-  const bool touch = weft::bench::touch_arg(cli, false);
-  const long iters = weft::bench::positive_arg(cli, "iters", 2000, 100000000);
-  // Not int_list_arg: a bad size must end every rank through MPI_Finalize.
-  std::vector<long> sizes;
-  for (const std::string& item : weft::bench::split_list(
-           weft::bench::arg(cli, "bytes", "8,64,512,4096,32768,262144,1048576,4194304"))) {
-    long b = 0;
-    if (!weft::bench::parse_list_item("bytes", item, 1, 1l << 30, b)) {
-      MPI_Finalize();
-      return 2;
-    }
-    sizes.push_back(b);
-  }
-  if (size < 2) {
-    if (rank == 0)
-      std::fprintf(stderr,
-                   "error: mpi_pingpong needs at least 2 ranks (run it as mpirun -n 2 ...); "
-                   "this run has %d\n",
-                   size);
-    MPI_Finalize();
-    return 2;
-  }
+  weft::bench::baseline_job job;
+  if (!weft::bench::start_baseline(argc, argv, "mpi_pingpong", about, job)) return 2;
+  const int rank = job.rank, size = job.size;
+  const bool touch = job.touch;
+  const long iters = job.iters;
+  const std::vector<long>& sizes = job.sizes;
+  const weft::bench::cli& cli = job.args;
 
   const long largest = *std::max_element(sizes.begin(), sizes.end());
   std::vector<char> buf(static_cast<std::size_t>(largest), 1);
   unsigned char fill = 1;
-  // --touch: reads what came in, writes what goes out.
-  auto touch_payload = [&](long bytes) {
-    if (!touch) return;
-    if (!weft::bench::payload_is_whole(buf.data(), std::size_t(bytes)))
+  // --touch: the receiver reads what came in (and checks it)...
+  auto check_received = [&](long bytes) {
+    if (touch && !weft::bench::payload_is_whole(buf.data(), std::size_t(bytes)))
       fail(1, "a torn payload arrived");
-    weft::bench::fill_payload(buf.data(), std::size_t(bytes), ++fill);
+  };
+  // ...and the sender writes what goes out.
+  auto fill_outgoing = [&](long bytes) {
+    if (touch) weft::bench::fill_payload(buf.data(), std::size_t(bytes), ++fill);
   };
   weft::bench::reporter out("mpi_pingpong", cli.json);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -91,20 +70,20 @@ int main(int argc, char** argv) {
       const double t0 = MPI_Wtime();
       if (rank == 0) {
         for (long i = 0; i < n; ++i) {
-          if (touch) weft::bench::fill_payload(buf.data(), std::size_t(bytes), ++fill);
+          fill_outgoing(bytes);
           if (MPI_Send(buf.data(), int(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
               MPI_Recv(buf.data(), int(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
                   MPI_SUCCESS)
             fail(1, "an MPI call failed on rank 0");
-          if (touch && !weft::bench::payload_is_whole(buf.data(), std::size_t(bytes)))
-            fail(1, "a torn payload arrived");
+          check_received(bytes);
         }
       } else if (rank == 1) {
         for (long i = 0; i < n; ++i) {
           if (MPI_Recv(buf.data(), int(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
               MPI_SUCCESS)
             fail(1, "an MPI call failed on rank 1");
-          touch_payload(bytes);
+          check_received(bytes);
+          fill_outgoing(bytes);
           if (MPI_Send(buf.data(), int(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
             fail(1, "an MPI call failed on rank 1");
         }

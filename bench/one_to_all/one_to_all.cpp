@@ -78,15 +78,7 @@ void start_round() {
 }
 
 void on_msg(weft::message_ptr m) {
-  driver_state& dt = g_d;
-  if (dt.touch) {
-    if (!weft::bench::payload_is_whole(m->data(), m->size)) {
-      std::fprintf(stderr, "one_to_all: PE %d received a torn %u-byte payload\n", weft::my_pe(),
-                   unsigned(m->size));
-      std::exit(1);
-    }
-    weft::bench::fill_payload(m->data(), m->size, ++dt.fill);
-  }
+  if (g_d.touch) weft::bench::touch_message("one_to_all", *m, g_d.fill);
   if (weft::my_pe() != 0) {
     weft::send(0, std::move(m));  // the reply: the same message back
     return;

@@ -115,18 +115,6 @@ void start_step();
 void finish();
 void across_step_done();
 
-// --touch: reads the payload that came in, writes the one that goes out.
-void touch_payload(weft::message_ptr& m) {
-  driver_state& d = g_d;
-  if (!d.touch || m->size == 0) return;
-  if (!weft::bench::payload_is_whole(m->data(), m->size)) {
-    std::fprintf(stderr, "pingpong: PE %d received a torn %zu-byte payload\n", weft::my_pe(),
-                 std::size_t(m->size));
-    std::exit(1);
-  }
-  weft::bench::fill_payload(m->data(), m->size, ++d.fill);
-}
-
 void on_ping(weft::message_ptr m) {
   if (weft::my_pe() != 0) {
     weft::send(0, std::move(m));
@@ -160,7 +148,7 @@ void on_ping(weft::message_ptr m) {
 // --touch=true's handler: the same, after touching the payload. A handler
 // of its own, so that the untouched runs execute exactly on_ping.
 void on_ping_touch(weft::message_ptr m) {
-  touch_payload(m);
+  weft::bench::touch_message("pingpong", *m, g_d.fill);
   on_ping(std::move(m));
 }
 

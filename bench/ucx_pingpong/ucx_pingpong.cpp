@@ -38,8 +38,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
-#include "common/harness.hpp"
-#include "common/nodes.hpp"
+#include "common/mpi_baseline.hpp"
 
 namespace {
 
@@ -160,35 +159,13 @@ void receive(ucp_worker_h worker, inbox& in) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-  weft::bench::cli cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(cli, {"bytes", "iters", "touch"});
-  const bool touch = weft::bench::touch_arg(cli, false);
-  const long iters = weft::bench::positive_arg(cli, "iters", 2000, 100000000);
-  // Not int_list_arg: a bad size must end every rank through MPI_Finalize.
-  std::vector<long> sizes;
-  for (const std::string& item : weft::bench::split_list(
-           weft::bench::arg(cli, "bytes", "8,64,512,4096,32768,262144,1048576,4194304"))) {
-    long b = 0;
-    if (!weft::bench::parse_list_item("bytes", item, 1, 1l << 30, b)) {
-      MPI_Finalize();
-      return 2;
-    }
-    sizes.push_back(b);
-  }
-  if (size < 2) {
-    if (rank == 0)
-      std::fprintf(stderr,
-                   "error: ucx_pingpong needs at least 2 ranks (run it as mpirun -n 2 ...); "
-                   "this run has %d\n",
-                   size);
-    MPI_Finalize();
-    return 2;
-  }
+  weft::bench::baseline_job job;
+  if (!weft::bench::start_baseline(argc, argv, "ucx_pingpong", about, job)) return 2;
+  const int rank = job.rank, size = job.size;
+  const bool touch = job.touch;
+  const long iters = job.iters;
+  const std::vector<long>& sizes = job.sizes;
+  const weft::bench::cli& cli = job.args;
   const bool active = rank < 2;  // ranks 0 and 1 ping-pong; the others wait
   const int peer = 1 - rank;
 

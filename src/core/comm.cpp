@@ -398,20 +398,36 @@ void send_remote(node_state& node, int dst, message* m) {
   }
 }
 
-int try_progress(node_state& node) {
+bool take_transport(node_state& node) {
   if (node.comm_busy.load(std::memory_order_relaxed) ||
       node.comm_busy.exchange(true, std::memory_order_acquire))
-    return 0;
+    return false;
+  // net_stop sets net_closed while it holds the transport: once taken, it
+  // stays open until given back.
   if (node.net_closed.load(std::memory_order_relaxed)) {
     node.comm_busy.store(false, std::memory_order_release);
-    return 0;
+    return false;
   }
+  return true;
+}
+
+int progress_held(node_state& node) {
   const std::uint64_t t0 = trace::on() ? base::cycles() : 0;
   int did = drain_outboxes(node);
   did += node.transport->progress();
-  node.comm_busy.store(false, std::memory_order_release);
   if (trace::on() && did != 0) [[unlikely]]
     trace::detail::record_progress(t0, std::uint32_t(did));
+  return did;
+}
+
+void give_transport(node_state& node) {
+  node.comm_busy.store(false, std::memory_order_release);
+}
+
+int try_progress(node_state& node) {
+  if (!take_transport(node)) return 0;
+  const int did = progress_held(node);
+  give_transport(node);
   return did;
 }
 

@@ -239,6 +239,14 @@ void send_remote(node_state& node, int dst, message* m);
 // One turn of the transport if nobody else is in it: outboxes out, then
 // progress(). Returns what it did (0 when busy elsewhere or idle).
 int try_progress(node_state& node);
+// try_progress in parts, for a caller that keeps the transport over several
+// turns (an idle PE polling it): take_transport takes it if nobody else is
+// in it and it is still open; progress_held is one turn; give_transport
+// lets it go. Other threads meanwhile queue into the outboxes, which every
+// turn drains.
+bool take_transport(node_state& node);
+int progress_held(node_state& node);
+void give_transport(node_state& node);
 inline bool workers_progress(const node_state& node) {
   return node.comm == comm_mode::workers || node.comm == comm_mode::hybrid;
 }

@@ -38,6 +38,9 @@ struct ucx_options {
 struct ucx_counters {
   std::uint64_t eager = 0;                 // messages sent as one active message
   std::uint64_t eager_with_header = 0;     // of those, with the 8-byte header (source, number)
+  std::uint64_t eager_received = 0;        // active messages received as whole messages
+  std::uint64_t eager_at_once = 0;         // of those, to hooks.deliver from UCX's callback
+                                           // (next in order, nothing of the source waiting)
   std::uint64_t rndv_in_place = 0;         // rendezvous of a message written in the send pool
   std::uint64_t rndv_pooled = 0;           // rendezvous from a send-pool slot it was copied to
   std::uint64_t rndv_registered = 0;       // rendezvous from a buffer registered for it

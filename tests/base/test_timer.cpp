@@ -26,3 +26,44 @@ TEST(Timer, CyclesAreCalibratedAgainstTheWallClock) {
   EXPECT_GE(wb::cycles_to_ns(c1 - c0), 0.9 * 20e6);
   EXPECT_NEAR(wb::cycles_to_ns(c1 - c0) / double(w1 - w0), 1.0, 0.1);
 }
+
+// Fake clocks for the calibration: time advances 10 ns per read, the TSC
+// ticks 3 times per ns, and one chosen read finds the thread back from a
+// 1 ms preemption (both clocks jumped).
+namespace fake {
+std::uint64_t now_ns = 1'000'000;
+long reads = 0, preempted_at = -1;
+std::uint64_t advance() {
+  now_ns += 10;
+  if (reads++ == preempted_at) now_ns += 1'000'000;
+  return now_ns;
+}
+std::uint64_t wall() { return advance(); }
+std::uint64_t tsc() { return advance() * 3; }
+}  // namespace fake
+
+TEST(Timer, CalibrationIgnoresAPreemptionBetweenTheClockReads) {
+  // Reads 0-2 are the first bracket (tsc, wall, tsc) at the start; the end's
+  // first bracket begins after the interval. Preempted between the wall read
+  // and the TSC read of either end, or not at all, the result is exact.
+  for (long at : {-1L, 1L, 2L, 40L}) {
+    fake::now_ns = 1'000'000;
+    fake::reads = 0;
+    fake::preempted_at = at;
+    const double k = wb::detail::calibrate_ns_per_cycle(&fake::wall, &fake::tsc, 2'000'000);
+    EXPECT_NEAR(k, 1.0 / 3.0, 1e-4) << "preempted at read " << at;
+  }
+  // The end: find where its brackets start (after the interval loop), and
+  // preempt inside its first bracket.
+  fake::now_ns = 1'000'000;
+  fake::reads = 0;
+  fake::preempted_at = -1;
+  wb::detail::calibrate_ns_per_cycle(&fake::wall, &fake::tsc, 2'000'000);
+  const long total = fake::reads;
+  const long end_first_bracket = total - 32 * 3 + 1;  // its wall read
+  fake::now_ns = 1'000'000;
+  fake::reads = 0;
+  fake::preempted_at = end_first_bracket;
+  EXPECT_NEAR(wb::detail::calibrate_ns_per_cycle(&fake::wall, &fake::tsc, 2'000'000), 1.0 / 3.0,
+              1e-4);
+}

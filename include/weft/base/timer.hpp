@@ -29,6 +29,14 @@ inline std::uint64_t cycles() {
 // process; thread-safe). Call once at startup to keep it off hot paths.
 WEFT_API double ns_per_cycle();
 
+namespace detail {
+using clock_fn = std::uint64_t (*)();
+// ns_per_cycle's measurement with the clocks passed in (tests give it clocks
+// that jump the way a preempted thread sees them): wall ns over `tsc` ticks
+// across `interval_ns`.
+WEFT_API double calibrate_ns_per_cycle(clock_fn wall, clock_fn tsc, std::uint64_t interval_ns);
+}  // namespace detail
+
 inline double cycles_to_ns(std::uint64_t c) {
   return double(c) * ns_per_cycle();
 }

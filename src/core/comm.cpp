@@ -569,6 +569,7 @@ void net_start(node_state& node) {
   if (cfg.commap >= 0 && node.comm == comm_mode::workers)
     base::usage_error("--weft:commap=%d: comm=workers has no comm thread to bind", cfg.commap);
   node.transport_waits = node.transport->can_wait();
+  node.transport_pauses = node.transport->pause_between_polls();
   // Large messages are written where the transport can send them from
   // without a copy (lesson 5). No PE runs yet.
   base::set_registered_memory(node.transport->message_memory());

@@ -138,6 +138,7 @@ struct node_state {
   std::atomic<bool> comm_stop{false};
   std::atomic<bool> net_closed{false};  // net_stop holds the transport for good
   bool transport_waits = false;         // the transport can block until something arrives
+  bool transport_pauses = true;         // a polling loop pauses between progress() calls
   // comm=workers: 1 while a PE sleeps inside the transport (its sleep word
   // is then 2): a send for another node must ring the transport to wake it.
   alignas(base::cache_line) std::atomic<int> transport_sleeping{0};

@@ -142,6 +142,10 @@ class composite_transport final : public transport {
     if (waiter_ != nullptr) waiter_->wait_for_incoming(timeout_ns);
   }
   bool can_wait() const override { return waiter_ != nullptr && waiter_->can_wait(); }
+  // The host's shm backend, polled in the same loop, wants the pause.
+  bool pause_between_polls() const override {
+    return shm_ != nullptr ? shm_->pause_between_polls() : inter_->pause_between_polls();
+  }
   void wake_waiter() override {
     if (waiter_ != nullptr) waiter_->wake_waiter();
   }

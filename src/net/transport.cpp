@@ -22,6 +22,9 @@ bool transport::can_wait() const {
   return false;
 }
 void transport::wake_waiter() {}
+bool transport::pause_between_polls() const {
+  return true;
+}
 base::registered_memory* transport::message_memory() {
   return nullptr;
 }

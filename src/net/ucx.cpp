@@ -269,6 +269,7 @@ class ucx_transport final : public transport {
   void send_persistent(int channel, void* buffer, std::size_t bytes) override;
   void wait_for_incoming(std::uint64_t timeout_ns) override;
   bool can_wait() const override { return true; }
+  bool pause_between_polls() const override { return false; }
   void wake_waiter() override;
   void allgather(const void* mine, std::size_t bytes, void* all) override {
     allgather_within(mine, bytes, all, 0, "allgather");

@@ -99,6 +99,15 @@ class WEFT_API transport {
   virtual bool can_wait() const;
   // Ends a wait_for_incoming in progress (or the next one). Any thread.
   virtual void wake_waiter();
+  // Whether a thread that polls this transport in a loop should pause the
+  // CPU between two progress() calls (the default) or call it back to back.
+  // A backend whose idle progress() is little more than a load of a line
+  // another process writes wants the pause: a tighter loop takes that line
+  // from its writer more often (shm: 8-byte one-way +13 ns without it). One
+  // whose idle progress() does enough work of its own between two such
+  // loads does not (ucx: -50 ns without it). Measured on the reference
+  // machine; see docs/net.md.
+  virtual bool pause_between_polls() const;
 
   // Memory this transport registered once for remote access, for core's
   // large message blocks (base::set_registered_memory): a message written

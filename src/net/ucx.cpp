@@ -429,7 +429,6 @@ class ucx_transport final : public transport {
   // Inside progress()'s ucp_worker_progress: handle_eager_from may hand an
   // in-order message to hooks.deliver from the callback (see Callbacks).
   bool in_progress_ = false;
-  int delivered_in_callback_ = 0;
   std::vector<action> actions_, actions_now_;
 
   ucx_counters counters_;
@@ -982,21 +981,19 @@ void ucx_transport::handle_eager_from(int src, const void* header, std::size_t h
         "ucx transport (node %d): UCX rendezvous for an eager message from node %d, but weft "
         "sends every active message eagerly",
         rank_, src);
-  inbound& in = in_[std::size_t(src)];
-  const std::uint64_t seq = in.next_new++;
-  counters_.eager_received++;
+  const std::uint64_t seq = in_[std::size_t(src)].next_new++;
   void* buf = alloc_for(length);
   if (length > 0) std::memcpy(buf, data, length);
   place_eager(src, seq, buf, length);
 }
 
 void ucx_transport::place_eager(int src, std::uint64_t seq, void* buffer, std::size_t bytes) {
+  counters_.eager_received++;
   inbound& in = in_[std::size_t(src)];
   // The next in order with nothing of that source waiting before it, inside
   // progress(): to core at once, not through the window (deliver_ready).
   if (seq == in.next_seq && in.window.empty() && in_progress_) {
     in.next_seq++;
-    delivered_in_callback_++;
     counters_.eager_at_once++;
     hooks_.deliver(src, buffer, bytes);
     return;
@@ -1047,7 +1044,6 @@ void ucx_transport::handle_am(unsigned id, const void* header, std::size_t heade
   auto* bytes = static_cast<const std::byte*>(data);
   switch (id) {
     case am_eager: {
-      counters_.eager_received++;
       void* buf = alloc_for(length);
       if (length > 0) std::memcpy(buf, data, length);
       place_eager(src, h.seq, buf, length);
@@ -1281,11 +1277,11 @@ int ucx_transport::deliver_ready() {
 }
 
 int ucx_transport::progress() {
-  delivered_in_callback_ = 0;
+  // A message delivered from a callback counts in what
+  // ucp_worker_progress returns (the events it handled).
   in_progress_ = initialized_ && !closing_;
   int n = int(ucp_worker_progress(worker_));
   in_progress_ = false;
-  n += delivered_in_callback_;
   n += drain();
   n += deliver_ready();
   return n;

@@ -109,13 +109,12 @@ class node_ref {
 };
 
 void check_message(const node_state& node, const message& m, const char* what) {
-  std::size_t n = handlers().entries.size();
+  const std::size_t n = node.num_handlers;
   if (m.handler >= n)
     base::fatal(
         "%s: message for handler id %u, which was never registered (%zu handlers "
         "registered: ids 0..%zu)",
         what, m.handler, n, n == 0 ? 0 : n - 1);
-  (void)node;
 }
 
 // Counts a message sent from this thread (for quiescence detection).
@@ -190,6 +189,17 @@ void print_startup(const node_state& node) {
 
 }  // namespace
 
+namespace {
+inline void append(message*& head, message*& tail, message* m) {
+  m->link.next.store(nullptr, std::memory_order_relaxed);
+  if (tail != nullptr)
+    tail->link.next.store(&m->link, std::memory_order_relaxed);
+  else
+    head = m;
+  tail = m;
+}
+}  // namespace
+
 void deliver_local(node_state& node, int pe, message* m, bool from_network) {
   pe_state& dst = *node.pes[std::size_t(pe)];
   pe_state* self = t_pe;
@@ -198,13 +208,19 @@ void deliver_local(node_state& node, int pe, message* m, bool from_network) {
   // delivered by another thread into the MPSC queue, and the two queues
   // are not ordered against each other.
   if (self == &dst && !from_network) {
-    m->link.next.store(nullptr, std::memory_order_relaxed);
-    if (dst.local_tail != nullptr)
-      reinterpret_cast<message*>(dst.local_tail)->link.next.store(&m->link,
-                                                                  std::memory_order_relaxed);
-    else
-      dst.local_head = m;
-    dst.local_tail = m;
+    append(dst.local_head, dst.local_tail, m);
+    dst.local_count.store(dst.local_count.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+    return;
+  }
+  // From the network, delivered by the PE itself while it drives the
+  // transport: its net FIFO, if nothing waits in the MPSC queue. Order per
+  // source node holds: only the transport's holder delivers, one thread at
+  // a time; a message another thread delivered earlier is still in the
+  // MPSC queue (then this one follows it there) or already popped, and one
+  // in the net FIFO is popped before anything later in the MPSC queue.
+  if (self == &dst && from_network && dst.queue.empty()) {
+    append(dst.net_head, dst.net_tail, m);
     dst.local_count.store(dst.local_count.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
     return;
@@ -427,6 +443,8 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
 
   // The handler table is complete now: nodes compare it as they meet.
   core::handlers().frozen.store(true, std::memory_order_release);
+  node->handler_entries = core::handlers().entries.data();
+  node->num_handlers = core::handlers().entries.size();
   node->tasks = core::handlers().sched;
   core::net_start(*node);
 
@@ -499,6 +517,11 @@ int finish_node(running_node& r) {
       core::release_message(m);
     }
     pe->local_tail = nullptr;
+    while (message* m = pe->net_head) {
+      pe->net_head = reinterpret_cast<message*>(m->link.next.load(std::memory_order_relaxed));
+      core::release_message(m);
+    }
+    pe->net_tail = nullptr;
     while (base::queue_link* l = pe->queue.pop())
       core::release_message(reinterpret_cast<message*>(l));
     if (pe->pairs) pe->pairs->drain_quiescent([](message* m) { core::release_message(m); });

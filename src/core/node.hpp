@@ -12,6 +12,7 @@
 #include <queue>
 #include <thread>
 #include <vector>
+#include "core/handler_table.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/mpsc_queue.hpp"
 #include "weft/base/spsc_pairs.hpp"
@@ -73,7 +74,16 @@ struct pe_state {
   message* local_head = nullptr;
   message* local_tail = nullptr;
   bool local_first = false;  // pop_own alternates, so neither queue starves the other
-  // How many wait in the local queue, for the watchdog (a relaxed store of
+  // Messages from the network that this PE delivered to itself while it
+  // drove the transport, FIFO, with no atomic operation (the MPSC push and
+  // the pop's stub exchange were two locked instructions on the path of
+  // every message a non-SMP process receives). Used only while the MPSC
+  // queue is empty, and popped before it: so a message of one source node
+  // never overtakes an earlier one that another thread delivered (see
+  // deliver_local).
+  message* net_head = nullptr;
+  message* net_tail = nullptr;
+  // How many wait in the local and net queues, for the watchdog (a relaxed store of
   // the owner's count; it is the only writer).
   std::atomic<std::size_t> local_count{0};
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers;
@@ -126,6 +136,10 @@ struct node_state {
   int first_pe = 0;
   int total_pes = 1;
   int host_pes = 0;  // PEs of all the job's processes on this host (0: this node's only)
+  // The handler table, frozen for the run (run() sets these as it freezes
+  // it): the message path reads them without handlers()'s guard.
+  const handler_entry* handler_entries = nullptr;
+  std::size_t num_handlers = 0;
   comm_mode comm = comm_mode::none;
   std::unique_ptr<outbox[]> outboxes;  // one per node (this node's stays empty)
   // Messages in the outboxes (a hint that spares the scan when zero).

@@ -121,10 +121,22 @@ inline message* pop_local(pe_state& pe) {
   return m;
 }
 
+// What this PE delivered to itself from the network comes first: a later
+// message of the same source node may be in the MPSC queue (deliver_local).
+inline message* pop_net(pe_state& pe) {
+  message* m = pe.net_head;
+  pe.net_head = reinterpret_cast<message*>(m->link.next.load(std::memory_order_relaxed));
+  if (pe.net_head == nullptr) pe.net_tail = nullptr;
+  pe.local_count.store(pe.local_count.load(std::memory_order_relaxed) - 1,
+                       std::memory_order_relaxed);
+  return m;
+}
+
 // The PE's next message: from its own FIFO of self-sends and from what
 // others sent, taking turns (each queue keeps its order; between them no
 // order is promised, as between any two senders).
 inline message* pop_own(pe_state& pe, bool first_of_turn) {
+  if (pe.net_head != nullptr) return pop_net(pe);
   if (pe.local_head == nullptr) return pop_shared(pe, first_of_turn);
   pe.local_first = !pe.local_first;
   if (pe.local_first) return pop_local(pe);
@@ -138,7 +150,8 @@ inline void hold(pe_state& pe, message* m) {
 }
 
 inline bool own_queue_has_work(const pe_state& pe) {
-  return pe.local_head != nullptr || !pe.queue.empty() || (pe.pairs && !pe.pairs->empty());
+  return pe.local_head != nullptr || pe.net_head != nullptr || !pe.queue.empty() ||
+         (pe.pairs && !pe.pairs->empty());
 }
 
 message* pop_node_queue(node_state& node) {
@@ -193,19 +206,18 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
 }
 
 void handle(node_state& node, pe_state& pe, message* m) {
-  const auto& table = handlers().entries;
-  if (m->handler >= table.size())
+  if (m->handler >= node.num_handlers)
     base::fatal(
         "PE %d received a message for handler id %u, which was never registered (%zu "
         "handlers registered)",
-        pe.rank, m->handler, table.size());
+        pe.rank, m->handler, node.num_handlers);
   if (m->flags & message_flags::broadcast) {
     forward_broadcast(node, pe, *m);
     // The handler gets an ordinary message: if it sends it on, it must not
     // be forwarded down the tree a second time.
     m->flags &= std::uint16_t(~message_flags::broadcast);
   }
-  const handler_entry& h = table[m->handler];
+  const handler_entry& h = node.handler_entries[m->handler];
   const handler_id hid = m->handler;
   if (trace::on()) [[unlikely]] {
     std::uint32_t flags = m->reserved_;

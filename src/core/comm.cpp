@@ -193,8 +193,9 @@ void deliver_from(int src, void* buffer, std::size_t bytes, bool in_place) {
     deliver_local(node, m->bcast_root % per, m, /*from_network=*/true);
     return;
   }
-  int dst_node = 0, local = 0;
-  if (!node.node_of_pe(m->bcast_root, dst_node, local) || dst_node != node.node_id)
+  // On this node (no division, unlike node_of_pe).
+  const int local = m->bcast_root - node.first_pe;
+  if (unsigned(local) >= node.pes.size())
     base::fatal("node %d sent a message for PE %d, which is not on this node (PEs %d..%d)", src,
                 m->bcast_root, node.first_pe, node.first_pe + int(node.pes.size()) - 1);
   // Through the MPSC queue even with spsc-pairs: deliveries from different

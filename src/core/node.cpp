@@ -187,9 +187,7 @@ void print_startup(const node_state& node) {
              map.c_str());
 }
 
-}  // namespace
-
-namespace {
+// Appends to one of a PE's own FIFOs (local or net): no atomic operation.
 inline void append(message*& head, message*& tail, message* m) {
   m->link.next.store(nullptr, std::memory_order_relaxed);
   if (tail != nullptr)
@@ -198,6 +196,7 @@ inline void append(message*& head, message*& tail, message* m) {
     head = m;
   tail = m;
 }
+
 }  // namespace
 
 void deliver_local(node_state& node, int pe, message* m, bool from_network) {

@@ -84,8 +84,8 @@ struct pe_state {
   // deliver_local).
   message* net_head = nullptr;
   message* net_tail = nullptr;
-  // How many wait in the local and net queues, for the watchdog (a relaxed store of
-  // the owner's count; it is the only writer).
+  // How many wait in the local and net queues, for the watchdog (a relaxed
+  // store of the owner's count; it is the only writer).
   std::atomic<std::size_t> local_count{0};
   std::priority_queue<timer_entry, std::vector<timer_entry>, std::greater<>> timers;
   std::uint64_t timer_seq = 0;

@@ -123,8 +123,15 @@ void raw_free_from(raw_allocator a, void* p) {
 std::atomic<registered_memory*> g_registered{nullptr};
 constexpr std::size_t registered_prefix = 16;  // keeps blocks 16-byte aligned
 
+// Its min_bytes(), read once when it is set: block_alloc compares every
+// size with it, and a virtual call per message was most of the test for
+// the small ones. No memory set: nothing is that large.
+std::atomic<std::size_t> g_registered_min{~std::size_t(0)};
+
 void set_registered_memory(registered_memory* m) {
+  g_registered_min.store(~std::size_t(0), std::memory_order_relaxed);
   g_registered.store(m, std::memory_order_release);
+  if (m != nullptr) g_registered_min.store(m->min_bytes(), std::memory_order_relaxed);
 }
 
 // A block's prefix: [0, 8) the registered_memory it returns to in this
@@ -142,9 +149,9 @@ void registered_block_restore(void* start) {
 }
 
 void* block_alloc(std::size_t bytes, std::uint8_t& size_class) {
-  if (registered_memory* r = g_registered.load(std::memory_order_acquire);
-      r != nullptr && bytes >= r->min_bytes()) {
-    if (void* p = r->allocate(bytes + registered_prefix)) {
+  if (bytes >= g_registered_min.load(std::memory_order_relaxed)) [[unlikely]] {
+    registered_memory* r = g_registered.load(std::memory_order_acquire);
+    if (void* p = r != nullptr ? r->allocate(bytes + registered_prefix) : nullptr) {
       std::memcpy(p, &r, sizeof r);
       size_class = block_registered;
       return static_cast<unsigned char*>(p) + registered_prefix;
@@ -184,7 +191,8 @@ void block_free(void* p, std::uint8_t size_class) {
     return;
   }
   block_cache& cache = t_cache;
-  std::size_t cap = std::max(cap_min_blocks, cap_bytes / class_bytes(size_class));
+  // cap_bytes / class_bytes(size_class), without a division.
+  std::size_t cap = std::max(cap_min_blocks, cap_bytes >> (7 + size_class));
   if (cache.count[size_class] >= cap) {
     raw_free(p);
     return;

@@ -190,7 +190,7 @@ void deliver_from(int src, void* buffer, std::size_t bytes, bool in_place) {
     if (m->bcast_root < 0 || m->bcast_root >= node.total_pes)
       base::fatal("node %d sent a broadcast rooted at PE %d, which is not a PE of the job (0..%d)",
                   src, m->bcast_root, node.total_pes - 1);
-    deliver_local(node, m->bcast_root % per, m, /*from_network=*/true);
+    deliver_from_network(node, m->bcast_root % per, m);
     return;
   }
   // On this node (no division, unlike node_of_pe).
@@ -200,7 +200,7 @@ void deliver_from(int src, void* buffer, std::size_t bytes, bool in_place) {
                 m->bcast_root, node.first_pe, node.first_pe + int(node.pes.size()) - 1);
   // Through the MPSC queue even with spsc-pairs: deliveries from different
   // PEs driving the transport must not be reordered among rings.
-  deliver_local(node, local, m, /*from_network=*/true);
+  deliver_from_network(node, local, m);
 }
 
 void hook_deliver(int src, void* buffer, std::size_t bytes) {

@@ -47,7 +47,7 @@ std::atomic<int> g_external_calls{0};
 // A node has run in this process (a late weft::exit after its end is benign).
 std::atomic<bool> g_ever_ran{false};
 }  // namespace
-thread_local pe_state* t_pe = nullptr;
+constinit thread_local pe_state* t_pe = nullptr;
 
 pe_state::pe_state(int r, int num_pes, queue_kind kind) : rank(r) {
   // Rings of 1024 pointers: 8 KiB per producer that actually sends here.
@@ -187,16 +187,6 @@ void print_startup(const node_state& node) {
              map.c_str());
 }
 
-// Appends to one of a PE's own FIFOs (local or net): no atomic operation.
-inline void append(message*& head, message*& tail, message* m) {
-  m->link.next.store(nullptr, std::memory_order_relaxed);
-  if (tail != nullptr)
-    tail->link.next.store(&m->link, std::memory_order_relaxed);
-  else
-    head = m;
-  tail = m;
-}
-
 }  // namespace
 
 void deliver_local(node_state& node, int pe, message* m, bool from_network) {
@@ -207,23 +197,13 @@ void deliver_local(node_state& node, int pe, message* m, bool from_network) {
   // delivered by another thread into the MPSC queue, and the two queues
   // are not ordered against each other.
   if (self == &dst && !from_network) {
-    append(dst.local_head, dst.local_tail, m);
+    append_own(dst.local_head, dst.local_tail, m);
     dst.local_count.store(dst.local_count.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
     return;
   }
-  // From the network, delivered by the PE itself while it drives the
-  // transport: its net FIFO, if nothing waits in the MPSC queue. Order per
-  // source node holds: only the transport's holder delivers, one thread at
-  // a time; a message another thread delivered earlier is still in the
-  // MPSC queue (then this one follows it there) or already popped, and one
-  // in the net FIFO is popped before anything later in the MPSC queue.
-  if (self == &dst && from_network && dst.queue.empty()) {
-    append(dst.net_head, dst.net_tail, m);
-    dst.local_count.store(dst.local_count.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
-    return;
-  }
+  // (A message from the network for the PE that delivers it went to its
+  // net FIFO in deliver_from_network when it could.)
   if (dst.pairs && self != nullptr && !from_network) {
     dst.pairs->push(self->rank, m);
     if (!dst.pairs->flush(self->rank)) self->pairs_backlog = true;

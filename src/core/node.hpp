@@ -228,8 +228,10 @@ struct node_state {
 // The running node (null when none). Set by run before PEs start, cleared
 // after they stop.
 extern std::atomic<node_state*> g_node;
-// This thread's PE (null on threads that are not PEs).
-extern thread_local pe_state* t_pe;
+// This thread's PE (null on threads that are not PEs). constinit: read on
+// every send and delivery, and so read directly, not through the TLS
+// initialisation wrapper of a thread_local defined in another file.
+extern constinit thread_local pe_state* t_pe;
 
 // Futex on a PE's sleep word. wait: sleeps while *word == expected, at most
 // timeout_ns (0: no limit). wake: wakes one sleeper.
@@ -284,6 +286,35 @@ void local_counts(node_state& node, std::uint64_t& sent, std::uint64_t& done);
 // from the network goes through the MPSC queue whatever the queue kind, so
 // messages handed over by different threads keep their order.
 void deliver_local(node_state& node, int pe, message* m, bool from_network = false);
+
+// Appends to one of a PE's own FIFOs (local or net): no atomic operation.
+inline void append_own(message*& head, message*& tail, message* m) {
+  m->link.next.store(nullptr, std::memory_order_relaxed);
+  if (tail != nullptr)
+    tail->link.next.store(&m->link, std::memory_order_relaxed);
+  else
+    head = m;
+  tail = m;
+}
+
+// deliver_local for a message from the network. Delivered by the PE itself
+// while it drives the transport, it goes to the PE's net FIFO, if nothing
+// waits in the MPSC queue. Order per source node holds: only the
+// transport's holder delivers, one thread at a time; a message another
+// thread delivered earlier is still in the MPSC queue (then this one
+// follows it there) or already popped, and one in the net FIFO is popped
+// before anything later in the MPSC queue. Inline: it is every message of a
+// non-SMP node, on the way from the transport's receive to its handler.
+inline void deliver_from_network(node_state& node, int pe, message* m) {
+  pe_state& dst = *node.pes[std::size_t(pe)];
+  if (t_pe == &dst && dst.queue.empty()) {
+    append_own(dst.net_head, dst.net_tail, m);
+    dst.local_count.store(dst.local_count.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+    return;
+  }
+  deliver_local(node, pe, m, /*from_network=*/true);
+}
 // Pushes `m` on the node queue and wakes a sleeping PE.
 void enqueue_node(node_state& node, message* m);
 void wake_one_sleeper(node_state& node);

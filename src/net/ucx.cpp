@@ -251,6 +251,25 @@ void pmix_value_done(pmix_status_t status, pmix_value_t* kv, void* cbdata) {
   pmix_op_done(status, cbdata);
 }
 
+// The receive callback copies every eager message out of UCX's buffer,
+// most of them 16 to 64 bytes (a weft message with a small payload): in
+// 16-byte pieces, overlapping, without a call into libc's memcpy (~30
+// instructions of its ~50 per message at these sizes, callgrind).
+inline void copy_small(void* dst, const void* src, std::size_t n) {
+  auto* d = static_cast<unsigned char*>(dst);
+  auto* s = static_cast<const unsigned char*>(src);
+  if (n >= 16 && n <= 64) {
+    std::memcpy(d, s, 16);
+    std::memcpy(d + n - 16, s + n - 16, 16);
+    if (n > 32) {
+      std::memcpy(d + 16, s + 16, 16);
+      std::memcpy(d + n - 32, s + n - 32, 16);
+    }
+    return;
+  }
+  if (n > 0) std::memcpy(d, s, n);
+}
+
 const char* key_addr = "weft.ucx.addr";
 const char* key_pool = "weft.ucx.pool";
 
@@ -338,6 +357,7 @@ class ucx_transport final : public transport {
                  std::size_t length, const ucp_am_recv_param_t* param);
   void handle_eager_from(int src, const void* header, std::size_t header_length, void* data,
                          std::size_t length, const ucp_am_recv_param_t* param);
+  [[noreturn]] void reject_eager(int src, std::size_t header_length) const;
   void seen(int src, std::uint64_t seq) {
     inbound& in = in_[std::size_t(src)];
     if (seq >= in.next_new) in.next_new = seq + 1;
@@ -1013,23 +1033,29 @@ void ucx_transport::mark_ready(int src, std::uint64_t seq) {
   ready_count_++;
 }
 
-void ucx_transport::handle_eager_from(int src, const void* header, std::size_t header_length,
-                                      void* data, std::size_t length,
-                                      const ucp_am_recv_param_t* param) {
-  (void)header;
+// Either the header or UCX's rendezvous flag (handle_eager_from).
+void ucx_transport::reject_eager(int src, std::size_t header_length) const {
   if (header_length != 0)
     base::fatal(
         "ucx transport (node %d): eager message from node %d with a %zu-byte header, expected "
         "none",
         rank_, src, header_length);
-  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0)
-    base::fatal(
-        "ucx transport (node %d): UCX rendezvous for an eager message from node %d, but weft "
-        "sends every active message eagerly",
-        rank_, src);
+  base::fatal(
+      "ucx transport (node %d): UCX rendezvous for an eager message from node %d, but weft "
+      "sends every active message eagerly",
+      rank_, src);
+}
+
+void ucx_transport::handle_eager_from(int src, const void* header, std::size_t header_length,
+                                      void* data, std::size_t length,
+                                      const ucp_am_recv_param_t* param) {
+  (void)header;
+  // One test for both ways an eager message can be malformed.
+  if ((header_length | (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) != 0) [[unlikely]]
+    reject_eager(src, header_length);
   const std::uint64_t seq = in_[std::size_t(src)].next_new++;
   void* buf = alloc_for(length);
-  if (length > 0) std::memcpy(buf, data, length);
+  copy_small(buf, data, length);
   place_eager(src, seq, buf, length);
 }
 
@@ -1328,8 +1354,10 @@ int ucx_transport::progress() {
   in_progress_ = initialized_ && !closing_;
   int n = int(ucp_worker_progress(worker_));
   in_progress_ = false;
-  n += drain();
-  n += deliver_ready();
+  // Both are out of line and usually have nothing to do: this function
+  // is every polling round of a PE that waits for the network.
+  if (!actions_.empty() || !done_.empty()) n += drain();
+  if (ready_count_ != 0) n += deliver_ready();
   return n;
 }
 

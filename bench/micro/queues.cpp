@@ -219,7 +219,7 @@ double run_chase_lev(int thieves, double duration, double& stolen_share) {
 const char* about =
     "queues: throughput of the PE message queue candidates and of the task deque.\n"
     "\n"
-    "  mpsc        intrusive MPSC queue: a stack the consumer takes whole (weft::base::mpsc_queue)\n"
+    "  mpsc        intrusive Vyukov MPSC queue (weft::base::mpsc_queue)\n"
     "  spsc_pairs  one SPSC ring per producer, consumer polls them (weft::base::spsc_pairs)\n"
     "  mutex       std::mutex + std::deque baseline\n"
     "    1..K producer threads push message pointers, one consumer pops; metric\n"

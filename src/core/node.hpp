@@ -77,7 +77,7 @@ struct pe_state {
   bool local_first = false;  // pop_own alternates, so neither queue starves the other
   // Messages from the network that this PE delivered to itself while it
   // drove the transport, FIFO, with no atomic operation (the MPSC push and
-  // the pop's exchange were two locked instructions on the path of
+  // the pop's stub exchange were two locked instructions on the path of
   // every message a non-SMP process receives). Used only while the MPSC
   // queue is empty, and popped before it: so a message of one source node
   // never overtakes an earlier one that another thread delivered (see

@@ -1,4 +1,4 @@
-// mpsc_queue: unit tests of the intrusive queue, and a stress test of
+// mpsc_queue: unit tests of the intrusive Vyukov queue, and a stress test of
 // several producers against one consumer checked for loss, duplication and
 // per-producer FIFO order. Threads spin with yield(), so the tests progress on
 // a loaded machine with more threads than cores; nothing asserts timings.
@@ -61,10 +61,9 @@ TEST(MpscQueue, SingleThreadFifo) {
   EXPECT_TRUE(q.empty());
 }
 
-// empty() must not say true while an element is still queued: after a pop,
-// the rest of the batch the consumer took waits in its own list, not on the
-// producers' stack (a PE that sleeps on empty() would sleep on a pending
-// message). Later pushes come after that batch.
+// Regression: empty() said true while an element was still queued (after a
+// pop, tail_ points at the next element rather than at the stub), so a PE
+// that sleeps on empty() could sleep on a pending message.
 TEST(MpscQueue, NotEmptyWhileAnElementRemains) {
   mpsc_queue q;
   item a, b, c;
@@ -75,7 +74,6 @@ TEST(MpscQueue, NotEmptyWhileAnElementRemains) {
   EXPECT_FALSE(q.empty());
   EXPECT_EQ(q.approx_size(), 1u);
   q.push(&c.link);
-  EXPECT_EQ(q.approx_size(), 2u);  // b in the consumer's list, c on the stack
   EXPECT_EQ(q.pop(), &b.link);
   EXPECT_FALSE(q.empty());
   EXPECT_EQ(q.pop(), &c.link);
@@ -83,9 +81,9 @@ TEST(MpscQueue, NotEmptyWhileAnElementRemains) {
   EXPECT_EQ(q.pop(), nullptr);
 }
 
-// Popped elements may be pushed again at once, also while others of the
-// batch the consumer took are still in its list.
-TEST(MpscQueue, ReuseRightAfterPop) {
+// Popping the last element goes through the stub re-insertion path; popped
+// elements may be pushed again at once.
+TEST(MpscQueue, ReuseAcrossStubReinsertion) {
   mpsc_queue q;
   item a, b;
   for (int round = 0; round < 1000; ++round) {

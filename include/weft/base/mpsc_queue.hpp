@@ -1,32 +1,19 @@
-// Intrusive multi-producer / single-consumer queue. The PE message queue of
-// DESIGN.md: any thread pushes, only the owning PE pops.
+// Intrusive multi-producer / single-consumer queue (D. Vyukov's node-based
+// design). The PE message queue of DESIGN.md: any thread pushes, only the
+// owning PE pops.
 //
-// Design: producers push onto a lock-free stack (one compare-and-swap on
-// one line, retried only when another producer got in between); the
-// consumer takes the whole stack with one exchange and reverses it into a
-// list of its own, which it pops with plain loads until it is empty.
-//
-// Why this design: the cost of a message that finds its PE idle is the
-// cache lines that cross between the cores. Here a message crosses on
-// three: the stack's top (the producer's swap takes it, the consumer's
-// poll reads it back and its exchange takes it), and the message itself.
-// The node-based Vyukov queue used before (exchange on the producers' end,
-// a stub node re-inserted by the consumer whenever it took the last
-// element) moved the producers' end, the stub's line and the message line
-// back and forth about eight times for such a message: an SMP ping-pong
-// between two PEs of one process took 330 ns one way on the reference VM,
-// six cache-line transfers (bench/pingpong, 55 ns floor), more than two
-// processes over the shm transport. The Charm++ SMP paper (seed 000) found
-// locked producer queues a bottleneck and per-pair queues costly to poll;
-// both alternatives exist here (spsc_pairs) so they can be measured.
+// Why this design: a producer does one atomic exchange and one store, so
+// producers are wait-free and never contend on more than one line; the
+// consumer reads plain links and needs an atomic read-modify-write only when
+// it takes the last element (it re-inserts the stub node). The Charm++ SMP
+// paper (seed 000) found locked producer queues a bottleneck and per-pair
+// queues costly to poll; both alternatives exist here so they can be measured.
 //
 // The element embeds a queue_link; it must stay alive until popped.
-// FIFO per producer; between producers, in order of their swaps.
+// FIFO per producer; between producers, in order of their exchanges.
 #pragma once
-
 #include <atomic>
 #include <cstddef>
-
 #include "weft/base/cache.hpp"
 
 namespace weft::base {
@@ -37,72 +24,73 @@ struct queue_link {
 
 class mpsc_queue {
  public:
-  mpsc_queue() = default;
+  mpsc_queue() : head_(&stub_), tail_(&stub_) {}
   mpsc_queue(const mpsc_queue&) = delete;
   mpsc_queue& operator=(const mpsc_queue&) = delete;
 
-  // Any thread; lock-free. Full barrier (the compare-and-swap, seq_cst),
-  // which the wake-up protocol of core relies on: a producer then reads the
-  // consumer's sleep flag (Dekker-style). The first try guesses an empty
-  // stack, the common case of a PE that is waiting for its next message:
-  // then the swap is the only access to the line.
+  // Any thread; wait-free. Full barrier (the exchange), which the wake-up
+  // protocol of core relies on.
   void push(queue_link* n) noexcept {
-    queue_link* top = nullptr;
     n->next.store(nullptr, std::memory_order_relaxed);
-    while (!top_.compare_exchange_weak(top, n, std::memory_order_seq_cst,
-                                       std::memory_order_relaxed))
-      n->next.store(top, std::memory_order_relaxed);
+    // seq_cst: a producer then reads the consumer's sleep flag (Dekker-style
+    // wake-up protocol in core); on x86 it is the same xchg instruction.
+    queue_link* prev = head_.exchange(n, std::memory_order_seq_cst);
+    prev->next.store(n, std::memory_order_release);
   }
 
-  // Consumer only (one thread at a time; a new consumer must be ordered
-  // after the last, as core's transport holders are by comm_busy). Returns
-  // nullptr when empty.
+  // Consumer only. Returns nullptr when empty, or when the only element's
+  // producer is between its exchange and its link store (then empty() is
+  // false, so the consumer keeps polling instead of sleeping).
   queue_link* pop() noexcept {
-    queue_link* m = mine_.load(std::memory_order_relaxed);
-    if (m == nullptr) {
-      if (top_.load(std::memory_order_relaxed) == nullptr) return nullptr;
-      // Acquire: the producers' links and messages, written before their
-      // swaps, are visible from here on.
-      queue_link* l = top_.exchange(nullptr, std::memory_order_acquire);
-      // Newest first: reverse into arrival order. A single element (the
-      // common case) is not written: its link is already null.
-      while (l != nullptr) {
-        queue_link* older = l->next.load(std::memory_order_relaxed);
-        if (older != m) l->next.store(m, std::memory_order_relaxed);
-        m = l;
-        l = older;
-      }
+    queue_link* tail = tail_.load(std::memory_order_relaxed);
+    queue_link* next = tail->next.load(std::memory_order_acquire);
+    if (tail == &stub_) {
+      if (next == nullptr) return nullptr;
+      tail_.store(next, std::memory_order_relaxed);
+      tail = next;
+      next = next->next.load(std::memory_order_acquire);
     }
-    mine_.store(m->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    return m;
+    if (next != nullptr) {
+      tail_.store(next, std::memory_order_relaxed);
+      return tail;
+    }
+    if (tail != head_.load(std::memory_order_acquire)) return nullptr;  // producer mid-push
+    push(&stub_);
+    next = tail->next.load(std::memory_order_acquire);
+    if (next != nullptr) {
+      tail_.store(next, std::memory_order_relaxed);
+      return tail;
+    }
+    return nullptr;
   }
 
-  // Consumer, or any thread as a hint. An element is never half pushed, so
-  // a consumer that finds the queue empty may sleep (core's wake-up
-  // protocol: the producer's swap comes before its read of the sleep flag).
+  // Consumer, or any thread as a hint. False while an element is in flight.
+  // tail_ is either the stub or the next element to return, so the queue is
+  // empty only when tail_ is the stub, with no successor, and no producer has
+  // exchanged head_ since. (Dereferences only the stub: safe from any thread.)
   bool empty() const noexcept {
-    return mine_.load(std::memory_order_relaxed) == nullptr &&
-           top_.load(std::memory_order_acquire) == nullptr;
+    const queue_link* tail = tail_.load(std::memory_order_relaxed);
+    return tail == &stub_ && tail->next.load(std::memory_order_acquire) == nullptr &&
+           head_.load(std::memory_order_acquire) == tail;
   }
 
   // Approximate length for diagnostics (the watchdog's dump); walks at most
   // `cap` links. Consumer, or any thread when the consumer is stalled.
   std::size_t approx_size(std::size_t cap = 1u << 20) const noexcept {
     std::size_t n = 0;
-    for (const std::atomic<queue_link*>* list : {&mine_, &top_})
-      for (queue_link* p = list->load(std::memory_order_acquire); p != nullptr && n < cap;
-           p = p->next.load(std::memory_order_acquire))
-        ++n;
+    for (queue_link* p = tail_.load(std::memory_order_relaxed); p != nullptr && n < cap;
+         p = p->next.load(std::memory_order_acquire))
+      if (p != &stub_) ++n;
     return n;
   }
 
  private:
-  // Written by every producer (and emptied by the consumer's exchange).
-  alignas(cache_line) std::atomic<queue_link*> top_{nullptr};
-  // Owned by the consumer: what it took and has not popped yet, oldest
-  // first (atomic only so that the hints of other threads are race-free;
+  // Written by every producer.
+  alignas(cache_line) std::atomic<queue_link*> head_;
+  // Owned by the consumer (atomic only so the diagnostic walk is race-free;
   // relaxed accesses cost nothing more than plain ones).
-  alignas(cache_line) std::atomic<queue_link*> mine_{nullptr};
+  alignas(cache_line) std::atomic<queue_link*> tail_;
+  queue_link stub_;
 };
 
 }  // namespace weft::base

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <mimalloc.h>
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <cstdlib>
@@ -32,6 +33,14 @@ inline std::uint8_t class_of(std::size_t bytes) {
 inline std::size_t class_bytes(std::uint8_t c) {
   return block_min << c;
 }
+// The cap of each class, worked out once: block_free used to divide for it
+// on every free.
+constexpr auto class_caps = [] {
+  std::array<std::size_t, num_classes> caps{};
+  for (int c = 0; c < num_classes; ++c)
+    caps[std::size_t(c)] = std::max(cap_min_blocks, cap_bytes / (block_min << c));
+  return caps;
+}();
 
 // Free blocks are linked through their first word.
 struct free_block {
@@ -191,9 +200,7 @@ void block_free(void* p, std::uint8_t size_class) {
     return;
   }
   block_cache& cache = t_cache;
-  // cap_bytes / class_bytes(size_class), without a division.
-  std::size_t cap = std::max(cap_min_blocks, cap_bytes >> (7 + size_class));
-  if (cache.count[size_class] >= cap) {
+  if (cache.count[size_class] >= class_caps[size_class]) {
     raw_free(p);
     return;
   }

@@ -174,4 +174,64 @@ TEST(SpscPairs, StressFourProducers) {
   run_stress(4, stress_items, 1024);
 }
 
+// Pointers take the other ring (spsc_pointer_ring, the one core uses): the
+// same checks, with each producer's elements in an array of its own and the
+// consumer reading them through the pointers it pops.
+struct alignas(8) tagged {
+  std::uint64_t value = 0;  // encode(producer, seq)
+};
+
+void run_pointer_stress(int producers, std::size_t total, std::size_t capacity) {
+  const std::size_t per = total / std::size_t(producers);
+  spsc_pairs<tagged*> q(producers, capacity);
+  std::vector<std::vector<tagged>> items;
+  for (int p = 0; p < producers; ++p) items.emplace_back(per);
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      std::vector<tagged>& mine = items[std::size_t(p)];
+      for (std::uint64_t s = 0; s < per; ++s) {
+        mine[s].value = encode(p, s);
+        q.push(p, &mine[s]);
+        if (s % 1024 == 1023)
+          while (!q.flush(p)) std::this_thread::yield();
+      }
+      while (!q.flush(p)) std::this_thread::yield();
+    });
+  }
+  std::vector<std::uint64_t> next(std::size_t(producers), 0);
+  std::size_t received = 0, misordered = 0, bad = 0;
+  const std::size_t expected = per * std::size_t(producers);
+  while (received < expected) {
+    tagged* t = nullptr;
+    if (!q.try_pop(t)) {
+      std::this_thread::yield();
+      continue;
+    }
+    const int p = producer_of(t->value);
+    if (p < 0 || p >= producers || seq_of(t->value) >= per ||
+        t != &items[std::size_t(p)][seq_of(t->value)]) {
+      ++bad;
+      break;
+    }
+    if (seq_of(t->value) != next[std::size_t(p)]) ++misordered;
+    next[std::size_t(p)] = seq_of(t->value) + 1;
+    ++received;
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(bad, 0u);
+  EXPECT_EQ(misordered, 0u);
+  tagged* t = nullptr;
+  EXPECT_FALSE(q.try_pop(t));
+  EXPECT_TRUE(q.empty());
+  for (int p = 0; p < producers; ++p) EXPECT_EQ(next[std::size_t(p)], per) << "producer " << p;
+}
+
+TEST(SpscPairs, StressFourProducersOfPointersTinyRing) {
+  run_pointer_stress(4, stress_items / 8, 4);
+}
+TEST(SpscPairs, StressFourProducersOfPointers) {
+  run_pointer_stress(4, stress_items, 1024);
+}
+
 }  // namespace

@@ -18,14 +18,21 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <type_traits>
 #include <vector>
 #include "weft/base/cache.hpp"
+#include "weft/base/spsc_pointer_ring.hpp"
 #include "weft/base/spsc_ring.hpp"
 
 namespace weft::base {
 
 template <class T>
 class spsc_pairs {
+  // Pointers (core's messages) go in rings whose consumer polls only the
+  // slot; other values in Lamport rings.
+  using ring_type = std::conditional_t<std::is_pointer_v<T>,
+                                       spsc_pointer_ring<std::remove_pointer_t<T>>, spsc_ring<T>>;
+
  public:
   spsc_pairs(int producers, std::size_t ring_capacity)
       : capacity_(ring_capacity), slots_(std::size_t(producers)) {}
@@ -40,9 +47,9 @@ class spsc_pairs {
   // Producer `p` only. Never fails (overflows into p's private list).
   void push(int p, const T& v) {
     slot& s = *slots_[std::size_t(p)];
-    spsc_ring<T>* r = s.ring.load(std::memory_order_relaxed);
+    ring_type* r = s.ring.load(std::memory_order_relaxed);
     if (r == nullptr) {
-      r = new spsc_ring<T>(capacity_);
+      r = new ring_type(capacity_);
       s.ring.store(r, std::memory_order_release);
     }
     if (!s.overflow.empty()) {
@@ -75,7 +82,7 @@ class spsc_pairs {
     for (std::size_t i = 0; i < n; ++i) {
       std::size_t k = next_ + i;
       if (k >= n) k -= n;
-      spsc_ring<T>* r = slots_[k]->ring.load(std::memory_order_acquire);
+      ring_type* r = slots_[k]->ring.load(std::memory_order_acquire);
       if (r != nullptr && r->try_pop(out)) {
         next_ = k + 1 == n ? 0 : k + 1;  // round-robin: no producer starves the others
         return true;
@@ -89,7 +96,7 @@ class spsc_pairs {
   template <class F>
   void drain_quiescent(F&& f) {
     for (auto& s : slots_) {
-      if (spsc_ring<T>* r = s->ring.load(std::memory_order_acquire)) {
+      if (ring_type* r = s->ring.load(std::memory_order_acquire)) {
         T v;
         while (r->try_pop(v)) f(v);
       }
@@ -102,7 +109,7 @@ class spsc_pairs {
   // stay awake until they are flushed).
   bool empty() const noexcept {
     for (auto& s : slots_) {
-      spsc_ring<T>* r = s->ring.load(std::memory_order_acquire);
+      ring_type* r = s->ring.load(std::memory_order_acquire);
       if (r != nullptr && !r->empty()) return false;
     }
     return true;
@@ -110,22 +117,24 @@ class spsc_pairs {
   std::size_t approx_size() const noexcept {
     std::size_t total = 0;
     for (auto& s : slots_)
-      if (spsc_ring<T>* r = s->ring.load(std::memory_order_acquire)) total += r->approx_size();
+      if (ring_type* r = s->ring.load(std::memory_order_acquire)) total += r->approx_size();
     return total;
   }
 
  private:
   struct slot {
-    std::atomic<spsc_ring<T>*> ring{nullptr};  // written once by the producer
+    std::atomic<ring_type*> ring{nullptr};  // written once by the producer
     std::deque<T> overflow;                    // producer-private
   };
-  static void flush_slot(slot& s, spsc_ring<T>* r) {
+  static void flush_slot(slot& s, ring_type* r) {
     while (!s.overflow.empty() && r->try_push(s.overflow.front())) s.overflow.pop_front();
   }
 
   std::size_t capacity_;
   std::vector<padded<slot>> slots_;
-  std::size_t next_ = 0;  // consumer-private
+  // Consumer-private, on a line of its own: producers read slots_ at every
+  // push, and a store of next_ beside it would take that line from them.
+  alignas(cache_line) std::size_t next_ = 0;
 };
 
 }  // namespace weft::base

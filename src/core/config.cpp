@@ -32,6 +32,14 @@ const char* to_string(alloc_kind k) {
 constexpr long default_spin_us = 50;
 constexpr long default_yield_us = 200;
 
+// queue=auto: per-producer SPSC rings up to this many PEs per process. A
+// message to an idle PE then moves one queue line between the cores instead
+// of the MPSC queue's several (kNeighbor, 2 PEs, 16 B: 0.70 -> 0.55 us per
+// iteration; 4 PEs: 0.86x). But the consumer polls one ring per producer,
+// a cost that grows with the PEs: measured here at 2 and 4 PEs (a 2-core
+// machine), trusted up to 8; beyond, the MPSC queue (docs/design/scheduler.md).
+constexpr int spsc_pairs_max_pes = 8;
+
 constexpr const char* bind_accepted = "none|compact|scatter|CPU list (0-3,6 or L0-3)";
 
 void define_runtime_options(base::option_set& set) {
@@ -48,10 +56,12 @@ void define_runtime_options(base::option_set& set) {
                 if (err.empty()) return std::nullopt;
                 return err;
               }});
-  set.define({"queue", "mpsc", "mpsc|spsc-pairs",
+  set.define({"queue", "auto", "auto|mpsc|spsc-pairs",
               "PE message queue: one lock-free multi-producer queue, or one SPSC ring per "
               "producing PE",
-              base::one_of({"mpsc", "spsc-pairs"})});
+              base::one_of({"auto", "mpsc", "spsc-pairs"}), false,
+              "spsc-pairs for 2.." + std::to_string(spsc_pairs_max_pes) +
+                  " PEs per process, else mpsc"});
   set.define({"alloc", build_info::default_alloc, "mimalloc|system",
               "raw allocator for runtime memory and messages",
               base::one_of({"mimalloc", "system"})});
@@ -162,7 +172,15 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   for (std::size_t i = 0; i < c.pe_cpus.size() && !c.oversubscribed; ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (c.pe_cpus[i] >= 0 && c.pe_cpus[i] == c.pe_cpus[j]) c.oversubscribed = true;
-  c.queue = set.get("queue") == "mpsc" ? queue_kind::mpsc : queue_kind::spsc_pairs;
+  if (set.get("queue") == "auto") {
+    // One PE: no other PE sends to it, only threads that are not PEs (the
+    // comm thread), and those use the MPSC queue in both kinds.
+    c.queue = c.threads > 1 && c.threads <= spsc_pairs_max_pes ? queue_kind::spsc_pairs
+                                                                : queue_kind::mpsc;
+    set.set_computed("queue", to_string(c.queue));
+  } else {
+    c.queue = set.get("queue") == "mpsc" ? queue_kind::mpsc : queue_kind::spsc_pairs;
+  }
   c.alloc = set.get("alloc") == "mimalloc" ? alloc_kind::mimalloc : alloc_kind::system;
   c.msg_pool = set.get_bool("msg-pool");
   c.transport = set.get("transport");

@@ -219,7 +219,7 @@ TEST_F(ErrorsDeathTest, UnknownOption) {
 
 TEST_F(ErrorsDeathTest, BadQueueKind) {
   EXPECT_EXIT(parse({"--weft:queue=foo"}), usage_exit,
-              "weft: error: --weft:queue=foo: unknown value; accepted: mpsc\\|spsc-pairs");
+              "weft: error: --weft:queue=foo: unknown value; accepted: auto\\|mpsc\\|spsc-pairs");
 }
 
 TEST_F(ErrorsDeathTest, BindToACpuOutsideTheSet) {
@@ -275,7 +275,7 @@ TEST_F(ErrorsDeathTest, BadEnvironmentVariables) {
         setenv("WEFT_QUEUE", "lifo", 1);
         parse({});
       },
-      usage_exit, "WEFT_QUEUE=lifo: unknown value; accepted: mpsc\\|spsc-pairs");
+      usage_exit, "WEFT_QUEUE=lifo: unknown value; accepted: auto\\|mpsc\\|spsc-pairs");
 }
 
 // ---- what is not an error ---------------------------------------------------------------

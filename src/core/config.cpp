@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include "weft/base/error.hpp"
+#include "weft/base/fence.hpp"
 #include "weft/base/topology.hpp"
 #include "weft/config.hpp"
 #include "weft/net/transport.hpp"
@@ -99,6 +100,12 @@ void define_runtime_options(base::option_set& set) {
   set.define({"idle-yield-us", "", "integer 0..1000000",
               "idle back-off: microseconds of sched_yield before sleeping",
               base::integer_in(0, 1000000), false, std::to_string(default_yield_us)});
+  set.define({"wake-fence", "auto", "auto|membarrier|fence",
+              "how a PE orders a message it hands to another PE before its look at that PE's "
+              "sleep word: membarrier (a compiler barrier on the sender, membarrier(2) on the "
+              "PE going to sleep) or a full fence on both; auto: membarrier where the kernel "
+              "allows it",
+              base::one_of({"auto", "membarrier", "fence"})});
   set.define({"trace", "", "directory",
               "record a trace of every PE into this directory (created if missing); read it "
               "with tools/weft-trace (docs/tracing.md)",
@@ -222,6 +229,20 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.idle_yield_us = set.given("idle-yield-us") ? set.get_int("idle-yield-us") : default_yield_us;
   set.set_computed("idle-spin-us", std::to_string(c.idle_spin_us));
   set.set_computed("idle-yield-us", std::to_string(c.idle_yield_us));
+  // Registers the process now, before any PE runs (the fences are
+  // process-wide; a later node of the same process chooses again).
+  if (set.get("wake-fence") == "fence") {
+    base::disable_asymmetric_fences();
+  } else if (const char* why = base::enable_asymmetric_fences(); *why != '\0') {
+    if (set.get("wake-fence") == "membarrier")
+      base::usage_error("%s: %s; accepted: auto|membarrier|fence (fence needs nothing)",
+                        set.origin("wake-fence").c_str(), why);
+    base::disable_asymmetric_fences();
+    set.set_computed("wake-fence", "fence");
+  } else if (set.get("wake-fence") == "auto") {
+    set.set_computed("wake-fence", "membarrier");
+  }
+  c.wake_fence_membarrier = base::asymmetric_fences_enabled();
 
   char* text = nullptr;
   std::size_t len = 0;

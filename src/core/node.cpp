@@ -15,6 +15,7 @@
 #include <cstring>
 #include "core/handler_table.hpp"
 #include "weft/base/error.hpp"
+#include "weft/base/fence.hpp"
 #include "weft/base/memory.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/base/topology.hpp"
@@ -208,8 +209,9 @@ void deliver_local(node_state& node, int pe, message* m, bool from_network) {
     dst.pairs->push(self->rank, m);
     if (!dst.pairs->flush(self->rank)) self->pairs_backlog = true;
     // The ring's release store is not enough to order it before the read of
-    // the sleep flag (wake-up protocol, scheduler.cpp).
-    base::full_fence();
+    // the sleep flag (wake-up protocol, scheduler.cpp). The light side of an
+    // asymmetric pair: the PE going to sleep pays (base/fence.hpp).
+    base::light_fence();
   } else {
     dst.queue.push(&m->link);  // seq_cst exchange
   }

@@ -31,6 +31,7 @@
 #include "core/handler_table.hpp"
 #include "core/node.hpp"
 #include "weft/base/error.hpp"
+#include "weft/base/fence.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/trace/hooks.hpp"
 
@@ -332,7 +333,7 @@ void flush_backlog(node_state& node, pe_state& pe) {
     const std::size_t before = dst->pairs->overflow_size(pe.rank);
     if (!dst->pairs->flush(pe.rank)) clear = false;
     if (dst->pairs->overflow_size(pe.rank) == before) continue;
-    base::full_fence();  // the ring stores before the read of the sleep word
+    base::light_fence();  // the ring stores before the read of the sleep word
     wake_pe(node, *dst);
   }
   pe.pairs_backlog = !clear;
@@ -405,7 +406,7 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
   node.sleepers.fetch_add(1, std::memory_order_seq_cst);
   pe.sleeping.store(2, std::memory_order_seq_cst);
   node.transport_sleeping.store(1, std::memory_order_seq_cst);
-  base::full_fence();
+  base::heavy_fence();  // pairs with the producers' light_fence
   if (!has_work(node, pe)) {
     pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
     // The transport wakes this PE for messages from the network: only
@@ -541,7 +542,7 @@ void idle(node_state& node, pe_state& pe) {
     // Sleep (protocol at the top of this file).
     node.sleepers.fetch_add(1, std::memory_order_seq_cst);
     pe.sleeping.store(1, std::memory_order_seq_cst);
-    base::full_fence();
+    base::heavy_fence();  // pairs with the producers' light_fence (base/fence.hpp)
     if (!has_work(node, pe)) {
       pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
       futex_wait(&pe.sleeping, 1, sleep_limit_ns(node, pe));

@@ -586,6 +586,9 @@ TEST_P(WakeUp, PingPongWithRandomPausesCompletes) {
     opts.push_back("--weft:idle-spin-us=0");
     opts.push_back("--weft:idle-yield-us=0");
   }
+  // The default wake fence is membarrier where the kernel has it; "fence"
+  // variants run the full-fence protocol.
+  if (backoff.find("fence") != std::string::npos) opts.push_back("--weft:wake-fence=fence");
   int rc = run_node(opts, [] { weft::send(g_partner, weft::make_message_with(h_ping, 0L)); });
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(g_errors.load(), 0) << first_error();
@@ -600,7 +603,10 @@ INSTANTIATE_TEST_SUITE_P(Lifecycle, WakeUp,
                                          wake_param{"mpsc", "sleep_at_once", 8},
                                          wake_param{"spsc-pairs", "sleep_at_once", 8},
                                          wake_param{"mpsc", "tight_sleep_at_once", 2},
-                                         wake_param{"spsc-pairs", "tight_sleep_at_once", 2}),
+                                         wake_param{"spsc-pairs", "tight_sleep_at_once", 2},
+                                         wake_param{"spsc-pairs", "sleep_at_once_fence", 2},
+                                         wake_param{"spsc-pairs", "sleep_at_once_fence", 8},
+                                         wake_param{"spsc-pairs", "tight_sleep_at_once_fence", 2}),
                          [](const testing::TestParamInfo<wake_param>& info) {
                            std::string q =
                                std::get<0>(info.param) == "mpsc" ? "mpsc" : "spsc_pairs";

@@ -32,6 +32,7 @@ struct runtime_config {
   long idle_spin_us = 0;         // idle back-off: spin this long,
   bool idle_spin_given = false;  // set by the user (else chosen from oversubscription)
   long idle_yield_us = 0;        //   then yield this long, then sleep
+  bool wake_fence_membarrier = false;  // --weft:wake-fence resolved (base/fence.hpp)
   // Default scheme of weft::parallel_for (the tasks layer reads it; core
   // only validates the name, as it does for the transport).
   std::string tasks_scheme = "adaptive-idle";

@@ -44,4 +44,22 @@ void heavy_fence() {
   full_fence();  // and this thread's own order
 }
 
+const char* register_global_membarrier() {
+  const long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+  if (cmds < 0) return "membarrier(2) is not available (kernel, or blocked by a seccomp filter)";
+  if ((cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
+    return "membarrier(2) lacks MEMBARRIER_CMD_GLOBAL_EXPEDITED (Linux 4.16 or newer has it)";
+  if (membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0)
+    return "membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) failed";
+  return "";
+}
+
+void global_heavy_fence() {
+  full_fence();
+  while (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0) {
+    if (errno != EINTR) fatal_errno(errno, "membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)");
+  }
+  full_fence();
+}
+
 }  // namespace weft::base

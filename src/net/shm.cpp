@@ -84,6 +84,7 @@
 #include <vector>
 #include "weft/base/cache.hpp"
 #include "weft/base/error.hpp"
+#include "weft/base/fence.hpp"
 #include "weft/base/timer.hpp"
 
 namespace weft::net {
@@ -91,7 +92,7 @@ namespace weft::net {
 namespace {
 
 constexpr std::uint64_t seg_magic = 0x746665776d687321ull;  // "!shmweft"
-constexpr std::uint32_t seg_version = 3;
+constexpr std::uint32_t seg_version = 4;  // 4: membarrier_ok
 constexpr std::size_t gather_bytes = 4096;
 constexpr std::size_t min_ring_bytes = 4096;
 constexpr std::size_t max_ring_bytes = std::size_t(1) << 30;
@@ -134,6 +135,11 @@ struct seg_header {
   std::int32_t nodes;
   std::int32_t pid;
   std::uint32_t cma_ok;  // written before phase = arrived
+  // 1: the owner registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED (written
+  // before phase = arrived); when all have, doorbells are rung after a
+  // compiler barrier and sleepers pay a global membarrier instead.
+  std::uint32_t membarrier_ok;
+  std::uint32_t reserved_;
   std::uint64_t ring_bytes;
   std::uint64_t probe_addr;  // a word in the owner's memory that peers try to read by CMA
   std::uint64_t probe_value;
@@ -245,8 +251,14 @@ void futex_wake(std::atomic<std::uint32_t>* word) {
 
 // Wakes the owner of `h` if it announced that it sleeps. The caller has just
 // published something the sleeper would look at (a record, a head).
-inline void ring_doorbell(seg_header* h) {
-  base::full_fence();
+// light: every process of the job sleeps after a global membarrier
+// (shm_transport::light_doorbells_), so a compiler barrier orders the
+// publication before the read of the doorbell (base/fence.hpp).
+inline void ring_doorbell(seg_header* h, bool light) {
+  if (light)
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  else
+    base::full_fence();
   if (h->doorbell.load(std::memory_order_seq_cst) != 0 &&
       h->doorbell.exchange(0, std::memory_order_seq_cst) != 0)
     futex_wake(&h->doorbell);
@@ -480,6 +492,7 @@ class shm_transport final : public transport {
   bool initialised_ = false;
   bool finalised_ = false;
   bool cma_ = false;
+  bool light_doorbells_ = false;  // every process registered the global membarrier
 
   // The own segment. own_ is read by wake_waiter() and abort() from any
   // thread, hence atomic; it stays mapped until the destructor.
@@ -881,6 +894,12 @@ void shm_transport::probe_cma() {
     ok = n == ssize_t(sizeof v) && v == p->hdr->probe_value;
   }
   own_.load()->cma_ok = ok ? 1 : 0;
+  // Under --weft:wake-fence=fence (or where membarrier is missing) core's
+  // asymmetric fences are off, and so are these.
+  own_.load()->membarrier_ok = opts_.allow_membarrier && base::asymmetric_fences_enabled() &&
+                                       *base::register_global_membarrier() == '\0'
+                                   ? 1
+                                   : 0;
 }
 
 // The init barrier: every process waits until every other has mapped every
@@ -912,6 +931,9 @@ void shm_transport::arrive(std::uint64_t deadline, double timeout_s) {
   }
   cma_ = own_.load()->cma_ok != 0;
   for (peer* p : others_) cma_ = cma_ && p->hdr->cma_ok != 0;
+  light_doorbells_ = own_.load()->membarrier_ok != 0;
+  for (peer* p : others_) light_doorbells_ = light_doorbells_ && p->hdr->membarrier_ok != 0;
+  counters_.light_doorbells = light_doorbells_;
 }
 
 void shm_transport::teardown() {
@@ -1053,7 +1075,7 @@ void shm_transport::send(int node, void* buffer, std::size_t bytes) {
   }
   const std::uint64_t tail_before = p.tx_tail;
   const bool done = push_pending(p, q);
-  if (p.tx_tail != tail_before) ring_doorbell(p.hdr);
+  if (p.tx_tail != tail_before) ring_doorbell(p.hdr, light_doorbells_);
   if (!done) enqueue(p, q);
 }
 
@@ -1075,7 +1097,7 @@ int shm_transport::give_back_freed() {
 void shm_transport::owe_ack(peer& p, std::uint64_t addr) {
   const std::uint64_t desc[2] = {addr, 0};
   if (p.acks.empty() && try_push(p, k_ack, desc, nullptr, 0)) {
-    ring_doorbell(p.hdr);
+    ring_doorbell(p.hdr, light_doorbells_);
     return;
   }
   p.acks.push_back(addr);
@@ -1103,7 +1125,7 @@ int shm_transport::flush(peer& p) {
     ++n;
   }
   if (p.tx_tail != tail_before) {
-    ring_doorbell(p.hdr);
+    ring_doorbell(p.hdr, light_doorbells_);
     if (n == 0) n = 1;  // a chunked message moved on
   }
   if (p.fifo.empty() && p.acks.empty()) {
@@ -1119,10 +1141,13 @@ int shm_transport::flush(peer& p) {
 void shm_transport::publish_head(peer& p) {
   p.rx_ctl->head.store(p.rx_head, std::memory_order_release);
   p.rx_published = p.rx_head;
-  base::full_fence();
+  if (light_doorbells_)
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // p sleeps after a global membarrier
+  else
+    base::full_fence();
   if (p.rx_ctl->space_wanted.load(std::memory_order_seq_cst) != 0 &&
       p.rx_ctl->space_wanted.exchange(0, std::memory_order_seq_cst) != 0)
-    ring_doorbell(p.hdr);
+    ring_doorbell(p.hdr, light_doorbells_);
 }
 
 // Reads the next piece of a rendezvous message; true when it is complete
@@ -1465,7 +1490,11 @@ void shm_transport::wait_for_incoming(std::uint64_t timeout_ns) {
   if (queued_peers_ != 0)
     for (peer* p : others_)
       if (p->queued) p->tx_ctl->space_wanted.store(1, std::memory_order_seq_cst);
-  base::full_fence();
+  // Pairs with the fence of ring_doorbell and publish_head in the waker.
+  if (light_doorbells_)
+    base::global_heavy_fence();
+  else
+    base::full_fence();
   if (!work_ready()) {
     const std::uint64_t start = base::wall_ns();
     const std::uint64_t end = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
@@ -1484,7 +1513,7 @@ void shm_transport::wait_for_incoming(std::uint64_t timeout_ns) {
 
 void shm_transport::wake_waiter() {
   wake_pending_.store(1, std::memory_order_seq_cst);
-  if (seg_header* own = own_.load(std::memory_order_acquire)) ring_doorbell(own);
+  if (seg_header* own = own_.load(std::memory_order_acquire)) ring_doorbell(own, light_doorbells_);
 }
 
 // -------------------------------------------------------- end of the job

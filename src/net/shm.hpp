@@ -17,6 +17,10 @@ struct shm_options {
   // when every process of the job may read every other; false forces the
   // chunked two-copy path through the rings.
   bool allow_cma = true;
+  // Doorbells rung after a compiler barrier, sleepers paying a global
+  // membarrier, when every process of the job could register for it and
+  // core's wake fence is membarrier; false keeps full fences on both sides.
+  bool allow_membarrier = true;
   // Bytes of each incoming ring (one per sender), rounded up to a power of
   // two, at least 4 KiB. A process's segment holds one ring per peer.
   // 0 (the default): 32 MiB shared among the peers, from 64 KiB to 1 MiB
@@ -69,6 +73,9 @@ struct shm_counters {
   std::uint64_t pooled = 0;    // lent from the message pool (sent)
   std::uint64_t in_place = 0;  // of the peers' lent blocks, held by core in place (received)
   std::uint64_t returned = 0;  // blocks held in place sent back to their owner (sent)
+  // Doorbells rung after a compiler barrier, sleepers paying a global
+  // membarrier (shm_options::allow_membarrier); set by init().
+  bool light_doorbells = false;
 };
 // The counters of a transport made by make_shm_transport; null for others.
 const shm_counters* shm_counters_of(const transport& t);

@@ -26,6 +26,7 @@
 #include <vector>
 #include "net/shm.hpp"
 #include "test_scale.hpp"
+#include "weft/base/fence.hpp"
 #include "weft/base/memory.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
@@ -792,14 +793,37 @@ TEST(ShmTransport, AllgatherAndBarrier) {
   expect_all_ok(res);
 }
 
-TEST(ShmTransport, WaitForIncomingIsWokenByMessagesAndWakeWaiter) {
-  auto res = run_job(2, all_ranks(2), [](int rank, shared_area* shared) {
+// With full fences on both sides of each doorbell, and (where the kernel
+// has it) with a compiler barrier on the ringer and a global membarrier on
+// the sleeper (shm_options::allow_membarrier, as core's default wake fence
+// turns on).
+class ShmWaitForIncoming : public testing::TestWithParam<bool> {};
+
+TEST_P(ShmWaitForIncoming, IsWokenByMessagesAndWakeWaiter) {
+  const bool membarrier = GetParam();
+  if (membarrier) {
+    if (const char* why = weft::base::enable_asymmetric_fences(); *why != '\0')
+      GTEST_SKIP() << why;
+    if (const char* why = weft::base::register_global_membarrier(); *why != '\0')
+      GTEST_SKIP() << why;
+  } else {
+    weft::base::disable_asymmetric_fences();
+  }
+  auto res = run_job(2, all_ranks(2), [membarrier](int rank, shared_area* shared) {
     shm_options o;
     o.ring_bytes = 4096;  // the sender also sleeps waiting for room
     o.eager_max = 1024;
+    o.allow_membarrier = membarrier;
+    // (Each process registers for itself: a forked child is a new process.)
+    if (membarrier)
+      CHECK(*weft::base::enable_asymmetric_fences() == '\0', "membarrier in the child");
     std::vector<message> inbox;
     g_inbox = &inbox;
     auto t = start(o);
+    CHECK(weft::net::shm_counters_of(*t)->light_doorbells == membarrier,
+          "light doorbells %s, expected %s",
+          weft::net::shm_counters_of(*t)->light_doorbells ? "on" : "off",
+          membarrier ? "on" : "off");
     constexpr std::uint64_t forever = 3600ull * 1'000'000'000ull;  // a lost wake-up hangs
     if (rank == 0) {
       // wake_waiter before the wait: the wait returns at once.
@@ -841,6 +865,10 @@ TEST(ShmTransport, WaitForIncomingIsWokenByMessagesAndWakeWaiter) {
   });
   expect_all_ok(res);
 }
+INSTANTIATE_TEST_SUITE_P(ShmTransport, ShmWaitForIncoming, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "membarrier" : "full_fences");
+                         });
 
 TEST(ShmTransport, KilledPeerIsReportedToEveryOtherNode) {
   const int n = 3;

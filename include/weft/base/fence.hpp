@@ -56,4 +56,13 @@ inline void light_fence() {
 // The rare side: a full barrier in every running thread of the process.
 WEFT_API void heavy_fence();
 
+// The same between processes (the shm transport's doorbells): each process
+// of a job registers; then global_heavy_fence() runs a full barrier in every
+// running thread of every registered process
+// (MEMBARRIER_CMD_GLOBAL_EXPEDITED), and a registered process may ring
+// another's doorbell after a compiler barrier if that other sleeps after
+// global_heavy_fence(). Returns "" on success, else why not.
+WEFT_API const char* register_global_membarrier();
+WEFT_API void global_heavy_fence();
+
 }  // namespace weft::base

@@ -121,9 +121,15 @@ TEST(SpscPairs, ConsumerServesEveryProducer) {
   EXPECT_EQ(n, 9);
 }
 
-void run_stress(int producers, std::size_t total, std::size_t capacity) {
+// `producers` threads push `per` elements each, element s of producer p
+// made by make(p, s); the consumer reads encode(p, s) back from each with
+// code_of (~0: not an element of this test) and checks loss, duplication
+// and per-producer order.
+template <class T, class Make, class CodeOf>
+void run_stress(int producers, std::size_t total, std::size_t capacity, Make make,
+                CodeOf code_of) {
   const std::size_t per = total / std::size_t(producers);
-  spsc_pairs<std::uint64_t> q(producers, capacity);
+  spsc_pairs<T> q(producers, capacity);
   std::atomic<int> ready{0};
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p) {
@@ -131,7 +137,7 @@ void run_stress(int producers, std::size_t total, std::size_t capacity) {
       ready.fetch_add(1);
       while (ready.load() < producers) std::this_thread::yield();
       for (std::uint64_t s = 0; s < per; ++s) {
-        q.push(p, encode(p, s));
+        q.push(p, make(p, s));
         // Bound the private overflow so a tiny ring does not turn the test
         // into a memory test; yielding lets the consumer drain.
         if (s % 1024 == 1023)
@@ -144,87 +150,70 @@ void run_stress(int producers, std::size_t total, std::size_t capacity) {
   std::size_t received = 0, misordered = 0, bad = 0;
   const std::size_t expected = per * std::size_t(producers);
   while (received < expected) {
-    std::uint64_t v;
+    T v;
     if (!q.try_pop(v)) {
       std::this_thread::yield();
       continue;
     }
-    const int p = producer_of(v);
-    if (p < 0 || p >= producers) {
+    const std::uint64_t code = code_of(v, per);
+    const int p = producer_of(code);
+    if (code == ~std::uint64_t(0) || p < 0 || p >= producers) {
       ++bad;
       break;
     }
-    if (seq_of(v) != next[std::size_t(p)]) ++misordered;
-    next[std::size_t(p)] = seq_of(v) + 1;
+    if (seq_of(code) != next[std::size_t(p)]) ++misordered;
+    next[std::size_t(p)] = seq_of(code) + 1;
     ++received;
   }
   for (auto& t : threads) t.join();
   ASSERT_EQ(bad, 0u);
   EXPECT_EQ(misordered, 0u);
-  std::uint64_t v;
+  T v;
   EXPECT_FALSE(q.try_pop(v));
   EXPECT_TRUE(q.empty());
   for (int p = 0; p < producers; ++p) EXPECT_EQ(next[std::size_t(p)], per) << "producer " << p;
 }
 
-TEST(SpscPairs, StressFourProducersTinyRing) {
-  run_stress(4, stress_items / 8, 4);
-}
-TEST(SpscPairs, StressFourProducers) {
-  run_stress(4, stress_items, 1024);
+// Values: the Lamport rings (spsc_ring).
+void run_value_stress(int producers, std::size_t total, std::size_t capacity) {
+  run_stress<std::uint64_t>(
+      producers, total, capacity, [](int p, std::uint64_t s) { return encode(p, s); },
+      [](std::uint64_t v, std::size_t) { return v; });
 }
 
-// Pointers take the other ring (spsc_pointer_ring, the one core uses): the
-// same checks, with each producer's elements in an array of its own and the
-// consumer reading them through the pointers it pops.
+TEST(SpscPairs, StressFourProducersTinyRing) {
+  run_value_stress(4, stress_items / 8, 4);
+}
+TEST(SpscPairs, StressFourProducers) {
+  run_value_stress(4, stress_items, 1024);
+}
+
+// Pointers take the other ring (spsc_pointer_ring, the one core uses), with
+// each producer's elements in an array of its own and the consumer reading
+// them through the pointers it pops.
 struct alignas(8) tagged {
   std::uint64_t value = 0;  // encode(producer, seq)
 };
 
 void run_pointer_stress(int producers, std::size_t total, std::size_t capacity) {
   const std::size_t per = total / std::size_t(producers);
-  spsc_pairs<tagged*> q(producers, capacity);
   std::vector<std::vector<tagged>> items;
   for (int p = 0; p < producers; ++p) items.emplace_back(per);
-  std::vector<std::thread> threads;
-  for (int p = 0; p < producers; ++p) {
-    threads.emplace_back([&, p] {
-      std::vector<tagged>& mine = items[std::size_t(p)];
-      for (std::uint64_t s = 0; s < per; ++s) {
-        mine[s].value = encode(p, s);
-        q.push(p, &mine[s]);
-        if (s % 1024 == 1023)
-          while (!q.flush(p)) std::this_thread::yield();
-      }
-      while (!q.flush(p)) std::this_thread::yield();
-    });
-  }
-  std::vector<std::uint64_t> next(std::size_t(producers), 0);
-  std::size_t received = 0, misordered = 0, bad = 0;
-  const std::size_t expected = per * std::size_t(producers);
-  while (received < expected) {
-    tagged* t = nullptr;
-    if (!q.try_pop(t)) {
-      std::this_thread::yield();
-      continue;
-    }
-    const int p = producer_of(t->value);
-    if (p < 0 || p >= producers || seq_of(t->value) >= per ||
-        t != &items[std::size_t(p)][seq_of(t->value)]) {
-      ++bad;
-      break;
-    }
-    if (seq_of(t->value) != next[std::size_t(p)]) ++misordered;
-    next[std::size_t(p)] = seq_of(t->value) + 1;
-    ++received;
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_EQ(bad, 0u);
-  EXPECT_EQ(misordered, 0u);
-  tagged* t = nullptr;
-  EXPECT_FALSE(q.try_pop(t));
-  EXPECT_TRUE(q.empty());
-  for (int p = 0; p < producers; ++p) EXPECT_EQ(next[std::size_t(p)], per) << "producer " << p;
+  run_stress<tagged*>(
+      producers, total, capacity,
+      [&items](int p, std::uint64_t s) {
+        tagged* t = &items[std::size_t(p)][s];
+        t->value = encode(p, s);
+        return t;
+      },
+      [&items, producers](tagged* t, std::size_t n) {
+        // The element must be the one its code names, not a stale pointer.
+        const int p = producer_of(t->value);
+        if (p < 0 || p >= producers || seq_of(t->value) >= n ||
+            t != &items[std::size_t(p)][seq_of(t->value)])
+          return ~std::uint64_t(0);
+        return t->value;
+      });
 }
 
 TEST(SpscPairs, StressFourProducersOfPointersTinyRing) {

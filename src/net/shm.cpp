@@ -249,16 +249,20 @@ void futex_wake(std::atomic<std::uint32_t>* word) {
   if (rc == -1) base::fatal_errno(errno, "futex(FUTEX_WAKE) on the shm transport's doorbell");
 }
 
-// Wakes the owner of `h` if it announced that it sleeps. The caller has just
-// published something the sleeper would look at (a record, a head).
-// light: every process of the job sleeps after a global membarrier
-// (shm_transport::light_doorbells_), so a compiler barrier orders the
-// publication before the read of the doorbell (base/fence.hpp).
-inline void ring_doorbell(seg_header* h, bool light) {
+// The sender's half of a doorbell's Dekker pair: a full fence, or with
+// `light` (every process of the job sleeps after a global membarrier,
+// shm_transport::light_doorbells_) a compiler barrier (base/fence.hpp).
+inline void doorbell_fence(bool light) {
   if (light)
     std::atomic_signal_fence(std::memory_order_seq_cst);
   else
     base::full_fence();
+}
+
+// Wakes the owner of `h` if it announced that it sleeps. The caller has just
+// published something the sleeper would look at (a record, a head).
+inline void ring_doorbell(seg_header* h, bool light) {
+  doorbell_fence(light);
   if (h->doorbell.load(std::memory_order_seq_cst) != 0 &&
       h->doorbell.exchange(0, std::memory_order_seq_cst) != 0)
     futex_wake(&h->doorbell);
@@ -1141,10 +1145,7 @@ int shm_transport::flush(peer& p) {
 void shm_transport::publish_head(peer& p) {
   p.rx_ctl->head.store(p.rx_head, std::memory_order_release);
   p.rx_published = p.rx_head;
-  if (light_doorbells_)
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // p sleeps after a global membarrier
-  else
-    base::full_fence();
+  doorbell_fence(light_doorbells_);
   if (p.rx_ctl->space_wanted.load(std::memory_order_seq_cst) != 0 &&
       p.rx_ctl->space_wanted.exchange(0, std::memory_order_seq_cst) != 0)
     ring_doorbell(p.hdr, light_doorbells_);

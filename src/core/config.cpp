@@ -134,6 +134,12 @@ void define_runtime_options(base::option_set& set) {
                 if (err.empty()) return std::nullopt;
                 return err;
               }});
+  // The threads layer's (weft/threads/ult.hpp).
+  set.define({"ult-rescue-us", "500", "integer 1..10000000",
+              "a logical thread (an OpenMP thread) that waits this long to start behind a PE "
+              "that stays inside one handler starts on an OS thread of its own (a carrier) "
+              "instead; --weft:stats counts them (docs/omp.md)",
+              base::integer_in(1, 10000000)});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -199,6 +205,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.print_config = set.get_bool("print-config");
   c.timeout_s = set.get_double("timeout");
   c.tasks_scheme = set.get("tasks-scheme");
+  c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.trace_dir = set.given("trace") ? set.get("trace") : "";
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;

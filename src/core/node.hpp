@@ -60,6 +60,12 @@ struct pe_state {
   // against the queue with seq_cst (see scheduler.cpp, "wake-up protocol").
   alignas(base::cache_line) std::atomic<int> sleeping{0};
 
+  // Carrier threads of this PE (layer threads: OS threads that run a
+  // logical thread in the PE's place, on its CPUs) that are runnable now.
+  // Written by the carriers, read by this PE's idle back-off: while one is
+  // runnable, the PE yields its CPU instead of spinning on it.
+  alignas(base::cache_line) std::atomic<int> guests{0};
+
   // --- counters written only by this PE (relaxed stores of its own value),
   // read by PE 0 for quiescence and by the watchdog and stats at the end.
   alignas(base::cache_line) std::atomic<std::uint64_t> sent{0};

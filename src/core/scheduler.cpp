@@ -449,7 +449,11 @@ void idle(node_state& node, pe_state& pe) {
     node.idle_pes.fetch_add(1, std::memory_order_relaxed);
     clock_in = 1;
   }
-  const std::uint64_t spin_end = pe.idle_since_ns + std::uint64_t(node.cfg.idle_spin_us) * 1000;
+  // A carrier runnable on this PE's CPUs (layer threads) needs the CPU this
+  // PE would spin on: the back-off starts at its yield phase.
+  const std::uint64_t spin_us =
+      pe.guests.load(std::memory_order_relaxed) != 0 ? 0 : std::uint64_t(node.cfg.idle_spin_us);
+  const std::uint64_t spin_end = pe.idle_since_ns + spin_us * 1000;
   const std::uint64_t yield_end = spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
   const bool polling = !pe.conditions.empty() || pe.pairs_backlog ||
                        (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed));
@@ -688,6 +692,32 @@ int serve_messages(int max) {
   core::pe_state* pe = core::t_pe;
   if (node == nullptr || pe == nullptr) return 0;
   return core::run_own_queue(*node, *pe, max);
+}
+
+void add_pe_guests(int rank, int delta) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return;
+  node->pes[std::size_t(rank)]->guests.fetch_add(delta, std::memory_order_relaxed);
+}
+
+bool pe_has_guests(int rank) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return false;
+  return node->pes[std::size_t(rank)]->guests.load(std::memory_order_relaxed) != 0;
+}
+
+std::uint64_t pe_progress(int rank) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return 0;
+  const core::pe_state& pe = *node->pes[std::size_t(rank)];
+  const bool inside = pe.current_handler.load(std::memory_order_relaxed) != -1;
+  return pe.processed.load(std::memory_order_relaxed) * 2 + (inside ? 1 : 0);
+}
+
+int pe_cpu(int rank) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || rank < 0 || rank >= int(node->cfg.pe_cpus.size())) return -1;
+  return node->cfg.pe_cpus[std::size_t(rank)];
 }
 
 void pending_work_begin() noexcept {

@@ -7,6 +7,7 @@
 // The topology line says whether this process discovered the machine or
 // loaded what local rank 0 of its host discovered.
 #include <cstdio>
+#include "core/handler_table.hpp"
 #include "core/node.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/base/topology.hpp"
@@ -69,6 +70,8 @@ void print_stats(node_state& node) {
       std::fprintf(out, "\n");
     }
   }
+  for (const auto& l : handlers().layers)
+    if (l.stats) l.stats(out);
   std::fflush(out);
 }
 

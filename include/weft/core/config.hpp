@@ -36,6 +36,10 @@ struct runtime_config {
   // Default scheme of weft::parallel_for (the tasks layer reads it; core
   // only validates the name, as it does for the transport).
   std::string tasks_scheme = "adaptive-idle";
+  // A logical thread (an OpenMP thread; layer threads) that waits this long
+  // to start behind a PE that stays inside one handler starts on an OS
+  // thread of its own (a carrier) instead.
+  long ult_rescue_us = 500;
   // The trace (docs/tracing.md): directory (empty: off), full or summary,
   // buffer per PE; counters for stats and the trace ("off" or a list).
   std::string trace_dir;

@@ -4,6 +4,7 @@
 // every process of a job built from the same program has the same table.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include "weft/base/export.hpp"
 #include "weft/core/config.hpp"
@@ -36,7 +37,9 @@ namespace detail {
 //              what the layer sends;
 //  fingerprint: a hash of the layer's own registration tables, compared
 //              between the processes of a job at startup with core's
-//              handler table (processes of different builds refuse to run).
+//              handler table (processes of different builds refuse to run);
+//  stats:      with --weft:stats, after core's tables at the node's end
+//              (after node_stop): the layer's own lines.
 struct layer_hooks {
   const char* name;
   void (*node_start)();
@@ -45,6 +48,7 @@ struct layer_hooks {
   void (*node_stop)();
   void (*main_returned)() = nullptr;
   std::uint64_t (*fingerprint)() = nullptr;
+  void (*stats)(std::FILE* out) = nullptr;
 };
 WEFT_API void register_layer(const layer_hooks& hooks);
 
@@ -89,6 +93,21 @@ WEFT_API int serve_messages(int max);
 // by this PE, end as one handled by this PE (any PE of the node).
 WEFT_API void pending_work_begin() noexcept;
 WEFT_API void pending_work_end() noexcept;
+
+// --- for the threads layer: carriers, OS threads that run a logical thread
+// in a PE's place, bound to its CPUs (weft/threads/ult.hpp). PE numbers
+// here are node-local ranks. Any thread; no-ops or 0 when no node runs.
+// A carrier of PE `rank` became runnable (delta +1) or blocked (-1): while
+// one is runnable, the PE's idle back-off yields instead of spinning.
+WEFT_API void add_pe_guests(int rank, int delta) noexcept;
+// Whether a carrier of PE `rank` is runnable now (a hint, read relaxed).
+WEFT_API bool pe_has_guests(int rank) noexcept;
+// PE `rank`'s progress: the messages it handled, times two, plus one while
+// it is inside a handler. Two equal odd readings some time apart: the PE
+// stayed inside one handler all that time.
+WEFT_API std::uint64_t pe_progress(int rank) noexcept;
+// The CPU PE `rank` is bound to (-1: unbound).
+WEFT_API int pe_cpu(int rank) noexcept;
 
 // A node for a program that never calls weft::run (libweft-omp started
 // from a plain OpenMP program's first parallel region): PEs 1..N-1 run on

@@ -183,7 +183,11 @@ bool fiber::resume() {
   tsan_back_ = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(tsan_fiber_, 0);
 #endif
+  const int resumer_errno = errno;
+  errno = errno_;
   const bctx::transfer_t t = bctx::jump_fcontext(ctx_, this);
+  errno_ = errno;
+  errno = resumer_errno;
   fiber_access::finish_switch(fake, nullptr, nullptr);
   ctx_ = t.fctx;
   t_current = prev;

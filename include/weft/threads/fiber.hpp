@@ -20,6 +20,10 @@
 // fiber may resume another (nested), and suspend() always returns to the
 // one that resumed it. Neither blocks the thread beyond running the fiber.
 //
+// errno is the fiber's own: each side of a switch finds the value it left
+// (a fiber suspended at an OpenMP barrier gets its errno back, whatever its
+// PE's scheduler did meanwhile).
+//
 // The switch is Boost.Context's fcontext (make_fcontext / jump_fcontext, a
 // few nanoseconds), with the sanitizers told about every switch
 // (AddressSanitizer's and ThreadSanitizer's fiber interfaces), so sanitized
@@ -73,6 +77,10 @@ class WEFT_API fiber {
   std::size_t stack_bytes_ = 0;  // the mapping's size
   bool started_ = false;
   bool done_ = false;
+  // errno is per OS thread, and the code between a fiber's switches (its
+  // resumer's scheduler: futex waits that time out) sets it: each side
+  // keeps its own across a switch. The fiber's, while it is switched out.
+  int errno_ = 0;
   std::exception_ptr error_;
   // Sanitizer state: the resumer's stack bounds (AddressSanitizer), the
   // fiber's and its resumer's TSan fibers; null outside sanitized builds.

@@ -1,0 +1,322 @@
+// Logical threads on the node's PEs and carriers (weft/threads/ult.hpp has
+// the model and the contract).
+//
+// Per PE, the layer keeps how many logical threads live on the PE's own OS
+// thread (`taken`: a hosted ULT, or the PE's stack claimed by an OpenMP
+// thread 0), written by that PE only and read by callers choosing where to
+// start a ULT; the PE's carriers; and what --weft:stats reports. A PE
+// decides from its own count alone, in start_here: nothing on the start
+// path touches another PE's line beyond the message that brought the ULT.
+#include "weft/threads/ult.hpp"
+
+#include <sched.h>
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+#include "threads/carrier.hpp"
+#include "weft/base/cache.hpp"
+#include "weft/base/error.hpp"
+#include "weft/core/handler.hpp"
+#include "weft/core/message.hpp"
+#include "weft/core/runtime.hpp"
+
+namespace weft::threads {
+
+namespace {
+
+struct alignas(base::cache_line) pe_record {
+  // Logical threads on the PE's own OS thread: written by the PE (a copy
+  // of its thread-local count), read by others.
+  std::atomic<int> taken{0};
+  // Statistics: `hosted` written by the PE, the rest by whoever starts a ULT
+  // on one of its carriers.
+  alignas(base::cache_line) std::atomic<std::uint64_t> hosted{0};
+  std::atomic<std::uint64_t> beyond_pes{0};
+  std::atomic<std::uint64_t> pe_taken{0};
+  std::atomic<std::uint64_t> rescued{0};
+  std::atomic<std::uint64_t> carriers{0};
+  carrier_pool pool;
+};
+
+struct node_data {
+  int pes = 0;
+  std::atomic<int> first_pe{0};
+  std::uint64_t rescue_ns = 0;
+  bool quiet = false;
+  std::unique_ptr<pe_record[]> records;
+  std::atomic<bool> rescue_reported{false};
+};
+
+// The running node's (null when none), and the last node's, kept for its
+// statistics (printed after node_stop) until the next node starts.
+std::atomic<node_data*> g_data{nullptr};
+std::unique_ptr<node_data> g_owned;
+
+thread_local ult* t_ult = nullptr;
+// Logical threads on this PE's own OS thread (PE threads only).
+thread_local int t_taken = 0;
+
+handler_id h_resume = 0;
+
+node_data& data(const char* what) {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  if (d == nullptr) base::fatal("weft::threads::%s called while no node runs", what);
+  return *d;
+}
+
+void set_taken(node_data& d, int rank, int delta) noexcept {
+  t_taken += delta;
+  d.records[std::size_t(rank)].taken.store(t_taken, std::memory_order_release);
+}
+
+// Runs (or goes on with) a ULT hosted by this PE's thread until it
+// suspends or ends.
+void run_on_pe(node_data& d, ult* u) {
+  ult* const saved = t_ult;
+  t_ult = u;
+  const bool done = u->f->resume();
+  t_ult = saved;
+  if (!done) return;
+  fiber::destroy(u->f);
+  u->f = nullptr;
+  set_taken(d, u->pe, -1);
+  u->finished(u);
+}
+
+void on_resume(message_ptr msg) {
+  ult* u = msg->as<ult*>();
+  const int me = weft::my_rank();
+  if (u->host != nullptr || u->pe != me || u->f == nullptr)
+    base::fatal("weft::threads: resume of a logical thread of PE %d on PE %d, but it %s", u->pe,
+                me,
+                u->f == nullptr         ? "is not running"
+                : u->host != nullptr    ? "runs on a carrier"
+                                        : "belongs to another PE");
+  run_on_pe(data("resume"), u);
+}
+
+void node_start() {
+  auto d = std::make_unique<node_data>();
+  const runtime_config& cfg = weft::config();
+  d->pes = cfg.threads;
+  d->rescue_ns = std::uint64_t(cfg.ult_rescue_us) * 1000;
+  d->quiet = cfg.quiet;
+  d->records = std::make_unique<pe_record[]>(std::size_t(cfg.threads));
+  g_owned = std::move(d);
+  g_data.store(g_owned.get(), std::memory_order_release);
+}
+
+void pe_start() {
+  node_data& d = data("pe_start");
+  d.first_pe.store(weft::my_pe() - weft::my_rank(), std::memory_order_relaxed);
+  t_taken = 0;
+}
+
+void node_stop() {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  if (d == nullptr) return;
+  for (int i = 0; i < d->pes; ++i) d->records[std::size_t(i)].pool.stop_all();
+  g_data.store(nullptr, std::memory_order_release);
+}
+
+void print_stats(std::FILE* out) {
+  node_data* d = g_owned.get();
+  if (d == nullptr) return;
+  std::uint64_t carried = 0, carriers = 0;
+  for (int i = 0; i < d->pes; ++i) {
+    const pe_record& r = d->records[std::size_t(i)];
+    carried += r.beyond_pes.load() + r.pe_taken.load() + r.rescued.load();
+    carriers += r.carriers.load();
+  }
+  std::uint64_t hosted = 0;
+  for (int i = 0; i < d->pes; ++i) hosted += d->records[std::size_t(i)].hosted.load();
+  if (hosted + carried == 0) return;  // no logical thread ran
+  std::fprintf(out,
+               "logical threads (OpenMP threads): %" PRIu64 " on their PE's thread, %" PRIu64
+               " on carriers (OS threads of their own), %" PRIu64 " carrier thread%s\n",
+               hosted, carried, carriers, carriers == 1 ? "" : "s");
+  if (carried == 0) return;
+  std::fprintf(out, "%4s %12s %12s %12s %12s %9s\n", "PE", "pe_thread", "beyond_pes", "pe_taken",
+               "rescued", "carriers");
+  for (int i = 0; i < d->pes; ++i) {
+    const pe_record& r = d->records[std::size_t(i)];
+    std::fprintf(out, "%4d %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9" PRIu64 "\n",
+                 d->first_pe.load() + i, r.hosted.load(), r.beyond_pes.load(), r.pe_taken.load(),
+                 r.rescued.load(), r.carriers.load());
+  }
+  std::fprintf(out,
+               "  beyond_pes: more logical threads than PEs; pe_taken: the PE's thread had one "
+               "already; rescued: the PE stayed inside one handler for --weft:ult-rescue-us\n");
+}
+
+const bool registered = [] {
+  h_resume = register_handler("threads.resume", &on_resume);
+  weft::detail::layer_hooks hooks{"threads", &node_start, &pe_start, nullptr, &node_stop};
+  hooks.stats = &print_stats;
+  weft::detail::register_layer(hooks);
+  return true;
+}();
+
+}  // namespace
+
+namespace detail {
+
+void set_current(ult* u) noexcept {
+  t_ult = u;
+}
+
+void ult_entry(void* arg) {
+  ult* u = static_cast<ult*>(arg);
+  u->body(u);
+}
+
+}  // namespace detail
+
+void ult::reset() noexcept {
+  // f, host and pe are set when it starts; probe_progress counts only with
+  // probe_ns.
+  state.store(unstarted, std::memory_order_relaxed);
+  probe_ns.store(0, std::memory_order_relaxed);
+}
+
+bool claim(ult* u) noexcept {
+  int expected = ult::unstarted;
+  return u->state.load(std::memory_order_relaxed) == ult::unstarted &&
+         u->state.compare_exchange_strong(expected, ult::started, std::memory_order_acq_rel);
+}
+
+void start_here(ult* u) {
+  node_data& d = data("start_here");
+  const int me = weft::my_rank();
+  if (me < 0 || carrier::current() != nullptr)
+    base::fatal("weft::threads::start_here called off a PE's own thread");
+  if (t_taken != 0) {
+    start_on_carrier(u, me, 1, placement::pe_taken);
+    return;
+  }
+  set_taken(d, me, +1);
+  pe_record& r = d.records[std::size_t(me)];
+  r.hosted.store(r.hosted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  u->pe = me;
+  u->host = nullptr;
+  u->f = fiber::create(&detail::ult_entry, u, u->stack_bytes);
+  run_on_pe(d, u);
+}
+
+void start_on_carrier(ult* u, int pe, int slot, placement why) {
+  node_data& d = data("start_on_carrier");
+  if (pe < 0 || pe >= d.pes)
+    base::fatal("weft::threads::start_on_carrier: PE %d, but the node has PEs 0..%d", pe,
+                d.pes - 1);
+  pe_record& r = d.records[std::size_t(pe)];
+  bool created = false;
+  carrier* c = r.pool.acquire(pe, slot, weft::detail::pe_cpu(pe), created);
+  if (created) r.carriers.fetch_add(1, std::memory_order_relaxed);
+  switch (why) {
+    case placement::pe_thread:
+    case placement::beyond_pes:
+      r.beyond_pes.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case placement::pe_taken:
+      r.pe_taken.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case placement::rescued:
+      r.rescued.fetch_add(1, std::memory_order_relaxed);
+      if (!d.quiet && !d.rescue_reported.exchange(true, std::memory_order_relaxed))
+        base::warn(
+            "a logical thread (an OpenMP thread) waited %" PRIu64
+            " us to start behind a PE that stayed inside one handler; it runs on an OS thread "
+            "of its own (--weft:ult-rescue-us; --weft:stats counts every such start)",
+            d.rescue_ns / 1000);
+      break;
+  }
+  u->pe = pe;
+  u->host = c;
+  c->start(u);
+}
+
+bool pe_thread_taken(int pe) noexcept {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  if (d == nullptr || pe < 0 || pe >= d->pes) return false;
+  return d->records[std::size_t(pe)].taken.load(std::memory_order_acquire) != 0;
+}
+
+bool held_up(ult* u, int pe, std::uint64_t now_ns) noexcept {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  if (d == nullptr || u->state.load(std::memory_order_acquire) != ult::unstarted) return false;
+  const std::uint64_t progress = weft::detail::pe_progress(pe);
+  if ((progress & 1) == 0) {
+    // Between handlers, idle or asleep: it will come to the ULT by itself.
+    u->probe_ns.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  const std::uint64_t since = u->probe_ns.load(std::memory_order_relaxed);
+  if (since == 0 || u->probe_progress.load(std::memory_order_relaxed) != progress) {
+    u->probe_progress.store(progress, std::memory_order_relaxed);
+    u->probe_ns.store(now_ns, std::memory_order_relaxed);
+    return false;
+  }
+  return now_ns - since >= d->rescue_ns;
+}
+
+void resume(ult* u) {
+  if (carrier* c = u->host) {
+    c->post();
+    return;
+  }
+  weft::send(job_pe(u->pe), make_message_with(h_resume, u));
+}
+
+void suspend() {
+  if (t_ult == nullptr) base::fatal("weft::threads::suspend called off a logical thread");
+  fiber::suspend();
+}
+
+void yield() {
+  ult* u = t_ult;
+  if (u == nullptr) base::fatal("weft::threads::yield called off a logical thread");
+  if (u->host != nullptr) {
+    // A carrier runs this ULT alone: its CPU is what there is to give.
+    sched_yield();
+    return;
+  }
+  resume(u);
+  fiber::suspend();
+}
+
+ult* current() noexcept {
+  return t_ult;
+}
+
+void claim_pe_stack() noexcept {
+  if (t_ult != nullptr || carrier::current() != nullptr) return;
+  const int me = weft::my_rank();
+  node_data* d = g_data.load(std::memory_order_acquire);
+  if (me < 0 || d == nullptr) return;
+  set_taken(*d, me, +1);
+}
+
+void release_pe_stack() noexcept {
+  if (t_ult != nullptr || carrier::current() != nullptr) return;
+  const int me = weft::my_rank();
+  node_data* d = g_data.load(std::memory_order_acquire);
+  if (me < 0 || d == nullptr) return;
+  set_taken(*d, me, -1);
+}
+
+int current_pe() noexcept {
+  if (carrier* c = carrier::current()) return c->pe();
+  return weft::my_rank();
+}
+
+int node_pes() noexcept {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  return d != nullptr ? d->pes : 0;
+}
+
+int job_pe(int pe) noexcept {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  return d != nullptr ? d->first_pe.load(std::memory_order_relaxed) + pe : pe;
+}
+
+}  // namespace weft::threads

@@ -22,7 +22,7 @@ namespace {
 // PEs a region would get: the node's, or those a node started now would
 // have (WEFT_THREADS, else OMP_NUM_THREADS, else the CPUs we may run on).
 int available_pes() {
-  if (weft::my_pe() >= 0) return weft::node_size();
+  if (weft::threads::current_pe() >= 0) return weft::threads::node_pes();
   if (weft::detail::node_runs()) return 1;  // a thread of the program's own
   if (const char* v = std::getenv("WEFT_THREADS"); v != nullptr && std::atoi(v) > 0)
     return std::atoi(v);

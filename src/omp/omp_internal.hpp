@@ -3,15 +3,18 @@
 // this folder).
 //
 // An OpenMP thread is a thread_state. Thread 0 of a team is the thread that
-// met the parallel construct, on its own stack; threads 1..n-1 are fibers
-// (layer threads), each started on another PE of the node by a message and
-// pinned to the PE that started it. Every wait (barriers, ordered, locks,
-// taskwait) gives the PE back: a fiber suspends (a barrier wakes it by a
-// message to its PE) or yields (a message to its own PE, then suspend), and
-// thread 0, which cannot leave its stack, serves its PE's messages while it
-// waits -- which is how member fibers on its PE and other teams' members
-// keep running. So no wait blocks a PE's scheduler (lesson 11), and two
-// teams waiting for each other's PEs cannot deadlock.
+// met the parallel construct, on its own stack; threads 1..n-1 are logical
+// threads of layer threads (ULTs, weft/threads/ult.hpp): each runs as a
+// fiber on the OS thread of its PE when no other OpenMP thread lives there,
+// else on a carrier thread of that PE, so that every OpenMP thread has
+// thread-local storage of its own (threadprivate, errno, libraries') and
+// threads that spin waiting for each other are time-sliced by the OS
+// (lesson 14). Every wait (barriers, ordered, locks, taskwait) gives the PE
+// back: a ULT suspends (a barrier resumes it) or yields, and thread 0,
+// which cannot leave its stack, serves its PE's messages while it waits --
+// which is how other teams' members keep running. So no wait blocks a PE's
+// scheduler (lesson 11), and two teams waiting for each other's PEs cannot
+// deadlock.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -22,6 +25,7 @@
 #include <vector>
 #include "weft/base/cache.hpp"
 #include "weft/threads/fiber.hpp"
+#include "weft/threads/ult.hpp"
 
 namespace weft::omp {
 
@@ -72,14 +76,11 @@ struct thread_state {
   // Tasks: the task this thread runs now (its implicit one when none).
   task_node* task = nullptr;
   taskgroup* group = nullptr;
-  // Where it runs: a fiber pinned to `pe` (node-local rank), or thread 0 on
-  // its PE's own stack (fiber null).
-  threads::fiber* fiber = nullptr;
+  // Where it runs: on a logical thread (its own, or, for thread 0 of a
+  // nested region, that of the member that met it) of PE `pe` (node-local
+  // rank), or -- ult null -- on its PE's own stack.
+  threads::ult* ult = nullptr;
   int pe = -1;
-  // The member whose fiber this is (itself for a member; for thread 0 of a
-  // nested region met on a fiber, that fiber's member): who is done when
-  // the fiber ends.
-  thread_state* owner = nullptr;
 };
 
 // The OpenMP thread the calling OS thread runs now (null: the initial
@@ -200,10 +201,11 @@ inline bool taskgroup_cancelled(const taskgroup* g) {
   return g->workshare && g->outer != nullptr && g->outer->cancelled.load(std::memory_order_acquire);
 }
 
-// A member of a team: its OpenMP thread and how it was started.
+// A member of a team: its OpenMP thread and the logical thread it runs on
+// (members 1..n-1; thread 0's stays unused, claimed from the start).
 struct member {
-  enum : int { unstarted = 0, claimed = 1 };
-  std::atomic<int> state{unstarted};
+  threads::ult u;
+  int sent_to = -1;  // the PE its start message went to (-1: none)
   thread_state thr;
   task_node implicit;
 };
@@ -246,6 +248,9 @@ struct team {
   // all meet the barrier at its end before any of them starts another
   // construct (libgomp's work_share_cancelled, for these loops only).
   std::atomic<bool> ws_cancelled{false};
+
+  // The members' ULTs know what to run (set at the team's first region).
+  bool members_bound = false;
 
   explicit team(int n) : size(n), members(std::size_t(n)) {}
 };

@@ -3,17 +3,24 @@
 // and the node a plain OpenMP program gets at its first region (see
 // omp_internal.hpp for the model).
 //
-// A region of n threads on PE p: thread 0 runs fn(data) right there; a
-// start message goes to each of the next n-1 PEs of the node, whose handler
-// claims its member and runs it as a fiber pinned to that PE. A member
-// nobody started within start_grace_ns of the region's start, by the time
-// thread 0 waits for it, is claimed by thread 0 and run on p as a fiber
-// (the PE it was sent to is busy: the seeds' "busy cores will not pick up
-// statically assigned work"). The region ends at a barrier all threads meet;
-// thread 0 then waits until every member's fiber is gone, and the last
-// reference frees the team.
+// A region of n threads on PE p of a node of P PEs: thread 0 runs fn(data)
+// right there, on p's stack (claiming it: no logical thread starts on p's
+// thread meanwhile); member i is logical thread (ULT) i of the team, placed
+// in slot i / P of PE (p + i) mod P. Slot 0 is that PE's own thread: a start
+// message goes there, and the PE's handler runs the member as a fiber on its
+// thread if no other OpenMP thread lives on it, else on one of its carrier
+// threads (a nested team's member, whose PE's thread runs an outer member,
+// goes to a carrier at once). Slots 1.. are carriers, started at once: more
+// threads than PEs. The same member of a same-sized region lands on the
+// same OS thread each time, so threadprivate data persists between regions
+// as OpenMP promises. A member whose start message waits behind a PE that
+// stays inside one handler (--weft:ult-rescue-us) is started on a carrier
+// by thread 0 while it waits (the seeds' "busy cores will not pick up
+// statically assigned work"). The region ends when every member's ULT has
+// ended; the last reference frees the team.
 #include <sched.h>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,9 +37,9 @@ namespace weft::omp {
 
 namespace {
 
-// A member not started this long after its region began is run by thread 0
-// itself when it waits for it (longer than a sleeping PE takes to wake up,
-// 13-24 us on the reference machine).
+// Thread 0 looks at members nobody started only this long after the region
+// began (longer than a sleeping PE takes to wake up, 13-24 us on the
+// reference machine): then whether their PE stays inside one handler.
 constexpr std::uint64_t start_grace_ns = 50'000;
 // Spins of a waiting thread before it gives its PE back.
 constexpr int wait_spins = 64;
@@ -40,7 +47,7 @@ constexpr int wait_spins = 64;
 thread_local thread_state* t_current = nullptr;
 thread_local thread_state* t_initial = nullptr;
 
-handler_id h_start = 0, h_resume = 0;
+handler_id h_start = 0;
 
 // ---- ICVs from the environment ---------------------------------------------------
 
@@ -131,7 +138,8 @@ void read_environment(global_icvs& g) {
 // node runs but the caller is a thread of the program's own, which then
 // runs its regions alone.
 bool ensure_on_pe() {
-  if (weft::my_pe() >= 0) return true;
+  // A PE's own thread, or a carrier (a member's ULT met a nested region).
+  if (threads::current_pe() >= 0) return true;
   if (weft::detail::node_runs()) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
@@ -216,7 +224,8 @@ team* new_team(int n) {
     t->refs.store(1, std::memory_order_relaxed);
     t->finished.store(0, std::memory_order_relaxed);
     for (member& m : t->members) {
-      m.state.store(member::unstarted, std::memory_order_relaxed);
+      m.u.reset();
+      m.sent_to = -1;
       m.thr = thread_state{};
       m.implicit.refs.store(1, std::memory_order_relaxed);
     }
@@ -254,51 +263,29 @@ void free_left_teams() {
   g_teams.clear();
 }
 
-// ---- fibers ------------------------------------------------------------------------
+// ---- members: logical threads -------------------------------------------------
 
-void member_main(void* arg);
+void member_main(threads::ult* u);
 
-// Runs (or resumes) a member's fiber on this PE until it suspends or ends;
-// an ended fiber is destroyed and the team hears of it.
-void run_fiber(thread_state* thr) {
-  // The member the fiber belongs to: `thr` itself, or, when `thr` is thread
-  // 0 of a nested region met on the fiber, the member it runs for (that
-  // region's team may be gone by the time the fiber ends).
-  thread_state* const own = thr->owner != nullptr ? thr->owner : thr;
-  thread_state* saved = t_current;
-  t_current = thr;
-  bool done = false;
-  try {
-    done = thr->fiber->resume();
-  } catch (const std::exception& e) {
-    base::fatal("an exception escaped an OpenMP parallel region: %s", e.what());
-  } catch (...) {
-    base::fatal("an exception not derived from std::exception escaped an OpenMP parallel region");
-  }
-  t_current = saved;
-  if (!done) return;
-  team* t = own->t;
-  threads::fiber::destroy(own->fiber);
-  own->fiber = nullptr;
+// Runs on the OS thread that ran the member, after its ULT ended: the team
+// hears of it, and the member's reference goes.
+void member_finished(threads::ult* u) {
+  member* m = static_cast<member*>(u->arg);
+  team* t = m->thr.t;
   t->finished.fetch_add(1, std::memory_order_acq_rel);
   // Last access to the team by this member.
   release_team(t);
 }
 
-// Starts member `m` of team t as a fiber on this PE (after claiming it).
-void start_member(team* t, member& m) {
-  thread_state& thr = m.thr;
-  thr.pe = weft::my_rank();
-  thr.owner = &thr;
-  t->refs.fetch_add(1, std::memory_order_relaxed);  // until its fiber is gone
-  thr.fiber = threads::fiber::create(&member_main, &thr, globals().stack_bytes);
-  run_fiber(&thr);
+// Each started member holds a reference to its team until its ULT ended.
+void start_member_here(team* t, member& m) {
+  t->refs.fetch_add(1, std::memory_order_relaxed);
+  threads::start_here(&m.u);
 }
 
-bool claim(member& m) {
-  int expected = member::unstarted;
-  return m.state.load(std::memory_order_relaxed) == member::unstarted &&
-         m.state.compare_exchange_strong(expected, member::claimed, std::memory_order_acq_rel);
+void start_member_on_carrier(team* t, member& m, int pe, int slot, threads::placement why) {
+  t->refs.fetch_add(1, std::memory_order_relaxed);
+  threads::start_on_carrier(&m.u, pe, slot, why);
 }
 
 struct start_payload {
@@ -309,43 +296,34 @@ struct start_payload {
 void on_start(message_ptr msg) {
   const start_payload p = msg->as<start_payload>();
   member& m = p.t->members[std::size_t(p.index)];
-  if (claim(m)) start_member(p.t, m);
+  if (threads::claim(&m.u)) start_member_here(p.t, m);
   release_team(p.t);
 }
 
-void on_resume(message_ptr msg) {
-  thread_state* thr = msg->as<thread_state*>();
-  if (thr->fiber == nullptr || thr->pe != weft::my_rank())
-    base::fatal("libweft-omp: resume of OpenMP thread %d on PE %d, but it %s", thr->id,
-                weft::my_rank(), thr->fiber == nullptr ? "has no fiber" : "is pinned elsewhere");
-  run_fiber(thr);
-}
-
-// Resumes a fiber asleep at a barrier: a message to the PE it is pinned to.
+// Resumes a ULT asleep at a barrier (on its PE's thread or its carrier).
 void send_resume(thread_state* thr) {
-  weft::send(weft::my_node() * weft::node_size() + thr->pe, make_message_with(h_resume, thr));
+  threads::resume(thr->ult);
 }
 
-// A fiber's turn is over for now: it comes back after the PE's other queued
-// messages (a message to its own PE, then suspend).
-void yield_fiber(thread_state& me) {
-  send_resume(&me);
-  threads::fiber::suspend();
-}
-
-// Thread 0 waiting for its team: runs the members nobody started in time.
-bool claim_late_members(thread_state& me) {
+// Thread 0 waiting for its team: members whose start message waits behind
+// a PE that stays inside one handler start on a carrier of thread 0's PE
+// (whose CPU waits anyway).
+bool rescue_held_up_members(thread_state& me) {
   team* t = me.t;
-  if (t == nullptr || me.id != 0 || me.fiber != nullptr) return false;
-  if (base::wall_ns() - t->start_ns < start_grace_ns) return false;
+  if (t == nullptr || me.id != 0) return false;
+  const std::uint64_t now = base::wall_ns();
+  if (now - t->start_ns < start_grace_ns) return false;
+  bool started = false;
   for (int i = 1; i < t->size; ++i) {
     member& m = t->members[std::size_t(i)];
-    if (claim(m)) {
-      start_member(t, m);
-      return true;
+    if (m.sent_to < 0 || m.u.state.load(std::memory_order_relaxed) != threads::ult::unstarted)
+      continue;
+    if (threads::held_up(&m.u, m.sent_to, now) && threads::claim(&m.u)) {
+      start_member_on_carrier(t, m, threads::current_pe(), 1, threads::placement::rescued);
+      started = true;
     }
   }
-  return false;
+  return started;
 }
 
 }  // namespace
@@ -361,6 +339,9 @@ global_icvs& globals() {
 }
 
 thread_state& current() {
+  // On a member's logical thread: the OpenMP thread it runs as now (the
+  // member, or thread 0 of a region it met), kept with the ULT.
+  if (threads::ult* u = threads::current()) return *static_cast<thread_state*>(u->local);
   if (t_current != nullptr) return *t_current;
   if (t_initial == nullptr) {
     // One per OS thread, for its whole life (regions may start there at any
@@ -374,8 +355,26 @@ thread_state& current() {
 }
 
 void set_current(thread_state* t) noexcept {
-  t_current = t;
+  if (threads::ult* u = threads::current())
+    u->local = t;
+  else
+    t_current = t;
 }
+
+namespace {
+// What current() would answer, null for a PE stack's initial thread.
+thread_state* current_or_null() noexcept {
+  if (threads::ult* u = threads::current()) return static_cast<thread_state*>(u->local);
+  return t_current;
+}
+
+// errno is the OpenMP thread's: what a wait runs meanwhile on its OS thread
+// (handlers, tasks, futex waits that time out) must not change it.
+struct keep_errno {
+  int saved = errno;
+  ~keep_errno() { errno = saved; }
+};
+}  // namespace
 
 // ---- waiting -------------------------------------------------------------------------
 
@@ -383,22 +382,27 @@ bool run_one_task(thread_state& me);
 
 void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
                std::vector<thread_state*>* sleepers, bool (*recheck)(void*), void* ctx) {
+  const keep_errno keep;
   if (run_one_task(me)) return;
-  if (me.fiber != nullptr) {
+  if (me.ult != nullptr) {
+    // Thread 0 of a nested region is a member's ULT: its own members may
+    // wait behind a busy PE too.
+    if (rescue_held_up_members(me)) return;
     if (may_sleep && sleepers != nullptr) {
       {
         std::lock_guard<std::mutex> lock(*m);
         if (recheck(ctx)) return;
         sleepers->push_back(&me);
       }
-      threads::fiber::suspend();
+      threads::suspend();
       return;
     }
-    yield_fiber(me);
+    threads::yield();
     return;
   }
-  if (weft::my_pe() >= 0) {
-    if (claim_late_members(me)) return;
+  const int pe = threads::current_pe();
+  if (pe >= 0) {
+    if (rescue_held_up_members(me)) return;
     // Handlers served here are not part of this region: they see the PE's
     // initial OpenMP thread.
     thread_state* saved = t_current;
@@ -406,9 +410,9 @@ void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
     const int n = weft::detail::serve_messages(16);
     t_current = saved;
     if (n != 0) return;
-    // Nothing to run: spin a little, unless the PEs share CPUs, where the
-    // thread we wait for may need this one.
-    if (!weft::config().oversubscribed) {
+    // Nothing to run: spin a little, unless the PEs share CPUs or a carrier
+    // needs this PE's CPU, where the thread we wait for may need this one.
+    if (!weft::config().oversubscribed && !weft::detail::pe_has_guests(pe)) {
       for (int i = 0; i < 32; ++i) base::cpu_relax();
       return;
     }
@@ -523,8 +527,10 @@ namespace {
 // returned helps with the team's queued tasks and ends; thread 0 waits for
 // every member to have ended and every task to be done (end_region), which
 // spares each member a wake-up message at every region's end.
-void member_main(void* arg) {
-  auto* thr = static_cast<thread_state*>(arg);
+void member_main(threads::ult* u) {
+  auto* thr = &static_cast<member*>(u->arg)->thr;
+  thr->ult = u;
+  thr->pe = u->pe;
   team* t = thr->t;
   t->fn(t->data);
   while (t->tasks_pending.load(std::memory_order_acquire) != 0 && run_one_task(*thr)) {
@@ -537,9 +543,9 @@ int team_size_for(thread_state& me, unsigned num_threads) {
   if (me.active_level >= globals().max_active_levels || num_threads == 1) return 1;
   if (!ensure_on_pe()) return 1;
   int n = num_threads != 0 ? int(num_threads) : me.icv.nthreads;
-  // No count asked for: one thread per PE. More threads than PEs are fibers
-  // sharing PEs (thread i on PE (p + i) mod PEs).
-  if (n <= 0) n = weft::node_size();
+  // No count asked for: one thread per PE. More threads than PEs run on
+  // carriers (thread i in slot i / PEs of PE (p + i) mod PEs).
+  if (n <= 0) n = threads::node_pes();
   return std::max(1, std::min(n, globals().thread_limit));
 }
 
@@ -556,7 +562,7 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   t->fn = fn;
   t->data = data;
   t->start_ns = base::wall_ns();
-  t->master_pe = weft::my_rank();
+  t->master_pe = threads::current_pe();
   const bool active = n > 1;
   for (int i = 0; i < n; ++i) {
     thread_state& thr = t->members[std::size_t(i)].thr;
@@ -571,35 +577,71 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   }
   if (prepare != nullptr) prepare(*t, prepare_ctx);
   member& master = t->members[0];
-  master.state.store(member::claimed, std::memory_order_relaxed);
-  master.thr.pe = weft::my_rank();
-  // A region met inside a fiber (a nested active region): its thread 0 is
-  // that fiber, and waits as fibers do.
-  master.thr.fiber = threads::fiber::current();
-  master.thr.owner = master.thr.fiber != nullptr ? me.owner : nullptr;
+  master.u.state.store(threads::ult::started, std::memory_order_relaxed);
+  master.thr.pe = t->master_pe;
+  // A region met on a member's ULT (a nested active region): its thread 0
+  // is that ULT, and waits as ULTs do.
+  master.thr.ult = threads::current();
+  // Thread 0 on its PE's own stack makes the PE's thread its own: no other
+  // team's member starts there until the region ends.
+  threads::claim_pe_stack();
   if (n > 1) {
-    // A start message for member i to PE (p + i) mod PEs, each with a
-    // reference to the team.
-    const int pes = weft::node_size(), base_pe = weft::my_node() * pes;
-    t->refs.fetch_add(n - 1, std::memory_order_relaxed);
+    if (!t->members_bound) {
+      // What a member's logical thread runs: the same for every region of
+      // this team (teams are recycled), so set once.
+      for (int i = 1; i < n; ++i) {
+        member& m = t->members[std::size_t(i)];
+        m.u.body = &member_main;
+        m.u.finished = &member_finished;
+        m.u.arg = &m;
+        m.u.local = &m.thr;
+        m.u.stack_bytes = globals().stack_bytes;
+      }
+      t->members_bound = true;
+    }
+    const int pes = threads::node_pes(), p = t->master_pe;
+    // Where each member goes: a start message to its PE's own thread (slot
+    // 0), or a carrier. A member of a nested region (met on a ULT) finds
+    // its PE's thread running an outer member as a rule: it goes to a
+    // carrier at once.
+    const bool nested = master.thr.ult != nullptr;
+    int messages = 0;
     for (int i = 1; i < n; ++i) {
-      const int pe = (weft::my_rank() + i) % pes;
-      weft::send(base_pe + pe, make_message_with(h_start, start_payload{t, i}));
+      member& m = t->members[std::size_t(i)];
+      const int pe = (p + i) % pes;
+      if (i < pes && !(nested && threads::pe_thread_taken(pe))) {
+        m.sent_to = pe;
+        ++messages;
+      }
+    }
+    // Each start message holds a reference to the team.
+    t->refs.fetch_add(messages, std::memory_order_relaxed);
+    for (int i = 1; i < n; ++i) {
+      member& m = t->members[std::size_t(i)];
+      const int pe = (p + i) % pes, slot = i / pes;
+      if (m.sent_to >= 0) {
+        weft::send(threads::job_pe(pe), make_message_with(h_start, start_payload{t, i}));
+      } else {
+        threads::claim(&m.u);
+        start_member_on_carrier(t, m, pe, slot > 0 ? slot : 1,
+                                slot > 0 ? threads::placement::beyond_pes
+                                         : threads::placement::pe_taken);
+      }
     }
   }
-  t->outer = t_current;
-  t_current = &master.thr;
+  t->outer = current_or_null();
+  set_current(&master.thr);
   // On the trace, thread 0's part of the region is a slice of its PE's
-  // track; not for a thread 0 that is a fiber, which may suspend inside the
+  // track; not for a thread 0 that is a ULT, which may suspend inside the
   // region while its PE's track goes on with other handlers.
-  if (trace::on() && master.thr.fiber == nullptr) [[unlikely]]
+  if (trace::on() && master.thr.ult == nullptr) [[unlikely]]
     trace::detail::emit(trace::kind::region_begin, omp_region_name().id(), 0, 0, 0);
   return t;
 }
 
 void end_region(team* t) {
   member& master = t->members[0];
-  // The implicit barrier at the region's end: every member ended (its fiber
+  // The implicit barrier at the region's end: every member ended (its ULT
   // gone: it holds the team until then) and every task of the team done.
   const int n = t->size;
   int spins = 0;
@@ -611,8 +653,9 @@ void end_region(team* t) {
     }
     wait_step(master.thr, false, nullptr, nullptr, nullptr, nullptr);
   }
-  t_current = t->outer;
-  if (trace::on() && master.thr.fiber == nullptr) [[unlikely]]
+  set_current(t->outer);
+  threads::release_pe_stack();
+  if (trace::on() && master.thr.ult == nullptr) [[unlikely]]
     trace::detail::emit(trace::kind::region_end, omp_region_name().id(), 0, 0, 0);
   release_team(t);
 }
@@ -634,7 +677,6 @@ namespace {
 
 const bool registered = [] {
   h_start = register_handler("omp.start_member", &on_start);
-  h_resume = register_handler("omp.resume", &on_resume);
   weft::detail::register_layer({"omp", nullptr, nullptr, nullptr, &free_left_teams});
   return true;
 }();

@@ -1,8 +1,9 @@
 // OpenMP regions inside a weft program (libweft-omp linked statically with
-// weft::weft): regions met in the main function and in entry methods of
-// many objects at once run on the node's PEs, with no thread of their own;
-// barriers inside them do not block the PEs (other messages keep flowing);
-// an OpenMP region and weft::parallel_for nest.
+// weft::weft): regions met in the main function run on the node's PEs, with
+// no thread of their own; regions of many objects at once keep each OpenMP
+// thread's thread-locals its own, with no more OS threads than OpenMP
+// threads alive; barriers inside them do not block the PEs (other messages
+// keep flowing); an OpenMP region and weft::parallel_for nest.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -85,24 +86,35 @@ TEST(OmpInWeft, RegionInMainRunsOnThePesAndNoOtherThread) {
 
 // Eight objects on two PEs, each running a region of two threads with a
 // barrier in the middle, all at once: every region completes with the right
-// result, and PEs are never more than the node's.
+// result; each OpenMP thread keeps its thread-local value across the
+// barrier, at an address of its own (while the other regions run on the
+// same PEs); and the process has at most a thread per OpenMP thread alive
+// at once (8 regions of 2), never a pool per PE.
 std::atomic<int> g_done{0};
 std::atomic<long> g_bad{0};
+std::atomic<long> g_bad_tls{0};
+thread_local long t_mine = -1;
 
 struct Obj : weft::array_element<Obj, int> {
   void run(int rounds) {
     for (int r = 0; r < rounds; ++r) {
       std::vector<long> part(2, 0);
+      const void* where[2] = {nullptr, nullptr};
 #pragma omp parallel num_threads(2)
       {
         note_threads();
         const int me = omp_get_thread_num();
         part[std::size_t(me)] = me + 1;
+        const long mark = (long(this_index()) * 1000 + r) * 2 + me;
+        t_mine = mark;
+        where[me] = &t_mine;
 #pragma omp barrier
         // After the barrier every thread sees every part.
         long seen = 0;
         for (int i = 0; i < omp_get_num_threads(); ++i) seen += part[std::size_t(i)];
         if (seen != (omp_get_num_threads() == 2 ? 3 : 1)) g_bad.fetch_add(1);
+        if (t_mine != mark) g_bad_tls.fetch_add(1);
+        if (omp_get_num_threads() == 2 && where[0] == where[1]) g_bad_tls.fetch_add(1);
       }
     }
     if (g_done.fetch_add(1) + 1 == 8) weft::exit(0);
@@ -121,7 +133,9 @@ TEST(OmpInWeft, ManyObjectsRunRegionsWithBarriersAtOnce) {
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(g_done.load(), 8);
   EXPECT_EQ(g_bad.load(), 0);
-  EXPECT_LE(g_max_threads.load(), baseline + 1 + 1 + sanitizer_threads);
+  EXPECT_EQ(g_bad_tls.load(), 0);
+  // PE 1, the watchdog, and at most a carrier per object's second thread.
+  EXPECT_LE(g_max_threads.load(), baseline + 1 + 1 + 8 + sanitizer_threads);
 }
 
 // While a region's threads wait at a barrier, their PEs keep handling

@@ -100,7 +100,7 @@ def ratio_of(a, b):
 
 # Files whose rows form one section whatever their "bench" field says.
 BY_FILE = ("pingpong_nodes", "one_to_all", "kneighbor_modes", "comm_modes", "persistent",
-           "omp_empty_loop", "omp_oversub", "omp_tasks", "trace_overhead")
+           "omp_empty_loop", "omp_oversub", "omp_tasks", "omp_wavefront", "trace_overhead")
 
 
 def load(out_dir):
@@ -817,6 +817,70 @@ def sec_omp_tasks(rows):
     return "\n".join(o for o in out if o)
 
 
+def sec_fiber_switch(rows):
+    used, out = set(), []
+    sw = [r for r in rows if r.get("metric") == "switch_ns"]
+    out.append("One switch between two contexts of one thread, and what giving each its own "
+               "thread-local storage would add: the thread pointer moved on every switch "
+               "(`wrfsbase`, or `arch_prctl` where the CPU or kernel does not allow it), as a "
+               "per-fiber TLS design must; beside them the hand-off between two OS threads "
+               "(std::atomic wait/notify, a futex) that libweft-omp's carriers pay instead when "
+               "a logical thread cannot share its PE's thread (docs/omp.md). ns per one-way "
+               "switch, median of 11 batches, median (min–max) over the repeats; ÷ fiber "
+               "formed per repeat.\n")
+    order = ("handwritten", "fcontext", "fiber", "fiber+wrfsbase", "fiber+arch_prctl",
+             "carrier_same_cpu", "carrier_two_cpus")
+    fiber = select(sw, set(), what="fiber")
+    body = []
+    for what in order:
+        rs = select(sw, used, what=what)
+        if not rs:
+            continue
+        q = None
+        if fiber and what != "fiber":
+            pairs = {r.get("repeat"): r["value"] for r in fiber}
+            qs = [r["value"] / pairs[r.get("repeat")] for r in rs
+                  if pairs.get(r.get("repeat"))]
+            if qs:
+                q = {"value": median(qs), "min": min(qs), "max": max(qs), "n": len(qs)}
+        body.append([what, spread(over_rounds(rs)), spread(q, True) if q else "–"])
+    out.append(table(["switch", "ns", "÷ fiber"], body) if body else "No `switch_ns` rows.\n")
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
+def sec_omp_wavefront(rows):
+    used, out = set(), []
+    sw = [r for r in rows if r.get("metric") == "sweep_ms"]
+    first = sw[0] if sw else {}
+    out.append("The lower and upper sweeps of an SSOR iteration pipelined as NPB's LU does: thread "
+               "t updates a block of columns once thread t-1 finished it, waiting in a loop that "
+               "reads a flag and flushes (no runtime call); teams from `num_threads(T)`, up to "
+               "more threads than the %s cores (libweft-omp's node has one PE per core and runs "
+               "the threads beyond them on carrier threads). A plain OpenMP program built twice; "
+               "ms per pair of sweeps, median over the rounds of each run's median (min–max); "
+               "libweft-omp ÷ libgomp formed per round (%s).\n"
+               % (first.get("cores", "?"), rounds_note(sw)))
+    body, worst = [], None
+    teams = sorted({r.get("team") for r in sw if isinstance(r.get("team"), int)})
+    for team in teams:
+        g = select(sw, used, team=team, runtime="libgomp")
+        w = select(sw, used, team=team, runtime="libweft-omp")
+        q = ratio_rounds(w, g) if g and w else None
+        if q and (worst is None or q["value"] > worst["value"]):
+            worst = q
+        body.append([team, spread(cell(g)) if g else "–", spread(cell(w)) if w else "–",
+                     spread(q, True) if q else "–"])
+    out.append(table(["threads", "libgomp ms", "libweft-omp ms", "libweft-omp ÷ libgomp"], body)
+               if body else "No `sweep_ms` rows.\n")
+    v = require("threads that spin waiting for each other (wavefront): libweft-omp within 1.5x "
+                "of libgomp at every team size", worst, lambda x: x <= 1.5)
+    out.append("requirement: within 1.5x of libgomp at every team size — worst libweft-omp ÷ "
+               "libgomp %s: **%s**\n" % (spread(worst, True), v))
+    out.append(leftovers(rows, used))
+    return "\n".join(o for o in out if o)
+
+
 def sec_omp_oversub(rows):
     used, out = set(), []
     st = [r for r in rows if r.get("metric") == "step_us"]
@@ -1302,6 +1366,8 @@ SECTIONS = OrderedDict([
     ("queues", ("PE queues", sec_generic)),
     ("alloc_scaling", ("Allocator scaling (seed paper, Table 1)", sec_alloc_scaling)),
     ("pe_private", ("PE-private variables: thread_local vs array (seed paper, Table 2)", sec_pe_private)),
+    ("fiber_switch", ("A switch between logical threads, with and without moving the thread "
+                      "pointer; a hand-off between carriers", sec_fiber_switch)),
     ("wakeup", ("Wake-up costs behind the idle back-off", sec_wakeup)),
     ("entry_overhead", ("Objects layer: entry-method and chare-creation overhead", sec_entry_overhead)),
     ("reduction_latency", ("Objects layer: reduction latency", sec_reduction_latency)),
@@ -1314,6 +1380,8 @@ SECTIONS = OrderedDict([
                      sec_omp_oversub)),
     ("omp_tasks", ("OpenMP: explicit tasks and dependences, libweft-omp beside libgomp",
                    sec_omp_tasks)),
+    ("omp_wavefront", ("OpenMP: threads that spin waiting for each other, libweft-omp beside "
+                       "libgomp", sec_omp_wavefront)),
     ("mpi_pingpong", ("Plain MPI ping-pong, 2 ranks on this host (the baseline for the transports)",
                       sec_generic)),
     ("pingpong_nodes", ("Ping-pong across processes: weft's transports beside plain MPI and plain UCX",

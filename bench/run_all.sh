@@ -59,8 +59,9 @@ mkdir -p "$out_dir" "$(dirname "$report_md")" || exit 2
 
 # Fixed order first (cheap micro-benchmarks, then workloads), then any other
 # benchmark binary found in bin_dir.
-known=(alloc_scaling pe_private wakeup queues pingpong kneighbor entry_overhead reduction_latency
-       tasks_overhead tasks_imbalance omp_empty_loop omp_oversub omp_tasks
+known=(alloc_scaling pe_private wakeup queues fiber_switch pingpong kneighbor entry_overhead
+       reduction_latency tasks_overhead tasks_imbalance omp_empty_loop omp_oversub omp_tasks
+       omp_wavefront
        mpi_pingpong pingpong_nodes one_to_all kneighbor_modes comm_modes persistent
        trace_overhead)
 names=("${known[@]}")
@@ -69,7 +70,8 @@ for f in "$bin_dir"/*; do
   [[ -f $f && -x $f ]] || continue
   [[ " ${known[*]} " == *" $n "* ]] && continue
   # The two builds of each bench/omp program run under their pair's name.
-  [[ $n == omp_empty_loop_* || $n == omp_oversub_* || $n == omp_tasks_* ]] && continue
+  [[ $n == omp_empty_loop_* || $n == omp_oversub_* || $n == omp_tasks_* ||
+     $n == omp_wavefront_* ]] && continue
   # ucx_pingpong runs under mpirun inside pingpong_nodes, not on its own.
   [[ $n == ucx_pingpong ]] && continue
   names+=("$n")
@@ -153,7 +155,7 @@ for name in "${names[@]}"; do
   case $name in
     pingpong_nodes) exe=$bin_dir/pingpong ;;
     kneighbor_modes | trace_overhead) exe=$bin_dir/kneighbor ;;
-    omp_empty_loop | omp_oversub | omp_tasks) exe=$bin_dir/${name}_weft ;;
+    omp_empty_loop | omp_oversub | omp_tasks | omp_wavefront) exe=$bin_dir/${name}_weft ;;
   esac
   out=$out_dir/$name.jsonl
   case $name in
@@ -195,7 +197,8 @@ for name in "${names[@]}"; do
       echo "run_all: mpi_pingpong failed" >&2
       failed+=("mpi_pingpong")
     fi
-  elif [[ $name == omp_empty_loop || $name == omp_oversub || $name == omp_tasks ]]; then
+  elif [[ $name == omp_empty_loop || $name == omp_oversub || $name == omp_tasks ||
+          $name == omp_wavefront ]]; then
     # libweft-omp and libgomp builds of one program, interleaved per round
     # (report.py forms gomp / weft per round). libgomp's threads spin after
     # a region: a pause between the runs keeps them off the next one.

@@ -22,6 +22,8 @@
 // push followed by detail::wake_idle_pes (fence, then the sleep words).
 #include <execinfo.h>
 #include <linux/futex.h>
+#include <pthread.h>
+#include <time.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -712,6 +714,19 @@ std::uint64_t pe_progress(int rank) noexcept {
   const core::pe_state& pe = *node->pes[std::size_t(rank)];
   const bool inside = pe.current_handler.load(std::memory_order_relaxed) != -1;
   return pe.processed.load(std::memory_order_relaxed) * 2 + (inside ? 1 : 0);
+}
+
+std::uint64_t pe_cpu_time_ns(int rank) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return 0;
+  const core::pe_state& pe = *node->pes[std::size_t(rank)];
+  // PE threads live until the node stops (they are joined after the
+  // layers' last word), so the handle stays valid while a node runs.
+  if (!pe.has_thread.load(std::memory_order_acquire)) return 0;
+  clockid_t clock;
+  timespec ts{};
+  if (pthread_getcpuclockid(pe.thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
+  return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
 }
 
 int pe_cpu(int rank) noexcept {

@@ -253,10 +253,15 @@ bool held_up(ult* u, int pe, std::uint64_t now_ns) noexcept {
   const std::uint64_t since = u->probe_ns.load(std::memory_order_relaxed);
   if (since == 0 || u->probe_progress.load(std::memory_order_relaxed) != progress) {
     u->probe_progress.store(progress, std::memory_order_relaxed);
+    u->probe_cpu_ns.store(weft::detail::pe_cpu_time_ns(pe), std::memory_order_relaxed);
     u->probe_ns.store(now_ns, std::memory_order_relaxed);
     return false;
   }
-  return now_ns - since >= d->rescue_ns;
+  if (now_ns - since < d->rescue_ns) return false;
+  // Inside one handler all along: running it, or only not scheduled?
+  const std::uint64_t ran =
+      weft::detail::pe_cpu_time_ns(pe) - u->probe_cpu_ns.load(std::memory_order_relaxed);
+  return ran >= d->rescue_ns / 4;
 }
 
 void resume(ult* u) {

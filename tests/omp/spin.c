@@ -15,8 +15,14 @@
  *    runtime call), over more steps;
  *  - a ring handoff: a token passes round the team `laps` times, each
  *    thread spinning until it holds it.
- * --steps=N scales the work (default 24). OMPTEST_LOAD=k adds k spinning
- * processes (load.h).
+ * --steps=N scales the work (default 24); --max-team=N leaves out the
+ * larger teams. OMPTEST_LOAD=k adds k spinning processes (load.h).
+ *
+ * The flags are read and written with __atomic builtins beside the flushes
+ * (relaxed reads while spinning, one acquire read once the flag is there,
+ * release writes), so that ThreadSanitizer sees the hand-offs (NPB reads
+ * plain variables between flushes, which it cannot follow); the waits make
+ * no runtime call either way.
  */
 #include <omp.h>
 #include <sched.h>
@@ -32,16 +38,17 @@ static const int team_sizes[] = {1, 2, 4, 8, 16};
 enum { NUM_SIZES = sizeof team_sizes / sizeof team_sizes[0] };
 
 /* progress[t]: steps thread t finished in the current sweep. */
-static volatile int progress[MAX_TEAM];
+static int progress[MAX_TEAM];
 /* order[t][k]: the global sequence number at which thread t did step k. */
 static long order[MAX_TEAM][MAX_STEPS];
 static long sequence;
 
 static void wait_for(int t, int at_least, int yield) {
-  while (progress[t] < at_least) {
+  while (__atomic_load_n(&progress[t], __ATOMIC_RELAXED) < at_least) {
     if (yield) sched_yield();
 #pragma omp flush
   }
+  (void)__atomic_load_n(&progress[t], __ATOMIC_ACQUIRE);
 }
 
 /* One sweep: forward (thread t after t-1) or backward (t after t+1). */
@@ -51,7 +58,7 @@ static void sweep(int id, int n, int steps, int forward, int yield) {
     if (pred >= 0 && pred < n) wait_for(pred, k + 1, yield);
     order[id][k] = __atomic_add_fetch(&sequence, 1, __ATOMIC_RELAXED);
 #pragma omp flush
-    progress[id] = k + 1;
+    __atomic_store_n(&progress[id], k + 1, __ATOMIC_RELEASE);
 #pragma omp flush
   }
 }
@@ -72,7 +79,7 @@ static void test_pipeline(int n, int steps, int yield) {
   const char* what = yield ? "pipeline with sched_yield" : "pipeline busy-wait";
   int team = 0;
   memset(order, 0, sizeof order);
-  for (int t = 0; t < MAX_TEAM; ++t) progress[t] = 0;
+  for (int t = 0; t < MAX_TEAM; ++t) __atomic_store_n(&progress[t], 0, __ATOMIC_RELAXED);
 #pragma omp parallel num_threads(n)
   {
     probe_here();
@@ -85,7 +92,7 @@ static void test_pipeline(int n, int steps, int yield) {
     {
       check_order(nt, steps, 1, what);
       memset(order, 0, sizeof order);
-      for (int t = 0; t < MAX_TEAM; ++t) progress[t] = 0;
+      for (int t = 0; t < MAX_TEAM; ++t) __atomic_store_n(&progress[t], 0, __ATOMIC_RELAXED);
     }
 #pragma omp barrier
     sweep(id, nt, steps, 0, yield);
@@ -96,9 +103,9 @@ static void test_pipeline(int n, int steps, int yield) {
 
 /* A token goes round the team: thread t spins until it holds it. */
 static void test_ring(int n, int laps) {
-  static volatile int token;
+  static int token;
   static int held[MAX_TEAM];
-  token = 0;
+  __atomic_store_n(&token, 0, __ATOMIC_RELAXED);
   memset(held, 0, sizeof held);
   int team = 0;
 #pragma omp parallel num_threads(n)
@@ -108,12 +115,13 @@ static void test_ring(int n, int laps) {
     team = nt;
     for (int lap = 0; lap < laps; ++lap) {
       const int mine = lap * nt + id;
-      while (token != mine) {
+      while (__atomic_load_n(&token, __ATOMIC_RELAXED) != mine) {
 #pragma omp flush
       }
+      (void)__atomic_load_n(&token, __ATOMIC_ACQUIRE);
       ++held[id];
 #pragma omp flush
-      token = mine + 1;
+      __atomic_store_n(&token, mine + 1, __ATOMIC_RELEASE);
 #pragma omp flush
     }
   }
@@ -123,20 +131,24 @@ static void test_ring(int n, int laps) {
 
 int main(int argc, char** argv) {
   test_begin("spin");
-  int steps = 24;
+  int steps = 24, max_team = MAX_TEAM;
   for (int a = 1; a < argc; ++a) {
     if (strncmp(argv[a], "--steps=", 8) == 0 && atoi(argv[a] + 8) > 0 &&
         atoi(argv[a] + 8) <= MAX_STEPS / 8) {
       steps = atoi(argv[a] + 8);
+    } else if (strncmp(argv[a], "--max-team=", 11) == 0 && atoi(argv[a] + 11) > 0) {
+      max_team = atoi(argv[a] + 11);
     } else {
-      printf("omp-test spin: unknown argument '%s' (accepted: --steps=N, 0 < N <= %d)\n", argv[a],
-             MAX_STEPS / 8);
+      printf("omp-test spin: unknown argument '%s' (accepted: --steps=N, 0 < N <= %d; "
+             "--max-team=N, N > 0)\n",
+             argv[a], MAX_STEPS / 8);
       return 2;
     }
   }
   load_begin();
   for (int s = 0; s < NUM_SIZES; ++s) {
     const int n = team_sizes[s];
+    if (n > max_team) break;
     test_pipeline(n, steps, 0);
     test_pipeline(n, steps * 8, 1);
     test_ring(n, steps / 4 + 1);

@@ -189,4 +189,37 @@ TEST(OmpInWeft, ParallelForInsideARegionAndARegionInsideParallelFor) {
   EXPECT_EQ(b.load(), 4 * 4950);
 }
 
+// A member whose PE stays inside one handler -- a handler that spins until
+// that very member has run -- starts on a carrier once thread 0 has waited
+// --weft:ult-rescue-us for it: the region ends, and the handler with it.
+std::atomic<bool> g_member_ran{false};
+std::atomic<bool> g_spinner_in{false};
+void on_spin_until_member(weft::message_ptr) {
+  g_spinner_in = true;
+  while (!g_member_ran.load()) {
+  }
+}
+const weft::handler_id h_spin = weft::register_handler("omp_test.spin", on_spin_until_member);
+
+TEST(OmpInWeft, MemberHeldUpBehindABusyPeStartsOnACarrier) {
+  g_member_ran = false;
+  g_spinner_in = false;
+  int team = 0;
+  const int rc = run_weft(2, [&] {
+    weft::send(1, weft::make_message(h_spin, 0));
+    while (!g_spinner_in.load()) {
+    }
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp master
+      team = omp_get_num_threads();
+      if (omp_get_thread_num() == 1) g_member_ran = true;
+    }
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(team, 2);
+  EXPECT_TRUE(g_member_ran.load());
+}
+
 }  // namespace

@@ -275,9 +275,9 @@ TEST(Ult, YieldComesBackOnAPeAndOnACarrier) {
 }
 
 // A ULT whose start message waits behind a PE that stays inside one handler
-// is held up once that lasted --weft:ult-rescue-us, and not before; started
-// on a carrier, it lets the handler finish (it was what the handler waited
-// for); the late message then finds it claimed.
+// (and runs: it spins) is held up once that lasted --weft:ult-rescue-us, and
+// not before; started on a carrier, it lets the handler finish (it was what
+// the handler waited for); the late message then finds it claimed.
 TEST(Ult, HeldUpBehindAHandlerThatStaysIsRescued) {
   static std::atomic<bool> release{false};
   static std::atomic<bool> spinning{false};
@@ -290,6 +290,7 @@ TEST(Ult, HeldUpBehindAHandlerThatStaysIsRescued) {
     release = true;
   };
   bool early = true, late = false;
+  std::uint64_t waited_ns = 0;
   const int rc = run_node({threads_opt(2), "--weft:ult-rescue-us=20000"}, [&] {
     call_on(
         1,
@@ -303,7 +304,17 @@ TEST(Ult, HeldUpBehindAHandlerThatStaysIsRescued) {
     call_on(1, &start_here_if_unclaimed, &r);
     const std::uint64_t t0 = weft_test::now_ns();
     early = wt::held_up(&r.u, 1, t0) || wt::held_up(&r.u, 1, t0 + 10'000'000);
-    late = wt::held_up(&r.u, 1, t0 + 25'000'000);
+    // The spinning PE uses CPU time as real time goes by (on a loaded
+    // machine, more slowly): held up once it ran a quarter of the bound.
+    const std::uint64_t deadline = t0 + 60'000'000'000ull;
+    for (std::uint64_t now = t0; now < deadline; now = weft_test::now_ns()) {
+      if (wt::held_up(&r.u, 1, now)) {
+        late = true;
+        waited_ns = now - t0;
+        break;
+      }
+      std::this_thread::yield();
+    }
     if (late && wt::claim(&r.u)) wt::start_on_carrier(&r.u, 0, 1, wt::placement::rescued);
     wait_until([&] { return r.done.load(); });
     weft::exit(0);
@@ -311,6 +322,7 @@ TEST(Ult, HeldUpBehindAHandlerThatStaysIsRescued) {
   EXPECT_EQ(rc, 0);
   EXPECT_FALSE(early) << "held up before the bound";
   EXPECT_TRUE(late);
+  EXPECT_GE(waited_ns, 20'000'000u) << "held up before --weft:ult-rescue-us";
   EXPECT_TRUE(r.done);
   EXPECT_TRUE(release);
 }

@@ -106,6 +106,10 @@ WEFT_API bool pe_has_guests(int rank) noexcept;
 // it is inside a handler. Two equal odd readings some time apart: the PE
 // stayed inside one handler all that time.
 WEFT_API std::uint64_t pe_progress(int rank) noexcept;
+// The CPU time PE `rank`'s thread has used, in ns (0 if unknown): tells a
+// PE that stays inside a handler because it runs from one that is merely
+// not scheduled (a loaded machine).
+WEFT_API std::uint64_t pe_cpu_time_ns(int rank) noexcept;
 // The CPU PE `rank` is bound to (-1: unbound).
 WEFT_API int pe_cpu(int rank) noexcept;
 

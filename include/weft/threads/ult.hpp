@@ -67,9 +67,10 @@ struct ult {
   fiber* f = nullptr;        // while it runs or is suspended
   carrier* host = nullptr;   // null: PE `pe`'s own OS thread runs it
   int pe = -1;               // node-local rank of the PE it belongs to
-  // held_up's last reading of the PE it waits behind (see there).
+  // held_up's first reading of the PE it waits behind (see there).
   std::atomic<std::uint64_t> probe_progress{0};
   std::atomic<std::uint64_t> probe_ns{0};
+  std::atomic<std::uint64_t> probe_cpu_ns{0};
 
   ult() = default;
   ult(const ult&) = delete;
@@ -109,9 +110,12 @@ WEFT_API bool pe_thread_taken(int pe) noexcept;
 
 // For an unstarted ULT that is to start on PE `pe` (a message on its way
 // there): true once that PE has stayed inside one handler for the rescue
-// bound (--weft:ult-rescue-us) since the first call that saw it inside one.
-// Whoever waits for the ULT calls it now and then and, on true, claims the
-// ULT and starts it on a carrier (placement::rescued). Any thread.
+// bound (--weft:ult-rescue-us) since the first call that saw it inside one,
+// and has run meanwhile (its thread used a quarter of that in CPU time: a
+// PE that is merely not scheduled, on a loaded machine, is not held up, and
+// the ULT waits for it, keeping its place). Whoever waits for the ULT calls
+// it now and then and, on true, claims the ULT and starts it on a carrier
+// (placement::rescued). Any thread.
 WEFT_API bool held_up(ult* u, int pe, std::uint64_t now_ns) noexcept;
 
 // Makes a suspended ULT run again: a message to its PE, or a wake-up of its

@@ -48,9 +48,12 @@ struct node_data {
 };
 
 // The running node's (null when none), and the last node's, kept for its
-// statistics (printed after node_stop) until the next node starts.
+// statistics (printed after node_stop) until the next node starts. Never
+// freed at process exit: a node the program did not stop (exit() called on
+// another thread than an attached node's) may still have carriers, and a
+// static destructor must not wait for them.
 std::atomic<node_data*> g_data{nullptr};
-std::unique_ptr<node_data> g_owned;
+node_data* g_owned = nullptr;
 
 thread_local ult* t_ult = nullptr;
 // Logical threads on this PE's own OS thread (PE threads only).
@@ -102,8 +105,9 @@ void node_start() {
   d->rescue_ns = std::uint64_t(cfg.ult_rescue_us) * 1000;
   d->quiet = cfg.quiet;
   d->records = std::make_unique<pe_record[]>(std::size_t(cfg.threads));
-  g_owned = std::move(d);
-  g_data.store(g_owned.get(), std::memory_order_release);
+  delete g_owned;  // the last node's: its carriers stopped with it
+  g_owned = d.release();
+  g_data.store(g_owned, std::memory_order_release);
 }
 
 void pe_start() {
@@ -120,7 +124,7 @@ void node_stop() {
 }
 
 void print_stats(std::FILE* out) {
-  node_data* d = g_owned.get();
+  node_data* d = g_owned;
   if (d == nullptr) return;
   std::uint64_t carried = 0, carriers = 0;
   for (int i = 0; i < d->pes; ++i) {

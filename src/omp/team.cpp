@@ -532,7 +532,17 @@ void member_main(threads::ult* u) {
   thr->ult = u;
   thr->pe = u->pe;
   team* t = thr->t;
-  t->fn(t->data);
+  try {
+    t->fn(t->data);
+  } catch (const std::exception& e) {
+    base::fatal("an exception escaped an OpenMP parallel region (thread %d): %s", thr->id,
+                e.what());
+  } catch (...) {
+    base::fatal(
+        "an exception not derived from std::exception escaped an OpenMP parallel region "
+        "(thread %d)",
+        thr->id);
+  }
   while (t->tasks_pending.load(std::memory_order_acquire) != 0 && run_one_task(*thr)) {
   }
 }

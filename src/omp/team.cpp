@@ -257,6 +257,10 @@ void release_team(team* t) {
 }
 
 void free_left_teams() {
+  // A member that ended on a carrier may still be dropping its reference
+  // (member_finished): every carrier stops first, whichever layer's
+  // node_stop runs first.
+  threads::stop_carriers();
   std::lock_guard<std::mutex> lock(g_teams_mutex);
   g_teams_generation.fetch_add(1, std::memory_order_acq_rel);
   for (team* t : g_teams) delete t;

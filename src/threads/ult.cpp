@@ -117,9 +117,7 @@ void pe_start() {
 }
 
 void node_stop() {
-  node_data* d = g_data.load(std::memory_order_acquire);
-  if (d == nullptr) return;
-  for (int i = 0; i < d->pes; ++i) d->records[std::size_t(i)].pool.stop_all();
+  stop_carriers();
   g_data.store(nullptr, std::memory_order_release);
 }
 
@@ -311,6 +309,12 @@ void release_pe_stack() noexcept {
   node_data* d = g_data.load(std::memory_order_acquire);
   if (me < 0 || d == nullptr) return;
   set_taken(*d, me, -1);
+}
+
+void stop_carriers() noexcept {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  if (d == nullptr) return;
+  for (int i = 0; i < d->pes; ++i) d->records[std::size_t(i)].pool.stop_all();
 }
 
 int current_pe() noexcept {

@@ -141,6 +141,13 @@ WEFT_API ult* current() noexcept;
 WEFT_API void claim_pe_stack() noexcept;
 WEFT_API void release_pe_stack() noexcept;
 
+// Stops and joins every carrier of the node (a ULT still suspended on one
+// stays so). The layer does it as the node ends; a layer whose ULTs touch
+// its own state as they finish calls it first from its own node_stop, so
+// that no carrier is still at it when that state goes. Idempotent. The
+// thread ending the node, after every PE stopped.
+WEFT_API void stop_carriers() noexcept;
+
 // The node-local PE the calling OS thread works for: its PE, or the PE of
 // the carrier it is; -1 on other threads.
 WEFT_API int current_pe() noexcept;

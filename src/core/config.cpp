@@ -140,6 +140,12 @@ void define_runtime_options(base::option_set& set) {
               "that stays inside one handler starts on an OS thread of its own (a carrier) "
               "instead; --weft:stats counts them (docs/omp.md)",
               base::integer_in(1, 10000000)});
+  set.define({"ult-isolate", "team", "team|all",
+              "which OpenMP threads never share an OS thread (each keeps its thread-locals): "
+              "those of one team and of the teams nested in it, while teams of different "
+              "objects share the PEs' threads; or all of them, with a carrier thread for each "
+              "thread that finds its PE's thread taken (docs/omp.md)",
+              base::one_of({"team", "all"})});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -206,6 +212,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.timeout_s = set.get_double("timeout");
   c.tasks_scheme = set.get("tasks-scheme");
   c.ult_rescue_us = set.get_int("ult-rescue-us");
+  c.ult_isolate_all = set.get("ult-isolate") == "all";
   c.trace_dir = set.given("trace") ? set.get("trace") : "";
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;

@@ -10,6 +10,8 @@
 #include "core/node.hpp"
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +29,11 @@ namespace weft {
 
 namespace detail {
 constinit thread_local pe_local t_pe_local;
+namespace {
+// The calling thread is a guest of a PE (enter_guest): it has the PE's
+// identity but not its state.
+constinit thread_local bool t_guest = false;
+}  // namespace
 bool in_main_setup() noexcept {
   if (t_pe_local.pe != 0) return false;
   core::node_state* node = core::g_node.load(std::memory_order_acquire);
@@ -133,6 +140,10 @@ void pe_enter(node_state& node, pe_state& pe) {
   local = {node.first_pe + pe.rank, node.total_pes, node.node_id,
            node.num_nodes,          pe.rank,        int(node.pes.size())};
   pe.thread = pthread_self();
+  clockid_t clock;
+  if (pthread_getcpuclockid(pe.thread, &clock) == 0)
+    pe.cpu_clock.store(int(clock), std::memory_order_relaxed);
+  pe.tid.store(int(gettid()), std::memory_order_relaxed);
   pe.has_thread.store(true, std::memory_order_release);
   base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
   trace::begin_track(trace::track_kind::pe, node.first_pe + pe.rank, pe.rank);
@@ -548,6 +559,29 @@ void start_attached_node(const runtime_config& cfg) {
   if (trace::on())
     trace::detail::emit(trace::kind::handler_begin, trace::main_handler, std::uint32_t(-1), 0, 0);
   g_attached = r;
+}
+
+void enter_guest(int rank) {
+  core::node_state* node = core::g_node.load(std::memory_order_acquire);
+  if (node == nullptr || rank < 0 || rank >= int(node->pes.size()))
+    base::fatal("weft: a guest thread of PE %d, but %s", rank,
+                node == nullptr ? "no node runs"
+                                : ("the node has PEs 0.." + std::to_string(node->pes.size() - 1))
+                                      .c_str());
+  if (core::t_pe != nullptr) base::fatal("weft: a PE cannot be a guest of another");
+  t_pe_local = {node->first_pe + rank, node->total_pes, node->node_id,
+                node->num_nodes,        rank,            int(node->pes.size())};
+  t_guest = true;
+}
+
+void leave_guest() noexcept {
+  if (!t_guest) return;
+  t_pe_local = {};
+  t_guest = false;
+}
+
+bool on_guest_thread() noexcept {
+  return t_guest;
 }
 
 bool node_runs() noexcept {

@@ -112,6 +112,10 @@ struct pe_state {
   // --- set by the PE at start, read by the watchdog.
   std::atomic<bool> has_thread{false};
   pthread_t thread{};
+  // Its thread's CPU-time clock and kernel thread id (-1: not yet), for
+  // detail::pe_cpu_time_ns and detail::pe_blocked.
+  std::atomic<int> cpu_clock{-1};
+  std::atomic<int> tid{-1};
   // Backtrace captured by the watchdog's signal (written in the handler,
   // read after `bt_ready`).
   void* bt_frames[48] = {};

@@ -22,6 +22,7 @@
 // push followed by detail::wake_idle_pes (fence, then the sleep words).
 #include <execinfo.h>
 #include <linux/futex.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
 #include <sched.h>
@@ -29,6 +30,8 @@
 #include <unistd.h>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include "core/handler_table.hpp"
 #include "core/node.hpp"
@@ -719,14 +722,33 @@ std::uint64_t pe_progress(int rank) noexcept {
 std::uint64_t pe_cpu_time_ns(int rank) noexcept {
   core::node_state* node = core::g_node.load(std::memory_order_relaxed);
   if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return 0;
-  const core::pe_state& pe = *node->pes[std::size_t(rank)];
-  // PE threads live until the node stops (they are joined after the
-  // layers' last word), so the handle stays valid while a node runs.
-  if (!pe.has_thread.load(std::memory_order_acquire)) return 0;
-  clockid_t clock;
+  // The clock id was taken by the PE itself as it started: reading it
+  // needs no handle of a thread that may have ended meanwhile (the clock of
+  // an ended thread reads as an error, 0 here).
+  const int clock = node->pes[std::size_t(rank)]->cpu_clock.load(std::memory_order_relaxed);
   timespec ts{};
-  if (pthread_getcpuclockid(pe.thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
+  if (clock == -1 || clock_gettime(clockid_t(clock), &ts) != 0) return 0;
   return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
+}
+
+bool pe_blocked(int rank) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return false;
+  const int tid = node->pes[std::size_t(rank)]->tid.load(std::memory_order_relaxed);
+  if (tid < 0) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "tid (comm) S ...": the state follows the last ')' (comm may hold any).
+  const char* close = std::strrchr(buf, ')');
+  if (close == nullptr || close[1] != ' ') return false;
+  return close[2] == 'S' || close[2] == 'D';
 }
 
 int pe_cpu(int rank) noexcept {

@@ -52,6 +52,11 @@ constexpr std::int32_t migration_priority = INT32_MAX;
 constexpr std::size_t bcast_history_limit = 256;
 
 [[noreturn, gnu::cold, gnu::noinline]] void off_pe_error() {
+  if (detail::on_guest_thread())
+    object_error(
+        "the weft objects API was called on a guest of PE " + std::to_string(my_pe()) +
+        ": an OpenMP thread that runs on a carrier thread, not on the PE (a thread beyond the "
+        "node's PEs, or of a nested team); call it from thread 0 of the region, or after it");
   object_error("the weft objects API was called off a PE (or while no node runs)");
 }
 

@@ -251,6 +251,10 @@ struct team {
 
   // The members' ULTs know what to run (set at the team's first region).
   bool members_bound = false;
+  // Its OpenMP threads' family (layer threads): the outermost team of the
+  // region's nest, whose threads never share an OS thread; null with
+  // --weft:ult-isolate=all (no OpenMP thread shares with any).
+  const void* family = nullptr;
 
   explicit team(int n) : size(n), members(std::size_t(n)) {}
 };

@@ -163,7 +163,7 @@ bool ensure_on_pe() {
   // At exit, on this thread (the node's PE 0); another thread calling exit
   // leaves the node to the end of the process.
   static const int registered = std::atexit([] {
-    if (weft::detail::attached_node_runs() && weft::my_rank() == 0)
+    if (weft::detail::attached_node_runs() && weft::my_rank() == 0 && !threads::on_carrier())
       weft::detail::stop_attached_node();
   });
   (void)registered;
@@ -596,9 +596,14 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   // A region met on a member's ULT (a nested active region): its thread 0
   // is that ULT, and waits as ULTs do.
   master.thr.ult = threads::current();
-  // Thread 0 on its PE's own stack makes the PE's thread its own: no other
-  // team's member starts there until the region ends.
-  threads::claim_pe_stack();
+  // The family: a region met outside any team starts one; a nested region
+  // joins its encloser's.
+  t->family = me.t != nullptr           ? me.t->family
+              : threads::isolate_all() ? nullptr
+                                       : static_cast<const void*>(t);
+  // Thread 0 on its PE's own stack makes the PE's thread the family's: no
+  // other member of the family starts there until the region ends.
+  threads::claim_pe_stack(t->family);
   if (n > 1) {
     if (!t->members_bound) {
       // What a member's logical thread runs: the same for every region of
@@ -615,13 +620,15 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
     }
     const int pes = threads::node_pes(), p = t->master_pe;
     // Where each member goes: a start message to its PE's own thread (slot
-    // 0), or a carrier. A member of a nested region (met on a ULT) finds
-    // its PE's thread running an outer member as a rule: it goes to a
-    // carrier at once.
-    const bool nested = master.thr.ult != nullptr;
+    // 0), or a carrier. A member of a nested region finds its PE's thread
+    // running an outer member as a rule: where the PE's thread has any
+    // logical thread, it goes to a carrier at once (that PE may run the
+    // other one for long).
+    const bool nested = me.t != nullptr || master.thr.ult != nullptr;
     int messages = 0;
     for (int i = 1; i < n; ++i) {
       member& m = t->members[std::size_t(i)];
+      m.u.family = t->family;
       const int pe = (p + i) % pes;
       if (i < pes && !(nested && threads::pe_thread_taken(pe))) {
         m.sent_to = pe;
@@ -668,7 +675,7 @@ void end_region(team* t) {
     wait_step(master.thr, false, nullptr, nullptr, nullptr, nullptr);
   }
   set_current(t->outer);
-  threads::release_pe_stack();
+  threads::release_pe_stack(t->family);
   if (trace::on() && master.thr.ult == nullptr) [[unlikely]]
     trace::detail::emit(trace::kind::region_end, omp_region_name().id(), 0, 0, 0);
   release_team(t);

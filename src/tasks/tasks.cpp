@@ -604,7 +604,9 @@ struct resolved {
 };
 
 resolved resolve(std::uint64_t n, const for_options& o, const char* fn) {
-  if (t_me == nullptr || g_node == nullptr)
+  // A guest of a PE (an OpenMP thread on a carrier thread: layer threads)
+  // works for the node without being one of its PEs: it runs loops alone.
+  if ((t_me == nullptr && !weft::detail::on_guest_thread()) || g_node == nullptr)
     throw std::logic_error(std::string("weft::") + fn +
                            " called off a PE: call it from a handler, an entry method, a "
                            "coroutine or the main function of a running node");
@@ -748,9 +750,9 @@ void bad_range(const std::string& first, const std::string& last) {
 void run_sync(std::uint64_t n, const for_options& options, loop_body body) {
   const resolved r = resolve(n, options, "parallel_for");
   if (n == 0) return;
-  // Nested calls, one PE, or a single chunk: inline, exceptions propagate
-  // as they are.
-  if (t_depth > 0 || g_node->pes == 1 || n <= r.grain) {
+  // Nested calls, one PE, a single chunk, or a guest thread (no deque of
+  // its own to share from): inline, exceptions propagate as they are.
+  if (t_depth > 0 || g_node->pes == 1 || n <= r.grain || t_me == nullptr) {
     depth_guard nested;
     for (std::uint64_t lo = 0; lo < n;) {
       const std::uint64_t hi = std::min(n, lo + r.grain);
@@ -789,6 +791,12 @@ void run_sync(std::uint64_t n, const for_options& options, loop_body body) {
 
 void run_async(std::uint64_t n, const for_options& options, std::unique_ptr<async_loop> body) {
   const resolved r = resolve(n, options, "parallel_for_async");
+  if (t_me == nullptr)
+    throw std::logic_error(
+        "weft::parallel_for_async called on a guest of a PE (an OpenMP thread that runs on a "
+        "carrier thread, not on a PE: a thread beyond the node's PEs, or of a nested team): "
+        "its end is delivered to a PE; call it from thread 0 of the region, or use "
+        "weft::parallel_for");
   loop* l = new_loop(n, r.grain, r.scheme);
   l->async = std::move(body);
   // Quiescence must not be found while the loop is pending: it counts as a

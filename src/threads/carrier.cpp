@@ -58,6 +58,9 @@ bool carrier::take_token() noexcept {
 void carrier::main(int cpu) {
   t_carrier = this;
   base::topology::get().bind_this_thread(cpu);
+  // The code it runs sees the PE it works for (weft::my_pe, my_rank,
+  // node_size), as it would on the PE's own thread.
+  weft::detail::enter_guest(pe_);
   // Running from the start (the first take_token counts it out).
   weft::detail::add_pe_guests(pe_, +1);
   while (take_token())
@@ -66,6 +69,7 @@ void carrier::main(int cpu) {
   // The thread ends with the node: what it cached goes back.
   release_stack_cache();
   base::block_cache_release();
+  weft::detail::leave_guest();
   t_carrier = nullptr;
 }
 

@@ -1,18 +1,20 @@
 // Logical threads on the node's PEs and carriers (weft/threads/ult.hpp has
 // the model and the contract).
 //
-// Per PE, the layer keeps how many logical threads live on the PE's own OS
-// thread (`taken`: a hosted ULT, or the PE's stack claimed by an OpenMP
-// thread 0), written by that PE only and read by callers choosing where to
-// start a ULT; the PE's carriers; and what --weft:stats reports. A PE
-// decides from its own count alone, in start_here: nothing on the start
-// path touches another PE's line beyond the message that brought the ULT.
+// Per PE, the layer keeps which families' logical threads live on the PE's
+// own OS thread (hosted ULTs, and the PE's stack claimed by OpenMP thread
+// 0s), in a thread-local list of the PE's, with their total published as
+// `taken` for callers choosing where to start a ULT; the PE's carriers; and
+// what --weft:stats reports. A PE decides from its own list alone, in
+// start_here: nothing on the start path touches another PE's line beyond
+// the message that brought the ULT.
 #include "weft/threads/ult.hpp"
 
 #include <sched.h>
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
+#include <vector>
 #include "threads/carrier.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/error.hpp"
@@ -43,6 +45,7 @@ struct node_data {
   std::atomic<int> first_pe{0};
   std::uint64_t rescue_ns = 0;
   bool quiet = false;
+  bool isolate_all = false;
   std::unique_ptr<pe_record[]> records;
   std::atomic<bool> rescue_reported{false};
 };
@@ -56,7 +59,14 @@ std::atomic<node_data*> g_data{nullptr};
 node_data* g_owned = nullptr;
 
 thread_local ult* t_ult = nullptr;
-// Logical threads on this PE's own OS thread (PE threads only).
+// Logical threads on this PE's own OS thread, by family, and their total
+// (PE threads only): a few at once (a hosted ULT per family, thread 0s
+// nested on the stack).
+struct family_count {
+  const void* family;
+  int count;
+};
+thread_local std::vector<family_count> t_families;
 thread_local int t_taken = 0;
 
 handler_id h_resume = 0;
@@ -67,9 +77,25 @@ node_data& data(const char* what) {
   return *d;
 }
 
-void set_taken(node_data& d, int rank, int delta) noexcept {
+void set_taken(node_data& d, int rank, const void* family, int delta) noexcept {
+  auto it = t_families.begin();
+  while (it != t_families.end() && it->family != family) ++it;
+  if (it == t_families.end()) it = t_families.insert(it, {family, 0});
+  it->count += delta;
+  if (it->count == 0) t_families.erase(it);
   t_taken += delta;
   d.records[std::size_t(rank)].taken.store(t_taken, std::memory_order_release);
+}
+
+// Whether a logical thread of `family` must not join this PE's thread:
+// one of the family lives there, or one that shares with none, or it
+// shares with none itself.
+bool family_here(const void* family) noexcept {
+  if (t_taken == 0) return false;
+  if (family == nullptr) return true;
+  for (const family_count& f : t_families)
+    if (f.family == family || f.family == nullptr) return true;
+  return false;
 }
 
 // Runs (or goes on with) a ULT hosted by this PE's thread until it
@@ -82,7 +108,7 @@ void run_on_pe(node_data& d, ult* u) {
   if (!done) return;
   fiber::destroy(u->f);
   u->f = nullptr;
-  set_taken(d, u->pe, -1);
+  set_taken(d, u->pe, u->family, -1);
   u->finished(u);
 }
 
@@ -104,6 +130,7 @@ void node_start() {
   d->pes = cfg.threads;
   d->rescue_ns = std::uint64_t(cfg.ult_rescue_us) * 1000;
   d->quiet = cfg.quiet;
+  d->isolate_all = cfg.ult_isolate_all;
   d->records = std::make_unique<pe_record[]>(std::size_t(cfg.threads));
   delete g_owned;  // the last node's: its carriers stopped with it
   g_owned = d.release();
@@ -114,6 +141,7 @@ void pe_start() {
   node_data& d = data("pe_start");
   d.first_pe.store(weft::my_pe() - weft::my_rank(), std::memory_order_relaxed);
   t_taken = 0;
+  t_families.clear();
 }
 
 void node_stop() {
@@ -175,10 +203,11 @@ void ult_entry(void* arg) {
 }  // namespace detail
 
 void ult::reset() noexcept {
-  // f, host and pe are set when it starts; probe_progress counts only with
-  // probe_ns.
+  // f, host and pe are set when it starts; probe_progress and probe_cpu_ns
+  // count only with probe_ns.
   state.store(unstarted, std::memory_order_relaxed);
   probe_ns.store(0, std::memory_order_relaxed);
+  probe_next_ns.store(0, std::memory_order_relaxed);
 }
 
 bool claim(ult* u) noexcept {
@@ -192,11 +221,11 @@ void start_here(ult* u) {
   const int me = weft::my_rank();
   if (me < 0 || carrier::current() != nullptr)
     base::fatal("weft::threads::start_here called off a PE's own thread");
-  if (t_taken != 0) {
+  if (family_here(u->family)) {
     start_on_carrier(u, me, 1, placement::pe_taken);
     return;
   }
-  set_taken(d, me, +1);
+  set_taken(d, me, u->family, +1);
   pe_record& r = d.records[std::size_t(me)];
   r.hosted.store(r.hosted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   u->pe = me;
@@ -260,10 +289,15 @@ bool held_up(ult* u, int pe, std::uint64_t now_ns) noexcept {
     return false;
   }
   if (now_ns - since < d->rescue_ns) return false;
-  // Inside one handler all along: running it, or only not scheduled?
+  // Inside one handler all along: running it, blocked in it, or only not
+  // scheduled?
   const std::uint64_t ran =
       weft::detail::pe_cpu_time_ns(pe) - u->probe_cpu_ns.load(std::memory_order_relaxed);
-  return ran >= d->rescue_ns / 4;
+  if (ran >= d->rescue_ns / 4) return true;
+  // Asking /proc costs system calls: at most once a quarter bound.
+  if (now_ns < u->probe_next_ns.load(std::memory_order_relaxed)) return false;
+  u->probe_next_ns.store(now_ns + d->rescue_ns / 4, std::memory_order_relaxed);
+  return weft::detail::pe_blocked(pe);
 }
 
 void resume(ult* u) {
@@ -295,20 +329,20 @@ ult* current() noexcept {
   return t_ult;
 }
 
-void claim_pe_stack() noexcept {
+void claim_pe_stack(const void* family) noexcept {
   if (t_ult != nullptr || carrier::current() != nullptr) return;
   const int me = weft::my_rank();
   node_data* d = g_data.load(std::memory_order_acquire);
   if (me < 0 || d == nullptr) return;
-  set_taken(*d, me, +1);
+  set_taken(*d, me, family, +1);
 }
 
-void release_pe_stack() noexcept {
+void release_pe_stack(const void* family) noexcept {
   if (t_ult != nullptr || carrier::current() != nullptr) return;
   const int me = weft::my_rank();
   node_data* d = g_data.load(std::memory_order_acquire);
   if (me < 0 || d == nullptr) return;
-  set_taken(*d, me, -1);
+  set_taken(*d, me, family, -1);
 }
 
 void stop_carriers() noexcept {
@@ -320,6 +354,15 @@ void stop_carriers() noexcept {
 int current_pe() noexcept {
   if (carrier* c = carrier::current()) return c->pe();
   return weft::my_rank();
+}
+
+bool on_carrier() noexcept {
+  return carrier::current() != nullptr;
+}
+
+bool isolate_all() noexcept {
+  node_data* d = g_data.load(std::memory_order_acquire);
+  return d != nullptr && d->isolate_all;
 }
 
 int node_pes() noexcept {

@@ -1,9 +1,12 @@
 // OpenMP regions inside a weft program (libweft-omp linked statically with
-// weft::weft): regions met in the main function run on the node's PEs, with
-// no thread of their own; regions of many objects at once keep each OpenMP
-// thread's thread-locals its own, with no more OS threads than OpenMP
-// threads alive; barriers inside them do not block the PEs (other messages
-// keep flowing); an OpenMP region and weft::parallel_for nest.
+// weft::weft): regions met in the main function, and regions of many
+// objects at once, run on the node's PEs, with no thread of their own, the
+// threads of one team on OS threads of their own (with
+// --weft:ult-isolate=all every OpenMP thread keeps its thread-locals, with
+// no more OS threads than OpenMP threads alive); barriers inside them do not
+// block the PEs (other messages keep flowing); an OpenMP region and
+// weft::parallel_for nest; threads beyond the PEs run on carriers that see
+// their PE and run parallel_for alone.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -40,9 +43,10 @@ void note_threads() {
   }
 }
 
-int run_weft(int pes, std::function<void()> body) {
+int run_weft(int pes, std::function<void()> body, const std::string& option = "") {
   std::vector<std::string> words = {"test", "--weft:quiet", "--weft:timeout=120",
                                     "--weft:threads=" + std::to_string(pes)};
+  if (!option.empty()) words.push_back(option);
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
@@ -86,13 +90,16 @@ TEST(OmpInWeft, RegionInMainRunsOnThePesAndNoOtherThread) {
 
 // Eight objects on two PEs, each running a region of two threads with a
 // barrier in the middle, all at once: every region completes with the right
-// result; each OpenMP thread keeps its thread-local value across the
-// barrier, at an address of its own (while the other regions run on the
-// same PEs); and the process has at most a thread per OpenMP thread alive
-// at once (8 regions of 2), never a pool per PE.
+// result, the two threads of a region on OS threads of their own. By
+// default the teams share the PEs' threads (no OS thread beyond the PEs);
+// with --weft:ult-isolate=all each OpenMP thread also keeps its
+// thread-local value across the barrier while the other regions run, and
+// the process has at most a thread per OpenMP thread alive at once (8
+// regions of 2), never a pool per PE.
 std::atomic<int> g_done{0};
 std::atomic<long> g_bad{0};
 std::atomic<long> g_bad_tls{0};
+bool g_isolate_all = false;
 thread_local long t_mine = -1;
 
 struct Obj : weft::array_element<Obj, int> {
@@ -113,7 +120,7 @@ struct Obj : weft::array_element<Obj, int> {
         long seen = 0;
         for (int i = 0; i < omp_get_num_threads(); ++i) seen += part[std::size_t(i)];
         if (seen != (omp_get_num_threads() == 2 ? 3 : 1)) g_bad.fetch_add(1);
-        if (t_mine != mark) g_bad_tls.fetch_add(1);
+        if (g_isolate_all && t_mine != mark) g_bad_tls.fetch_add(1);
         if (omp_get_num_threads() == 2 && where[0] == where[1]) g_bad_tls.fetch_add(1);
       }
     }
@@ -121,21 +128,35 @@ struct Obj : weft::array_element<Obj, int> {
   }
 };
 
-TEST(OmpInWeft, ManyObjectsRunRegionsWithBarriersAtOnce) {
+void many_objects(bool isolate_all) {
   g_done = 0;
   g_bad = 0;
+  g_bad_tls = 0;
   g_max_threads = 0;
+  g_isolate_all = isolate_all;
   const int baseline = os_threads();
-  const int rc = run_weft(2, [] {
-    auto objs = weft::array<Obj>::create(8);
-    objs.broadcast<&Obj::run>(50);
-  });
+  const int rc = run_weft(
+      2,
+      [] {
+        auto objs = weft::array<Obj>::create(8);
+        objs.broadcast<&Obj::run>(50);
+      },
+      isolate_all ? "--weft:ult-isolate=all" : "");
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(g_done.load(), 8);
   EXPECT_EQ(g_bad.load(), 0);
   EXPECT_EQ(g_bad_tls.load(), 0);
-  // PE 1, the watchdog, and at most a carrier per object's second thread.
-  EXPECT_LE(g_max_threads.load(), baseline + 1 + 1 + 8 + sanitizer_threads);
+  // PE 1 and the watchdog; with ult-isolate=all, at most a carrier per
+  // object's second thread too.
+  EXPECT_LE(g_max_threads.load(), baseline + 1 + 1 + (isolate_all ? 8 : 0) + sanitizer_threads);
+}
+
+TEST(OmpInWeft, ManyObjectsRunRegionsWithBarriersAtOnce) {
+  many_objects(false);
+}
+
+TEST(OmpInWeft, ManyObjectsRunRegionsAtOnceEachThreadWithItsOwnThreadLocals) {
+  many_objects(true);
 }
 
 // While a region's threads wait at a barrier, their PEs keep handling
@@ -220,6 +241,28 @@ TEST(OmpInWeft, MemberHeldUpBehindABusyPeStartsOnACarrier) {
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(team, 2);
   EXPECT_TRUE(g_member_ran.load());
+}
+
+// A team larger than the PEs: its threads beyond them run on carriers,
+// which see their PE's numbers and run weft::parallel_for alone (they have
+// no deque of a PE's to share it from), with the right result.
+TEST(OmpInWeft, ThreadsBeyondThePesSeeTheirPeAndRunParallelForAlone) {
+  std::atomic<long> bad_pe{0}, total{0};
+  int team = 0;
+  const int rc = run_weft(2, [&] {
+#pragma omp parallel num_threads(5)
+    {
+#pragma omp master
+      team = omp_get_num_threads();
+      if (weft::my_pe() < 0 || weft::my_pe() > 1 || weft::node_size() != 2) ++bad_pe;
+      total += weft::parallel_for(0, 1000, weft::reduce::sum, [](int i) { return long(i); });
+    }
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(team, 5);
+  EXPECT_EQ(bad_pe.load(), 0);
+  EXPECT_EQ(total.load(), 5L * 999 * 1000 / 2);
 }
 
 }  // namespace

@@ -173,37 +173,81 @@ TEST(Ult, SecondLiveUltOnAPeRunsOnACarrier) {
   EXPECT_TRUE(a.self_current && b.self_current);
 }
 
-// A PE whose own stack acts as a logical thread (claim_pe_stack) sends a ULT
-// it starts to a carrier; released, it hosts the next one itself.
-TEST(Ult, ClaimedPeStackSendsUltsToCarriers) {
-  record a, b;
+// A PE whose own stack acts as a logical thread of a family
+// (claim_pe_stack) sends a ULT of that family it starts to a carrier, and
+// hosts one of another family itself; released, it hosts the family's next
+// one itself. A ULT without a family shares with none.
+int g_family_a, g_family_b;
+
+TEST(Ult, ClaimedPeStackSendsUltsOfItsFamilyToCarriers) {
+  record a, b, other, lone;
   prepare(a);
   prepare(b);
-  struct both {
+  prepare(other);
+  prepare(lone, 1);
+  a.u.family = b.u.family = &g_family_a;
+  other.u.family = &g_family_b;
+  struct all {
     record* a;
     record* b;
-  } ab{&a, &b};
+    record* other;
+    record* lone;
+  } ab{&a, &b, &other, &lone};
   const int rc = run_node({threads_opt(2)}, [&] {
     call_on(1, &note_pe_tid, reinterpret_cast<void*>(std::intptr_t(1)));
     call_on(
         1,
         [](void* p) {
-          auto* x = static_cast<both*>(p);
-          wt::claim_pe_stack();
+          auto* x = static_cast<all*>(p);
+          wt::claim_pe_stack(&g_family_a);
           EXPECT_TRUE(wt::pe_thread_taken(1));
           if (wt::claim(&x->a->u)) wt::start_here(&x->a->u);
-          wt::release_pe_stack();
+          if (wt::claim(&x->other->u)) wt::start_here(&x->other->u);
+          // Suspends on its carrier: it holds no place on PE 1's thread.
+          if (wt::claim(&x->lone->u)) wt::start_here(&x->lone->u);
+          wt::release_pe_stack(&g_family_a);
           EXPECT_FALSE(wt::pe_thread_taken(1));
           if (wt::claim(&x->b->u)) wt::start_here(&x->b->u);
         },
         &ab);
-    wait_until([&] { return a.done.load() && b.done.load(); });
+    wait_until([&] { return lone.suspended.load() == 1; });
+    wt::resume(&lone.u);
+    wait_until([&] { return a.done.load() && b.done.load() && other.done.load() && lone.done; });
     weft::exit(0);
   });
   EXPECT_EQ(rc, 0);
-  EXPECT_NE(a.tid.load(), g_pe_tid[1].load());
+  EXPECT_NE(a.tid.load(), g_pe_tid[1].load()) << "a ULT shared PE 1's thread with its family";
   EXPECT_EQ(a.pe, 1);
+  EXPECT_EQ(other.tid.load(), g_pe_tid[1].load()) << "another family's ULT got a carrier";
+  EXPECT_NE(lone.tid.load(), g_pe_tid[1].load()) << "a ULT without a family shared";
   EXPECT_EQ(b.tid.load(), g_pe_tid[1].load());
+}
+
+// Two hosted ULTs of one family never share the PE's thread; of two
+// families they do, and both are resumed there.
+TEST(Ult, UltsOfTwoFamiliesShareAPesThreadAndOfOneDoNot) {
+  record a1, a2, b1;
+  prepare(a1, 1);
+  prepare(a2, 1);
+  prepare(b1, 1);
+  a1.u.family = a2.u.family = &g_family_a;
+  b1.u.family = &g_family_b;
+  const int rc = run_node({threads_opt(2)}, [&] {
+    call_on(1, &note_pe_tid, reinterpret_cast<void*>(std::intptr_t(1)));
+    call_on(1, &start_here_if_unclaimed, &a1);
+    wait_until([&] { return a1.suspended.load() == 1; });
+    call_on(1, &start_here_if_unclaimed, &b1);
+    call_on(1, &start_here_if_unclaimed, &a2);
+    wait_until([&] { return b1.suspended.load() == 1 && a2.suspended.load() == 1; });
+    for (record* r : {&a1, &a2, &b1}) wt::resume(&r->u);
+    wait_until([&] { return a1.done.load() && a2.done.load() && b1.done.load(); });
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(a1.tid.load(), g_pe_tid[1].load());
+  EXPECT_EQ(b1.tid.load(), g_pe_tid[1].load());
+  EXPECT_NE(a2.tid.load(), g_pe_tid[1].load());
+  EXPECT_TRUE(a1.errno_kept && a2.errno_kept && b1.errno_kept);
 }
 
 // The same carrier slot is the same OS thread each time it is free; a busy
@@ -238,6 +282,44 @@ TEST(Ult, ACarrierSlotIsTheSameThreadEachTime) {
   EXPECT_NE(first.tid.load(), other.tid.load());
   EXPECT_EQ(first.pe, 1);
   EXPECT_EQ(other.pe, 1);
+}
+
+// A carrier is a guest of its PE: the code it runs sees the PE's numbers,
+// and it is not a PE.
+namespace {
+struct identity {
+  std::atomic<int> pe{-2}, rank{-2}, size{-2};
+  std::atomic<bool> guest{false}, carrier{false};
+};
+identity g_identity;
+void identity_body(wt::ult* u) {
+  g_identity.pe = weft::my_pe();
+  g_identity.rank = weft::my_rank();
+  g_identity.size = weft::node_size();
+  g_identity.guest = weft::detail::on_guest_thread();
+  g_identity.carrier = wt::on_carrier();
+  static_cast<record*>(u->arg)->tid = gettid_now();
+}
+}  // namespace
+
+TEST(Ult, ACarrierSeesItsPesNumbersAndIsNotAPe) {
+  record r;
+  const int rc = run_node({threads_opt(3)}, [&] {
+    prepare(r);
+    r.u.body = &identity_body;
+    wt::claim(&r.u);
+    wt::start_on_carrier(&r.u, 2, 1, wt::placement::beyond_pes);
+    wait_until([&] { return r.done.load(); });
+    EXPECT_FALSE(weft::detail::on_guest_thread());
+    EXPECT_FALSE(wt::on_carrier());
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(g_identity.pe, 2);
+  EXPECT_EQ(g_identity.rank, 2);
+  EXPECT_EQ(g_identity.size, 3);
+  EXPECT_TRUE(g_identity.guest);
+  EXPECT_TRUE(g_identity.carrier);
 }
 
 // yield() comes back by itself, on a PE's thread and on a carrier.

@@ -40,6 +40,10 @@ struct runtime_config {
   // to start behind a PE that stays inside one handler starts on an OS
   // thread of its own (a carrier) instead.
   long ult_rescue_us = 500;
+  // Which OpenMP threads never share an OS thread: those of one team and
+  // the teams nested in it (false), or all of them (true: objects running
+  // regions at once then get carrier threads for their members).
+  bool ult_isolate_all = false;
   // The trace (docs/tracing.md): directory (empty: off), full or summary,
   // buffer per PE; counters for stats and the trace ("off" or a list).
   std::string trace_dir;

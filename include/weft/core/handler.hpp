@@ -110,6 +110,21 @@ WEFT_API std::uint64_t pe_progress(int rank) noexcept;
 // PE that stays inside a handler because it runs from one that is merely
 // not scheduled (a loaded machine).
 WEFT_API std::uint64_t pe_cpu_time_ns(int rank) noexcept;
+// Whether PE `rank`'s thread sleeps in the kernel now (a lock, a read, a
+// sleep: /proc's state S or D) rather than running or waiting for a CPU.
+// A system call or two; for slow paths.
+WEFT_API bool pe_blocked(int rank) noexcept;
+// A carrier is a *guest* of its PE: it has the PE's identity (my_pe,
+// my_rank, node_size answer as on the PE, for the code it runs) but none of
+// its state -- it is not a PE: calls that need a PE's own state (its
+// timers, the objects and tasks layers) refuse or run without the PE, and
+// its sends take the path of threads that are not PEs. enter_guest: the
+// calling thread (not a PE) becomes a guest of PE `rank` of the running
+// node; leave_guest: no longer.
+WEFT_API void enter_guest(int rank);
+WEFT_API void leave_guest() noexcept;
+// True on a guest thread.
+WEFT_API bool on_guest_thread() noexcept;
 // The CPU PE `rank` is bound to (-1: unbound).
 WEFT_API int pe_cpu(int rank) noexcept;
 

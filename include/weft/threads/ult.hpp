@@ -1,20 +1,25 @@
 // Logical threads that behave as threads: user-level threads (fibers) that
-// the node runs on its PEs, each on an OS thread no other live logical
-// thread uses, so that its thread-local storage is its own. Layer
-// `threads` (DESIGN.md, lesson 14): the OpenMP runtime runs the members of
-// a team as ULTs; MPI ranks will be ULTs too.
+// the node runs on its PEs, each on an OS thread that no other live logical
+// thread of its *family* uses, so that its thread-local storage is its own.
+// Layer `threads` (DESIGN.md, lesson 14): the OpenMP runtime runs the
+// members of a team as ULTs (a team and the teams nested in it are one
+// family); MPI ranks will be ULTs too.
 //
 // Where a ULT runs. A ULT belongs to one PE of the node. It runs as a fiber
-// on that PE's own OS thread when no other logical thread lives there: no
-// other ULT hosted by it, and the PE's own stack not acting as one (an
-// OpenMP thread 0, which claims the stack: claim_pe_stack). Otherwise it
-// runs on a *carrier*: an OS thread of the node bound to the PE's CPUs,
-// which runs one ULT at a time and blocks while that ULT waits. Carriers are
-// pooled per PE and numbered (slots 1, 2, ...), so a caller that places the
-// same logical thread in the same slot each time gets the same OS thread
-// (OpenMP's threadprivate data persists between regions that way). A ULT
-// never moves: code compiled for threads keeps addresses of thread-locals
-// across calls, and errno is one of them.
+// on that PE's own OS thread when no logical thread of its family lives
+// there: no ULT of the family hosted by it, and the PE's own stack not
+// acting as one of the family (an OpenMP thread 0, which claims the stack:
+// claim_pe_stack). Logical threads of different families may share the
+// PE's thread as fibers (objects running OpenMP regions at once share the
+// PEs without threads of their own), a null family shares with none.
+// Otherwise it runs on a *carrier*: an OS thread of the node bound to the
+// PE's CPUs, a guest of the PE (weft::detail::enter_guest), which runs one
+// ULT at a time and blocks while that ULT waits. Carriers are pooled per PE
+// and numbered (slots 1, 2, ...), so a caller that places the same logical
+// thread in the same slot each time gets the same OS thread (OpenMP's
+// threadprivate data persists between regions that way). A ULT never
+// moves: code compiled for threads keeps addresses of thread-locals across
+// calls, and errno is one of them.
 //
 // Why OS threads and not one thread-local block per fiber switched with
 // the thread pointer (wrfsbase / arch_prctl, AMPI's tlsglobals): the
@@ -26,12 +31,12 @@
 //
 // Progress. A ULT that spins waiting for another (a wavefront pipeline's
 // flags) cannot be preempted by a fiber scheduler; under these rules no two
-// live logical threads share an OS thread, so the OS time-slices them as it
-// does any threads. What remains is a ULT that has not started because its
-// PE stays inside one long handler (a spinning ULT, or a long entry
-// method): held_up() tells who waits for it, and it starts on a carrier
-// instead (--weft:ult-rescue-us is how long it waits first). --weft:stats
-// counts each kind of placement.
+// live logical threads of a family share an OS thread, so the OS
+// time-slices them as it does any threads. What remains is a ULT that has
+// not started because its PE stays inside one long handler (a spinning
+// ULT, a long entry method, a handler blocked on a lock): held_up() tells
+// who waits for it, and it starts on a carrier instead (--weft:ult-rescue-us
+// is how long it waits first). --weft:stats counts each kind of placement.
 //
 //   threads::ult u;                      // owned by the caller until finished
 //   u.body = &run; u.finished = &done; u.arg = &state;
@@ -57,6 +62,9 @@ struct ult {
   void (*finished)(ult* self) = nullptr;
   void* arg = nullptr;                    // the owner's, for body and finished
   std::size_t stack_bytes = fiber::default_stack_bytes;
+  // Logical threads of one family never share an OS thread; of different
+  // families they may share their PE's thread. Null: shares with none.
+  const void* family = nullptr;
   // The owner's per-ULT pointer, read and written only by code running on
   // the ULT (libweft-omp: the OpenMP thread it runs as now).
   void* local = nullptr;
@@ -71,6 +79,7 @@ struct ult {
   std::atomic<std::uint64_t> probe_progress{0};
   std::atomic<std::uint64_t> probe_ns{0};
   std::atomic<std::uint64_t> probe_cpu_ns{0};
+  std::atomic<std::uint64_t> probe_next_ns{0};  // when to ask /proc again
 
   ult() = default;
   ult(const ult&) = delete;
@@ -86,7 +95,7 @@ struct ult {
 enum class placement : int {
   pe_thread,     // on its PE's own OS thread
   beyond_pes,    // a carrier slot asked for: more logical threads than PEs
-  pe_taken,      // a carrier: its PE's thread already had a live logical thread
+  pe_taken,      // a carrier: its PE's thread had a live logical thread of its family
   rescued,       // a carrier: its PE stayed inside one handler (held_up)
 };
 
@@ -94,9 +103,9 @@ enum class placement : int {
 // Any thread.
 WEFT_API bool claim(ult* u) noexcept;
 
-// Starts a claimed ULT on this PE: on the PE's own OS thread if no other
-// logical thread lives there (it runs now, until it first suspends or
-// ends), else on a carrier of this PE. PE only (a handler).
+// Starts a claimed ULT on this PE: on the PE's own OS thread if no logical
+// thread of its family lives there (it runs now, until it first suspends
+// or ends), else on a carrier of this PE. PE only (a handler).
 WEFT_API void start_here(ult* u);
 
 // Starts a claimed ULT on a carrier of PE `pe` (node-local rank), in carrier
@@ -104,17 +113,18 @@ WEFT_API void start_here(ult* u);
 // once. Any thread of the node (a PE or a carrier).
 WEFT_API void start_on_carrier(ult* u, int pe, int slot, placement why);
 
-// Whether PE `pe`'s own OS thread has a live logical thread now (a hint for
-// callers choosing where to start a ULT). Any thread.
+// Whether PE `pe`'s own OS thread has a live logical thread now, of any
+// family (a hint for callers choosing where to start a ULT). Any thread.
 WEFT_API bool pe_thread_taken(int pe) noexcept;
 
 // For an unstarted ULT that is to start on PE `pe` (a message on its way
 // there): true once that PE has stayed inside one handler for the rescue
 // bound (--weft:ult-rescue-us) since the first call that saw it inside one,
-// and has run meanwhile (its thread used a quarter of that in CPU time: a
-// PE that is merely not scheduled, on a loaded machine, is not held up, and
-// the ULT waits for it, keeping its place). Whoever waits for the ULT calls
-// it now and then and, on true, claims the ULT and starts it on a carrier
+// and has run meanwhile (its thread used a quarter of that in CPU time) or
+// sleeps in the kernel now (a lock, a read): a PE that is merely not
+// scheduled, on a loaded machine, is not held up, and the ULT waits for
+// it, keeping its place. Whoever waits for the ULT calls it now and then
+// and, on true, claims the ULT and starts it on a carrier
 // (placement::rescued). Any thread.
 WEFT_API bool held_up(ult* u, int pe, std::uint64_t now_ns) noexcept;
 
@@ -135,11 +145,12 @@ WEFT_API void yield();
 // The ULT running on the calling OS thread now, or null.
 WEFT_API ult* current() noexcept;
 
-// The PE's own stack acts as a logical thread from claim to release (an
-// OpenMP thread 0 met a region in a handler): no ULT starts on this PE's
-// thread meanwhile. Nests. PE only; a no-op on a ULT or a carrier.
-WEFT_API void claim_pe_stack() noexcept;
-WEFT_API void release_pe_stack() noexcept;
+// The PE's own stack acts as a logical thread of `family` from claim to
+// release (an OpenMP thread 0 met a region in a handler): no ULT of that
+// family starts on this PE's thread meanwhile. Nests; release names the
+// family its claim did. PE only; a no-op on a ULT or a carrier.
+WEFT_API void claim_pe_stack(const void* family) noexcept;
+WEFT_API void release_pe_stack(const void* family) noexcept;
 
 // Stops and joins every carrier of the node (a ULT still suspended on one
 // stays so). The layer does it as the node ends; a layer whose ULTs touch
@@ -151,6 +162,11 @@ WEFT_API void stop_carriers() noexcept;
 // The node-local PE the calling OS thread works for: its PE, or the PE of
 // the carrier it is; -1 on other threads.
 WEFT_API int current_pe() noexcept;
+// Whether the calling thread is a carrier.
+WEFT_API bool on_carrier() noexcept;
+// --weft:ult-isolate=all on the running node (false when none runs): the
+// owner then gives its logical threads no family.
+WEFT_API bool isolate_all() noexcept;
 // The PEs of the running node (0 when none runs). Any thread.
 WEFT_API int node_pes() noexcept;
 // The job-wide number of node-local PE `pe` (for weft::send). Any thread of

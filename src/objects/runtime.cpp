@@ -51,12 +51,16 @@ handler_id h_control = 0;    // everything else
 constexpr std::int32_t migration_priority = INT32_MAX;
 constexpr std::size_t bcast_history_limit = 256;
 
+// What a call from a guest of a PE (layer threads: an OpenMP thread on a
+// carrier) is told: it has the PE's numbers, not its state.
+std::string guest_text() {
+  return " on a guest of PE " + std::to_string(my_pe()) +
+         ": an OpenMP thread that runs on a carrier thread, not on the PE (a thread beyond the "
+         "node's PEs, or of a nested team); call it from thread 0 of the region, or after it";
+}
+
 [[noreturn, gnu::cold, gnu::noinline]] void off_pe_error() {
-  if (detail::on_guest_thread())
-    object_error(
-        "the weft objects API was called on a guest of PE " + std::to_string(my_pe()) +
-        ": an OpenMP thread that runs on a carrier thread, not on the PE (a thread beyond the "
-        "node's PEs, or of a nested team); call it from thread 0 of the region, or after it");
+  if (detail::on_guest_thread()) object_error("the weft objects API was called" + guest_text());
   object_error("the weft objects API was called off a PE (or while no node runs)");
 }
 
@@ -1531,6 +1535,8 @@ void object_error(const std::string& what) {
 }
 
 void require_pe(const char* what) {
+  if (t_obj == nullptr && detail::on_guest_thread())
+    object_error(std::string(what) + " was called" + guest_text());
   if (t_obj == nullptr) object_error(std::string(what) + " was called off a PE");
 }
 

@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <atomic>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -263,6 +264,60 @@ TEST(OmpInWeft, ThreadsBeyondThePesSeeTheirPeAndRunParallelForAlone) {
   EXPECT_EQ(team, 5);
   EXPECT_EQ(bad_pe.load(), 0);
   EXPECT_EQ(total.load(), 5L * 999 * 1000 / 2);
+}
+
+// A member whose PE sleeps in the kernel inside a handler (blocked on a lock
+// that thread 0 holds until the region ends) starts on a carrier: the
+// region ends, and the handler after it.
+std::mutex g_lock;
+std::atomic<bool> g_blocker_in{false};
+void on_block_on_lock(weft::message_ptr) {
+  g_blocker_in = true;
+  std::lock_guard<std::mutex> hold(g_lock);
+}
+const weft::handler_id h_block = weft::register_handler("omp_test.block", on_block_on_lock);
+
+TEST(OmpInWeft, MemberHeldUpBehindABlockedPeStartsOnACarrier) {
+  g_blocker_in = false;
+  std::atomic<int> ran{0};
+  const int rc = run_weft(2, [&] {
+    {
+      std::unique_lock<std::mutex> hold(g_lock);
+      weft::send(1, weft::make_message(h_block, 0));
+      while (!g_blocker_in.load()) {
+      }
+#pragma omp parallel num_threads(2)
+      ++ran;
+    }
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(ran.load(), 2);
+}
+
+// The objects layer needs its PE's state: on a carrier it refuses, naming
+// why and what to do.
+struct Lone : weft::array_element<Lone, int> {
+  void ping() {}
+};
+
+// (A function of its own: a pragma inside a macro's arguments applies to
+// the whole macro.)
+void send_from_a_carrier() {
+  run_weft(2, [] {
+    auto lone = weft::array<Lone>::create(1);
+#pragma omp parallel num_threads(3)
+    {
+      if (omp_get_thread_num() == 2) lone[0].send<&Lone::ping>();
+    }
+    weft::exit(0);
+  });
+}
+
+TEST(OmpInWeftDeathTest, ObjectsApiOnACarrierSaysWhyItRefuses) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(send_from_a_carrier(), testing::ExitedWithCode(3),
+              "called on a guest of PE 0: an OpenMP thread that runs on a carrier");
 }
 
 }  // namespace

@@ -176,7 +176,8 @@ void print_stats(std::FILE* out) {
   }
   std::fprintf(out,
                "  beyond_pes: more logical threads than PEs; pe_taken: the PE's thread had one "
-               "already; rescued: the PE stayed inside one handler for --weft:ult-rescue-us\n");
+               "of the family already; rescued: the PE stayed inside one handler for "
+               "--weft:ult-rescue-us\n");
 }
 
 const bool registered = [] {

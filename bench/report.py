@@ -59,9 +59,14 @@ def spread(row, ratio=False):
     if row is None:
         return "–"
     v = num(row.get("value"), ratio)
+    rounds = ""
+    if "rounds" in row:  # a ratio formed per round: how many rounds it rests on
+        n, of = row.get("n"), row["rounds"]
+        rounds = "%d round%s" % (n, "" if n == 1 else "s") if n == of else "%d of %d rounds" % (n, of)
     if "min" in row and "max" in row:
-        return "%s (%s–%s)" % (v, num(row["min"], ratio), num(row["max"], ratio))
-    return v
+        return "%s (%s–%s%s)" % (v, num(row["min"], ratio), num(row["max"], ratio),
+                                 "; " + rounds if rounds else "")
+    return "%s (%s)" % (v, rounds) if rounds else v
 
 
 def pct(frac):
@@ -262,26 +267,47 @@ def sec_pingpong(rows):
         r16 = ratio_of(m16.get("value"), floor_v) if m16 else None
         if r16 is not None:
             out.append("16 B one-way / cache-line floor: %s (from the medians).\n" % num(r16, True))
-    verdict = "not measured" if r16 is None else ("met" if r16 <= 3 else "not met")
-    out.append("requirement: 16 B one-way within 3x the cache-line floor: **%s**\n" % verdict)
+    v = judge("pingpong: 16 B one-way within 3x the cache-line floor", None if r16 is None else r16 <= 3,
+              num(r16, True), "no 16 B one-way time or no cache-line floor in the rows")
+    out.append("requirement: 16 B one-way within 3x the cache-line floor: **%s**\n" % v)
     out.append(leftovers(rows, used))
     return "\n".join(o for o in out if o)
 
 
 KN_VARIANTS = [(q, b, a) for q in ("mpsc", "spsc-pairs") for b in ("compact", "none") for a in ("mimalloc", "system")]
-KN_DEFAULT = ("mpsc", "compact", "mimalloc")
 
 
 def kn_variant(r):
-    return (r.get("queue", KN_DEFAULT[0]), r.get("bind", KN_DEFAULT[1]), r.get("alloc", KN_DEFAULT[2]))
+    return (r.get("queue", "?"), r.get("bind", "?"), r.get("alloc", "?"))
+
+
+def kn_default(rows):
+    """The variant a user gets by default, as run_all.sh recorded it from
+    kneighbor's own --weft:print-config (a "default_config" row); None when
+    no such row was recorded -- never a constant, which goes stale when a
+    default changes."""
+    cfg = [r for r in rows if r.get("metric") == "default_config"]
+    if not cfg:
+        return None
+    c = cfg[-1]
+    return (c.get("queue", "?"), c.get("bind", "?"), c.get("alloc", "?"))
+
+
+NO_DEFAULT = ("no default_config row: bench/run_all.sh records the default variant from "
+              "kneighbor's --weft:print-config")
+
+
+def kn_default_name(d):
+    return "queue=%s, bind=%s, alloc=%s, the default as `--weft:print-config` reported it" % d
 
 
 def kn_level(r):
     return r.get("level", "core")
 
 
-def sec_kneighbor_objects(rs, used, sizes, touches):
-    """The objects level beside core: iteration times and ratio rows."""
+def sec_kneighbor_objects(rs, used, sizes, touches, default):
+    """The objects level beside core: iteration times and ratio rows, judged
+    on the default variant."""
     out = []
     obj = [r for r in rs if kn_level(r) == "objects" and isinstance(r.get("bytes"), int)]
     if not obj:
@@ -306,8 +332,8 @@ def sec_kneighbor_objects(rs, used, sizes, touches):
             used.add(id(hit))
         return hit
 
-    variants = sorted({kn_variant(r) for r in obj}, key=lambda v: (v != KN_DEFAULT, v))
-    main = variants[0]
+    variants = sorted({kn_variant(r) for r in obj}, key=lambda v: (v != default, v))
+    main = default if default is not None else variants[0]
     out.append("Objects level (a chare array, one element per PE, entry methods; payload a "
                "`std::span<const std::byte>` copied into the message and viewed there, as core's "
                "payload is; a `weft::buffer<std::byte>` handed over without a copy; or a "
@@ -331,14 +357,18 @@ def sec_kneighbor_objects(rs, used, sizes, touches):
             if any_obj:
                 body.append(line)
     out.append(table(head, body))
-    q16 = pick(main, "ratio_objects_over_core", bytes=16, touch=False, payload=payloads[0] if payloads else None)
-    if q16 is not None:
-        v = q16.get("value")
-        out.append("target: objects ÷ core under 1.5 for 16 B messages (touch=false, %s payload): "
-                   "%s — **%s**\n" % (q16.get("payload"), spread(q16, True),
-                                      "met" if isinstance(v, (int, float)) and v < 1.5 else "not met"))
+    what = "kNeighbor: objects ÷ core under 1.5 for 16 B messages (touch=false, span payload)"
+    q16 = pick(main, "ratio_objects_over_core", bytes=16, touch=False, payload="span")
+    v = q16.get("value") if q16 is not None else None
+    if default is None:
+        ok, why = None, NO_DEFAULT
     else:
-        out.append("target: objects ÷ core under 1.5 for 16 B messages: not measured.\n")
+        ok = v < 1.5 if isinstance(v, (int, float)) else None
+        why = "no 16 B touch=false span ratio in the default variant's run"
+    judged = judge(what + (" [%s]" % "/".join(default) if default else ""), ok, spread(q16, True), why)
+    out.append("target: objects ÷ core under 1.5 for 16 B messages (touch=false, span payload), "
+               "judged on %s: %s — **%s**\n"
+               % (kn_default_name(default) if default else "no recorded default", spread(q16, True), judged))
     if len(variants) > 1:
         out.append("objects ÷ core in every variant (%s payload; median of the per-repeat ratios; "
                    "queue/bind/alloc):\n" % (payloads[0] if payloads else "?"))
@@ -362,6 +392,10 @@ def sec_kneighbor_objects(rs, used, sizes, touches):
 
 def sec_kneighbor(rows):
     used, out = set(), []
+    default = kn_default(rows)
+    for r in rows:
+        if r.get("metric") == "default_config":
+            used.add(id(r))
     it = [r for r in rows if r.get("metric") in ("iter_us", "ratio_objects_over_core")
           and isinstance(r.get("bytes"), int)]
     groups = OrderedDict()
@@ -377,9 +411,9 @@ def sec_kneighbor(rows):
         rs = [r for r in rs if kn_level(r) == "core" and r.get("metric") == "iter_us"]
 
         # (i) iteration time vs size, default variant
-        dflt = [r for r in rs if kn_variant(r) == KN_DEFAULT]
+        dflt = [r for r in rs if kn_variant(r) == default] if default else []
         if dflt:
-            out.append("Iteration time (µs) vs message size, default variant (queue=%s, bind=%s, alloc=%s):\n" % KN_DEFAULT)
+            out.append("Iteration time (µs) vs message size, default variant (%s):\n" % kn_default_name(default))
             body = []
             for b in sizes:
                 line = [human_bytes(b)]
@@ -390,21 +424,26 @@ def sec_kneighbor(rows):
             small = find(dflt, used, bytes=16, touch=False)
             big_b = 65536 if any(r["bytes"] == 65536 for r in dflt) else (max(sizes) if sizes else None)
             big = find(dflt, used, bytes=big_b, touch=False) if big_b is not None else None
-            if small and big and big_b != 16:
-                q = ratio_of(big.get("value"), small.get("value"))
-                out.append("touch=false: iter(%s) / iter(16 B) = %s — %s.\n" % (
-                    human_bytes(big_b), num(q, True),
-                    "stays flat (ratio < 1.5)" if q is not None and q < 1.5 else "does not stay flat (ratio ≥ 1.5)"))
-            else:
-                out.append("touch=false: iter(64 KiB) / iter(16 B): not measured.\n")
+            q = ratio_of(big.get("value"), small.get("value")) if small and big and big_b != 16 else None
+            v = judge("kNeighbor: iteration time stays flat from 16 B to %s (touch=false, default variant, "
+                      "ratio under 1.5)" % (human_bytes(big_b) if big_b else "64 KiB"),
+                      None if q is None else q < 1.5, num(q, True),
+                      "no 16 B or no large-message iteration time in the default variant's run")
+            out.append("touch=false: iter(%s) / iter(16 B) = %s — **%s**.\n"
+                       % (human_bytes(big_b) if big_b else "64 KiB", num(q, True), v))
         else:
-            out.append("No rows for the default variant (queue=%s, bind=%s, alloc=%s).\n" % KN_DEFAULT)
+            v = judge("kNeighbor: iteration time stays flat from 16 B to 64 KiB (touch=false, default "
+                      "variant, ratio under 1.5)", None, "–",
+                      NO_DEFAULT if default is None else "no rows for the default variant (%s)"
+                      % "/".join(default))
+            out.append("No rows for the default variant: %s.\n" % v)
 
         # (ii) the 8 variants side by side
         # All 8 columns, even a variant that did not run ("–"), then any other.
         present = KN_VARIANTS + sorted({kn_variant(r) for r in rs} - set(KN_VARIANTS))
         if len({kn_variant(r) for r in rs}) > 1:
-            out.append("Variants (iteration µs; ×default in brackets; queue/bind/alloc):\n")
+            out.append("Variants (iteration µs; ×default in brackets, the default being %s; "
+                       "queue/bind/alloc):\n" % ("/".join(default) if default else "unknown"))
             head = ["touch", "bytes"] + ["/".join(v) for v in present] + ["best", "best ÷ default"]
             body = []
             for t in touches:
@@ -418,7 +457,7 @@ def sec_kneighbor(rows):
                         if r is not None:
                             used.add(id(r))
                             vals[v] = r.get("value")
-                    d = vals.get(KN_DEFAULT)
+                    d = vals.get(default)
                     cells = []
                     for v in present:
                         if v not in vals:
@@ -436,7 +475,7 @@ def sec_kneighbor(rows):
             out.append(table(head, body))
 
         # (iii) the objects level beside core
-        out.extend(sec_kneighbor_objects(every, used, sizes, touches))
+        out.extend(sec_kneighbor_objects(every, used, sizes, touches, default))
     if not groups:
         out.append("No `iter_us` rows.\n")
     out.append(leftovers(rows, used))
@@ -683,12 +722,15 @@ def sec_tasks_overhead(rows):
         out.append(table(["runtime", "scheme", "µs per loop", "÷ libgomp", "off the caller"], body))
     else:
         out.append("No `loop_us` rows.\n")
-    if dflt is None:  # JSON from before the "default" field: the documented default
-        dflt = find(lp, set(), runtime="weft", scheme="adaptive-idle")
+    # The default is what the program says it ran by default (its "default"
+    # field), never a constant here.
     q = dflt.get("vs_libgomp") if dflt else None
     ok = None if not isinstance(q, (int, float)) else q <= 1.0
+    v = judge("tasks: default scheme's empty-loop overhead <= libgomp's", ok,
+              "%s: %s" % (dflt.get("scheme") if dflt else "?", ranged(dflt, "vs_libgomp")),
+              "no weft row marked as the default scheme" if dflt is None else "no ÷ libgomp figure")
     out.append("requirement: default scheme empty-loop overhead <= libgomp (%s ÷ libgomp: %s) — **%s**\n"
-               % (dflt.get("scheme") if dflt else "?", ranged(dflt, "vs_libgomp"), verdict(ok)))
+               % (dflt.get("scheme") if dflt else "?", ranged(dflt, "vs_libgomp"), v))
     out.append(leftovers(rows, used))
     return "\n".join(o for o in out if o)
 
@@ -757,10 +799,14 @@ def sec_tasks_imbalance(rows):
 
     def measured(case, what):
         return "; ".join("%s, %s: %s %s" % (c[2], c[1], what, c[3]) for c in checks if c[0] == case) or "–"
+    v1 = judge("tasks: adaptive schemes within 1.15x of ideal with imbalance", overall("imbalanced"),
+               measured("imbalanced", "step ÷ ideal"), "a case or scheme has no step ÷ ideal figure")
+    v2 = judge("tasks: adaptive schemes cost < 3% without imbalance", overall("balanced"),
+               measured("balanced", "step ÷ no-tasks"), "a case or scheme has no step ÷ no-tasks figure")
     out.append("requirement: adaptive schemes within 1.15x of ideal with imbalance (%s) — **%s**\n"
-               % (measured("imbalanced", "step ÷ ideal"), verdict(overall("imbalanced"))))
+               % (measured("imbalanced", "step ÷ ideal"), v1))
     out.append("requirement: adaptive schemes cost < 3%% without imbalance (%s) — **%s**\n"
-               % (measured("balanced", "step ÷ no-tasks"), verdict(overall("balanced"))))
+               % (measured("balanced", "step ÷ no-tasks"), v2))
     out.append(leftovers(rows, used))
     return "\n".join(o for o in out if o)
 
@@ -861,20 +907,27 @@ def sec_omp_wavefront(rows):
                "ms per pair of sweeps, median over the rounds of each run's median (min–max); "
                "libweft-omp ÷ libgomp formed per round (%s).\n"
                % (first.get("cores", "?"), rounds_note(sw)))
-    body, worst = [], None
+    body, worst, lacking = [], None, []
     teams = sorted({r.get("team") for r in sw if isinstance(r.get("team"), int)})
     for team in teams:
         g = select(sw, used, team=team, runtime="libgomp")
         w = select(sw, used, team=team, runtime="libweft-omp")
         q = ratio_rounds(w, g) if g and w else None
-        if q and (worst is None or q["value"] > worst["value"]):
+        if q is None:
+            lacking.append(str(team))
+        elif worst is None or q["value"] > worst["value"]:
             worst = q
         body.append([team, spread(cell(g)) if g else "–", spread(cell(w)) if w else "–",
                      spread(q, True) if q else "–"])
     out.append(table(["threads", "libgomp ms", "libweft-omp ms", "libweft-omp ÷ libgomp"], body)
                if body else "No `sweep_ms` rows.\n")
+    # A team size without a ratio (a runtime's runs all failed or hung) leaves
+    # "every team size" unjudged rather than judged on the others.
     v = require("threads that spin waiting for each other (wavefront): libweft-omp within 1.5x "
-                "of libgomp at every team size", worst, lambda x: x <= 1.5)
+                "of libgomp at every team size", None if lacking else worst, lambda x: x <= 1.5,
+                text=spread(worst, True),
+                why="no libweft-omp ÷ libgomp ratio for %s thread%s" % (
+                    ", ".join(lacking), "" if lacking == ["1"] else "s") if lacking else None)
     out.append("requirement: within 1.5x of libgomp at every team size — worst libweft-omp ÷ "
                "libgomp %s: **%s**\n" % (spread(worst, True), v))
     out.append(leftovers(rows, used))
@@ -952,7 +1005,10 @@ def ratio_rounds(num_rows, den_rows):
     qs = [q for q in qs if q is not None]
     if not qs:
         return None
-    return {"value": median(qs), "min": min(qs), "max": max(qs), "n": len(qs)}
+    # A round missing from either series (a run that failed or was killed)
+    # shows as "n of m rounds" wherever the ratio is printed.
+    rounds = len(set(a) | set(b))
+    return {"value": median(qs), "min": min(qs), "max": max(qs), "n": len(qs), "rounds": rounds}
 
 
 def select(rows, used, **want):
@@ -962,8 +1018,21 @@ def select(rows, used, **want):
     return hits
 
 
-def verdict(ok):
-    return "not measured" if ok is None else ("met" if ok else "not met")
+# Verdicts that could not be computed: (what, why). main() lists them and
+# exits 3, and run_all.sh fails, so a missing verdict is never a quiet gap.
+UNMEASURED = []
+
+
+def verdict(ok, what=None, why=None):
+    """'met' / 'not met'; for a verdict that could not be computed, 'not
+    measured' and the reason, recorded in UNMEASURED when `what` names it
+    (per-row cells leave `what` out: their overall verdict records it)."""
+    if ok is not None:
+        return "met" if ok else "not met"
+    why = why or "no figure to judge"
+    if what is not None:
+        UNMEASURED.append((what, why))
+    return "not measured: %s" % why
 
 
 def rounds_note(rows):
@@ -971,11 +1040,19 @@ def rounds_note(rows):
     return ("%d round%s" % (n, "" if n == 1 else "s")) if n else "one run"
 
 
-def require(what, q, test, text=None):
+def require(what, q, test, text=None, why=None):
     """Records a requirement checked on the median ratio `q`; returns the verdict."""
     ok = None if q is None else bool(test(q["value"]))
-    REQUIREMENTS.append((what, text if text is not None else spread(q, True), verdict(ok)))
-    return verdict(ok)
+    v = verdict(ok, what, why or "no ratio: a series has no rows, or no round is in both")
+    REQUIREMENTS.append((what, text if text is not None else spread(q, True), v))
+    return v
+
+
+def judge(what, ok, text, why=None):
+    """Records a verdict computed elsewhere (ok: True, False or None)."""
+    v = verdict(ok, what, why)
+    REQUIREMENTS.append((what, text, v))
+    return v
 
 
 # plain-mpi and plain-ucx (bench/mpi_pingpong, bench/ucx_pingpong) are the
@@ -1062,9 +1139,10 @@ def sec_pingpong_nodes(rows):
         oks.append(None if r is None else r["value"] >= 1.0)
     ok = None if not oks or None in oks else all(oks)
     text = "; ".join(cells) if cells else "–"
-    REQUIREMENTS.append(("ucx bandwidth ≥ plain MPI's from 64 KiB up", text, verdict(ok)))
-    checks.append(["ucx bandwidth ÷ plain MPI, each size from 64 KiB", "≥ 1 at each", text,
-                   verdict(ok)])
+    v = judge("ucx bandwidth ≥ plain MPI's from 64 KiB up", ok, text,
+              "no size from 64 KiB, or a size without a ratio" if "ucx" in transports
+              else "no rows of weft's ucx transport")
+    checks.append(["ucx bandwidth ÷ plain MPI, each size from 64 KiB", "≥ 1 at each", text, v])
     out.append("Requirements (ratios of medians per round, median and min–max over the rounds; "
                "a row that needs \"–\" is for information, with no verdict):\n")
     out.append(table(["what", "needs", "measured", "verdict"], checks))
@@ -1144,19 +1222,18 @@ def sec_kneighbor_modes(rows):
     def overall(oks):
         return None if not oks or None in oks else all(oks)
     v1, v2 = overall(all_smp), overall(all_shm)
-    REQUIREMENTS.append(("kNeighbor: SMP faster than non-SMP over shm at every size (2 and 4 PEs, "
-                         "touch=false)",
-                         "%d of %d sizes" % (sum(1 for x in all_smp if x), len(all_smp)), verdict(v1)))
-    REQUIREMENTS.append(("kNeighbor: non-SMP over shm faster than non-SMP over mpi at every size "
-                         "(touch=false)",
-                         "%d of %d sizes" % (sum(1 for x in all_shm if x), len(all_shm)), verdict(v2)))
+    why = "no touch=false sizes, or a size without a ratio (a mode's runs missing)"
+    v1 = judge("kNeighbor: SMP faster than non-SMP over shm at every size (2 and 4 PEs, touch=false)",
+               v1, "%d of %d sizes" % (sum(1 for x in all_smp if x), len(all_smp)), why)
+    v2 = judge("kNeighbor: non-SMP over shm faster than non-SMP over mpi at every size (touch=false)",
+               v2, "%d of %d sizes" % (sum(1 for x in all_shm if x), len(all_shm)), why)
     out.append("Requirements: SMP beats non-SMP over shm at every size: **%s**; non-SMP over shm "
                "beats non-SMP over mpi at every size: **%s** (a ratio above 1 means the first is "
                "slower). They are judged on the touch=false runs, which time what the runtime "
                "itself costs per message, as the seeds' kNeighbor does; with touch=true every "
                "mode moves the same bytes through the same caches, and its tables show how much "
                "of the difference is left once the payload is used (at 64 KiB, little: the "
-               "modes tie within the noise).\n" % (verdict(v1), verdict(v2)))
+               "modes tie within the noise).\n" % (v1, v2))
     out.append(leftovers(rows, used))
     return "\n".join(o for o in out if o)
 
@@ -1189,8 +1266,8 @@ def sec_trace_overhead(rows):
     out.append(table(head, body))
     met = sum(1 for x in oks if x)
     v = None if not oks or None in oks else all(oks)
-    REQUIREMENTS.append(("Tracing (full) slows kNeighbor by under 10%",
-                         "%d of %d level × size cases" % (met, len(oks)), verdict(v)))
+    judge("Tracing (full) slows kNeighbor by under 10%", v, "%d of %d level × size cases" % (met, len(oks)),
+          "no level × size case, or a case without a full ÷ off ratio")
     select(rows, used, metric="ratio_objects_over_core")  # kneighbor's own ratio: not this question
     out.append(leftovers(rows, used))
     return "\n".join(o for o in out if o)
@@ -1353,10 +1430,8 @@ def us(row):
 
 
 def sec_requirements():
-    if not REQUIREMENTS:
-        return "_Not measured: no pingpong_nodes or kneighbor_modes results._\n"
-    return ("Computed from the tables above (ratios per round of run_all.sh's interleaved runs; "
-            "the median over the rounds decides):\n\n"
+    return ("Every verdict of the sections above, computed from their tables (a ratio of runs "
+            "interleaved per round: the median over the rounds decides):\n\n"
             + table(["requirement", "measured", "verdict"], [list(r) for r in REQUIREMENTS]))
 
 
@@ -1415,10 +1490,14 @@ def main(argv):
         try:
             print(render(rows))
         except Exception as e:  # a malformed file must not lose the rest of the report
-            sys.stderr.write("report.py: %s: %s; printed generically\n" % (name, e))
+            why = "the section's code failed (%s: %s)" % (type(e).__name__, e)
+            sys.stderr.write("report.py: %s: %s; printed generically\n" % (name, why))
+            UNMEASURED.append(("every verdict of the %s section" % name, why))
+            REQUIREMENTS.append(("every verdict of the %s section" % name, "–", "not measured: " + why))
+            print("_Its verdicts are not measured: %s. The rows, generically:_\n" % why)
             print(generic(rows))
-    if any(name in benches for name in BY_FILE):
-        print("## Requirements of the runs across processes\n")
+    if REQUIREMENTS:
+        print("## Requirements\n")
         print(sec_requirements())
     for name, rows in benches.items():
         if name in SECTIONS:
@@ -1430,7 +1509,9 @@ def main(argv):
         for n in notes:
             print("- %s" % n)
         print()
-    return 0
+    for what, why in UNMEASURED:
+        sys.stderr.write("report.py: not measured: %s: %s\n" % (what, why))
+    return 3 if UNMEASURED else 0
 
 
 if __name__ == "__main__":

@@ -302,6 +302,9 @@ void broadcast(message_ptr m) {
   m->src_pe = my_pe();
   m->flags = std::uint16_t((m->flags & ~message_flags::node) | message_flags::broadcast);
   m->bcast_root = root;
+  // Priorities order sends only: a broadcast is never reordered
+  // (docs/design/scheduler.md), so its copies wait as priority 0.
+  m->priority = 0;
   if (trace::on()) [[unlikely]]
     m->reserved_ = trace::detail::record_send(root, m->size, m->handler, 0);
   core::count_send(node);

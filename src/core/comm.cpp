@@ -508,12 +508,16 @@ void net_start(node_state& node) {
   const runtime_config& cfg = node.cfg;
   net::launch_info launch = net::launch_from_environment();
   const std::string name = resolve_transport(cfg, launch);
-  if (name == "local" && !cfg.comm.empty())
+  // One process over a network transport (no launcher, or a launcher that
+  // started one) has no comm thread either. PMIx may leave the job's size
+  // to the transport to ask: there a size of 1 is only a guess.
+  const bool one_process = name == "local" || (launch.size == 1 && launch.launcher != "pmix");
+  if (one_process && !cfg.comm.empty())
     base::usage_error(
         "--weft:comm=%s: a comm mode applies only to runs of several processes; "
         "this run is one process",
         cfg.comm.c_str());
-  if (name == "local" && cfg.commap >= 0)
+  if (one_process && cfg.commap >= 0)
     base::usage_error(
         "--weft:commap=%d: a comm thread exists only in runs of several processes; "
         "this run is one process",

@@ -1,9 +1,11 @@
 #include "weft/base/options.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include "weft/base/error.hpp"
 
 namespace weft::base {
@@ -106,8 +108,70 @@ void option_set::assign(entry& e, const std::string& value, option_source src) {
   e.source = src;
 }
 
+namespace {
+
+// Edits (insert, delete, replace, swap two neighbours) between a and b.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+std::string lowercase_dashes(std::string s) {
+  for (char& c : s) c = (c == '_') ? '-' : char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Arguments that look meant for weft but miss its prefix: "--weft-threads",
+// "-weft:threads", "--weft_threads", "-weft-threads". Returns the option
+// name part, or "" for any other argument.
+std::string mistyped_prefix_name(const char* a) {
+  static const char* const near_misses[] = {"--weft-", "--weft_", "-weft:", "-weft-", "-weft_",
+                                            "--weft.", "--weft;"};
+  for (const char* p : near_misses) {
+    const std::size_t n = std::strlen(p);
+    if (std::strncmp(a, p, n) == 0) {
+      std::string name(a + n);
+      if (auto eq = name.find('='); eq != std::string::npos) name.resize(eq);
+      return lowercase_dashes(name);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string option_set::closest(const std::string& name) const {
+  const std::string want = lowercase_dashes(name);
+  std::string best;
+  std::size_t best_d = 0;
+  auto consider = [&](const std::string& known) {
+    const std::size_t d = edit_distance(want, known);
+    // A typo, not another word: at most 2 edits, and fewer than a third of
+    // the name.
+    if (d <= 2 && 3 * d < std::max(want.size(), known.size()) && (best.empty() || d < best_d)) {
+      best = known;
+      best_d = d;
+    }
+  };
+  for (const auto& e : entries_) consider(e.spec.name);
+  consider("help");
+  consider("version");
+  return best;
+}
+
 void option_set::parse(int& argc, char** argv, char** envp) {
   // Environment first, so the command line can override it.
+  std::string unknown_env;
   for (char** p = envp; p != nullptr && *p != nullptr; ++p) {
     const char* kv = *p;
     if (std::strncmp(kv, "WEFT_", 5) != 0) continue;
@@ -117,19 +181,40 @@ void option_set::parse(int& argc, char** argv, char** envp) {
     entry* hit = nullptr;
     for (auto& e : entries_)
       if (env_name(e.spec.name) == key) hit = &e;
-    if (hit == nullptr)
-      usage_error("unknown environment variable %s (see --weft:help for the WEFT_* names)",
-                  key.c_str());
+    if (hit == nullptr) {
+      // Not ours, or a typo: said once, never fatal.
+      unknown_env += (unknown_env.empty() ? "" : ", ") + key;
+      if (std::string near = closest(key.substr(5)); !near.empty() && near != "help" &&
+                                                     near != "version")
+        unknown_env += " (did you mean " + env_name(near) + "?)";
+      continue;
+    }
     std::string value(eq + 1);
     if (value.empty() && hit->spec.is_flag) value.push_back('1');
     assign(*hit, value, option_source::environment);
   }
+  if (!unknown_env.empty())
+    warn("ignoring WEFT_* environment %s no weft option: %s (--weft:help lists the WEFT_* "
+         "names)",
+         unknown_env.find(',') == std::string::npos ? "variable that names"
+                                                    : "variables that name",
+         unknown_env.c_str());
 
-  bool want_help = false;
+  bool want_help = false, want_version = false;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     if (std::strncmp(a, "--weft:", 7) != 0) {
+      // "--weft-threads=2" is a typo of "--weft:threads=2" when the name is
+      // (close to) an option; other arguments are the program's.
+      if (std::string name = mistyped_prefix_name(a); !name.empty()) {
+        if (std::string near = closest(name); !near.empty()) {
+          const char* eq = std::strchr(a, '=');
+          usage_error("%s is not a weft option: weft's start with --weft: (did you mean "
+                      "--weft:%s%s?)",
+                      a, near.c_str(), eq != nullptr ? eq : "");
+        }
+      }
       argv[out++] = argv[i];
       continue;
     }
@@ -145,9 +230,17 @@ void option_set::parse(int& argc, char** argv, char** envp) {
       want_help = true;
       continue;
     }
+    if (name == "version") {
+      want_version = true;
+      continue;
+    }
     entry* e = find(name);
-    if (e == nullptr)
-      usage_error("unknown option --weft:%s (run with --weft:help for the list)", name.c_str());
+    if (e == nullptr) {
+      const std::string near = closest(name);
+      usage_error("unknown option --weft:%s (%s%s%srun with --weft:help for the list)",
+                  name.c_str(), near.empty() ? "" : "did you mean --weft:", near.c_str(),
+                  near.empty() ? "" : "? ");
+    }
     if (!has_value) {
       if (!e->spec.is_flag)
         usage_error("--weft:%s needs a value: --weft:%s=<%s>", name.c_str(), name.c_str(),
@@ -160,6 +253,10 @@ void option_set::parse(int& argc, char** argv, char** envp) {
   if (out < 1 || argv[out] != nullptr) argv[out] = nullptr;
   if (want_help) {
     print_help(stdout, argc > 0 ? argv[0] : "app");
+    std::exit(0);
+  }
+  if (want_version) {
+    std::fputs(version_text_ ? version_text_().c_str() : "weft\n", stdout);
     std::exit(0);
   }
 }
@@ -204,6 +301,7 @@ void option_set::print_help(std::FILE* out, const char* program) const {
                "weft runtime options (also settable as WEFT_NAME=value; the command line wins):\n",
                program);
   std::fprintf(out, "  %-22s %s\n", "--weft:help", "print this list and exit");
+  std::fprintf(out, "  %-22s %s\n", "--weft:version", "print the version and build configuration, and exit");
   for (const auto& e : entries_) {
     std::string lhs =
         "--weft:" + e.spec.name + (e.spec.is_flag ? "[=bool]" : "=" + e.spec.accepted);

@@ -160,6 +160,20 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   base::option_set local;
   base::option_set& set = out_set ? *out_set : local;
   define_runtime_options(set);
+  set.set_version_text([] {
+    std::string t = std::string("weft ") + build_info::version + "\n";
+    t += std::string("  build type: ") + (*build_info::build_type ? build_info::build_type : "(none)");
+#if defined(__clang__)
+    t += ", compiler: clang " __clang_version__;
+#elif defined(__GNUC__)
+    t += ", compiler: GCC " __VERSION__;
+#endif
+    t += ", C++" + std::to_string(__cplusplus / 100 % 100);
+    t += std::string(", sanitizer: ") + (*build_info::sanitizer ? build_info::sanitizer : "none") + "\n";
+    t += std::string("  default allocator: ") + build_info::default_alloc + "\n";
+    t += "  transports: " + net::available_transports() + "\n";
+    return t;
+  });
   set.parse(argc, argv, environ);
 
   // The first topology::get() of the process comes next. In a job of several

@@ -20,10 +20,12 @@
 // ended; the last reference frees the team.
 #include <sched.h>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include "omp/omp_internal.hpp"
@@ -51,15 +53,29 @@ handler_id h_start = 0;
 
 // ---- ICVs from the environment ---------------------------------------------------
 
-[[noreturn]] void bad_env(const char* var, const char* value, const char* accepted) {
-  base::usage_error("%s=%s: %s", var, value, accepted);
+// A bad value is what libgomp makes of it: a warning, and the variable is
+// ignored (its default stays). A plain OpenMP program must not die under
+// libweft-omp where it runs under libgomp.
+void bad_env(const char* var, const char* value, const char* accepted) {
+  base::warn("invalid value for environment variable %s=%s (%s); ignored, as libgomp does", var,
+             value, accepted);
 }
 
-long parse_positive(const char* var, const char* v) {
+// An unsigned integer, the whole value (spaces around it allowed); for a list
+// ("4,2": OMP_NUM_THREADS per nesting level) the first item.
+std::optional<long> parse_count(const char* var, const char* v, bool allow_zero,
+                                bool list = false) {
+  const char* p = v;
+  while (std::isspace(static_cast<unsigned char>(*p))) ++p;
   char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (end == v || n < 1) bad_env(var, v, "expected a positive integer");
-  return n;
+  errno = 0;
+  const long n = std::isdigit(static_cast<unsigned char>(*p)) ? std::strtol(p, &end, 10) : -1;
+  if (n >= 0 && errno == 0) {
+    while (std::isspace(static_cast<unsigned char>(*end))) ++end;
+    if ((*end == '\0' || (list && *end == ',')) && (allow_zero || n > 0)) return n;
+  }
+  bad_env(var, v, allow_zero ? "expected a non-negative integer" : "expected a positive integer");
+  return std::nullopt;
 }
 
 void parse_schedule(const char* v, int& kind, long& chunk) {
@@ -69,24 +85,38 @@ void parse_schedule(const char* v, int& kind, long& chunk) {
   if (s.rfind("nonmonotonic:", 0) == 0) s = s.substr(13);
   const std::size_t comma = s.find(',');
   const std::string k = s.substr(0, comma);
+  int new_kind;
   if (k == "static")
-    kind = sched_static;
+    new_kind = sched_static;
   else if (k == "dynamic")
-    kind = sched_dynamic;
+    new_kind = sched_dynamic;
   else if (k == "guided")
-    kind = sched_guided;
+    new_kind = sched_guided;
   else if (k == "auto")
-    kind = sched_auto;
-  else
-    bad_env("OMP_SCHEDULE", v, "expected [monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk]");
-  chunk = kind == sched_static ? 0 : 1;
-  if (comma != std::string::npos) chunk = parse_positive("OMP_SCHEDULE", s.c_str() + comma + 1);
+    new_kind = sched_auto;
+  else {
+    bad_env("OMP_SCHEDULE", v,
+            "expected [monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk]");
+    return;
+  }
+  long new_chunk = new_kind == sched_static ? 0 : 1;
+  if (comma != std::string::npos) {
+    const std::optional<long> c = parse_count("OMP_SCHEDULE", s.c_str() + comma + 1, false);
+    if (!c) return;
+    new_chunk = *c;
+  }
+  kind = new_kind;
+  chunk = new_chunk;
 }
 
-std::size_t parse_stacksize(const char* var, const char* v) {
+std::optional<std::size_t> parse_stacksize(const char* var, const char* v) {
   char* end = nullptr;
   const double n = std::strtod(v, &end);
-  if (end == v || n <= 0) bad_env(var, v, "expected a size such as 4M, 512K or 65536");
+  const char* accepted = "expected a size such as 4M, 512K or 65536";
+  if (end == v || n <= 0) {
+    bad_env(var, v, accepted);
+    return std::nullopt;
+  }
   double unit = 1024;  // OpenMP: a bare number is in kilobytes
   switch (*end) {
     case 'b': case 'B': unit = 1; ++end; break;
@@ -95,40 +125,51 @@ std::size_t parse_stacksize(const char* var, const char* v) {
     case 'g': case 'G': unit = 1024.0 * 1024 * 1024; ++end; break;
     default: break;
   }
-  if (*end != '\0') bad_env(var, v, "expected a size such as 4M, 512K or 65536");
+  while (std::isspace(static_cast<unsigned char>(*end))) ++end;
+  if (*end != '\0') {
+    bad_env(var, v, accepted);
+    return std::nullopt;
+  }
   return std::size_t(n * unit);
 }
 
-bool parse_bool(const char* var, const char* v) {
+std::optional<bool> parse_bool(const char* var, const char* v) {
   std::string s(v);
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   if (s == "true" || s == "1" || s == "yes") return true;
   if (s == "false" || s == "0" || s == "no") return false;
   bad_env(var, v, "expected true or false");
+  return std::nullopt;
 }
 
 void read_environment(global_icvs& g) {
   g.initial.nthreads = 0;  // 0: the PEs of the node (decided when it runs)
-  if (const char* v = std::getenv("OMP_NUM_THREADS"); v != nullptr && *v != '\0') {
+  auto get = [](const char* var) -> const char* {
+    const char* v = std::getenv(var);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  };
+  if (const char* v = get("OMP_NUM_THREADS")) {
     // A list gives the first level's count first; nested levels run inactive.
-    g.initial.nthreads = int(parse_positive("OMP_NUM_THREADS", v));
+    if (auto n = parse_count("OMP_NUM_THREADS", v, false, true)) g.initial.nthreads = int(*n);
   }
-  if (const char* v = std::getenv("OMP_SCHEDULE"); v != nullptr && *v != '\0')
-    parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
-  if (const char* v = std::getenv("OMP_DYNAMIC"); v != nullptr && *v != '\0')
-    g.initial.dynamic = parse_bool("OMP_DYNAMIC", v);
-  if (const char* v = std::getenv("OMP_MAX_ACTIVE_LEVELS"); v != nullptr && *v != '\0')
-    g.max_active_levels = int(parse_positive("OMP_MAX_ACTIVE_LEVELS", v));
-  else if (const char* n = std::getenv("OMP_NESTED"); n != nullptr && *n != '\0')
-    g.max_active_levels = parse_bool("OMP_NESTED", n) ? 1 << 20 : 1;
-  if (const char* v = std::getenv("OMP_THREAD_LIMIT"); v != nullptr && *v != '\0')
-    g.thread_limit = int(parse_positive("OMP_THREAD_LIMIT", v));
-  if (const char* v = std::getenv("OMP_CANCELLATION"); v != nullptr && *v != '\0')
-    g.cancellation = parse_bool("OMP_CANCELLATION", v);
-  if (const char* v = std::getenv("OMP_STACKSIZE"); v != nullptr && *v != '\0')
-    g.stack_bytes = parse_stacksize("OMP_STACKSIZE", v);
-  else if (const char* w = std::getenv("GOMP_STACKSIZE"); w != nullptr && *w != '\0')
-    g.stack_bytes = parse_stacksize("GOMP_STACKSIZE", w);
+  if (const char* v = get("OMP_SCHEDULE")) parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
+  if (const char* v = get("OMP_DYNAMIC"))
+    if (auto b = parse_bool("OMP_DYNAMIC", v)) g.initial.dynamic = *b;
+  if (const char* v = get("OMP_MAX_ACTIVE_LEVELS")) {
+    if (auto n = parse_count("OMP_MAX_ACTIVE_LEVELS", v, true)) g.max_active_levels = int(*n);
+  } else if (const char* n = get("OMP_NESTED")) {
+    if (auto b = parse_bool("OMP_NESTED", n)) g.max_active_levels = *b ? 1 << 20 : 1;
+  }
+  if (const char* v = get("OMP_THREAD_LIMIT"))
+    if (auto n = parse_count("OMP_THREAD_LIMIT", v, false)) g.thread_limit = int(*n);
+  if (const char* v = get("OMP_CANCELLATION"))
+    if (auto b = parse_bool("OMP_CANCELLATION", v)) g.cancellation = *b;
+  if (const char* v = get("OMP_STACKSIZE")) {
+    if (auto n = parse_stacksize("OMP_STACKSIZE", v)) g.stack_bytes = *n;
+  } else if (const char* w = get("GOMP_STACKSIZE")) {
+    if (auto n = parse_stacksize("GOMP_STACKSIZE", w)) g.stack_bytes = *n;
+  }
 }
 
 // ---- the node -------------------------------------------------------------------

@@ -3,8 +3,11 @@
 // command line wins. Every layer defines its options in one option_set before
 // parsing; values are validated at parse time, so a bad value is a one-line
 // error naming the option and what is accepted (exit 2), never a surprise
-// later. Unknown names are errors too, in both places: a typo must not be
-// silently ignored.
+// later. An unknown `--weft:` name is an error (with the closest known name),
+// and so is a near miss of the prefix (`--weft-threads`, `-weft:threads`)
+// that names a known option: a typo must not be silently ignored. Unknown
+// `WEFT_*` variables are only warned about, once: environment modules and
+// install scripts set such variables (WEFT_ROOT, WEFT_DIR) for their own use.
 #pragma once
 #include <cstdio>
 #include <functional>
@@ -58,8 +61,16 @@ class WEFT_API option_set {
 
   // Reads the environment (WEFT_*) and then argv (--weft:*), removing the
   // weft arguments from argv and updating argc. Errors exit with code 2.
-  // `--weft:help` is recognised here: it prints help and exits 0.
+  // `--weft:help` and `--weft:version` are recognised here: they print the
+  // option list or the version text (see set_version_text) and exit 0.
   void parse(int& argc, char** argv, char** envp);
+
+  // What `--weft:version` prints: a function, so that what it reports (the
+  // transports built in, ...) is asked only when someone wants it.
+  void set_version_text(std::function<std::string()> text) { version_text_ = std::move(text); }
+
+  // The known name closest to `name` (a plausible typo of it), or "".
+  std::string closest(const std::string& name) const;
 
   const std::string& get(const std::string& name) const;
   long get_int(const std::string& name) const;
@@ -90,6 +101,7 @@ class WEFT_API option_set {
   const entry& at(const std::string& name) const;
   void assign(entry& e, const std::string& value, option_source src);
   std::vector<entry> entries_;
+  std::function<std::string()> version_text_;
 };
 
 }  // namespace weft::base

@@ -15,10 +15,17 @@
 
 namespace weft::net {
 
-// Blocks of a pool in power-of-two classes, carved from the front on first
-// use and recycled per class. Rejected: a general first-fit allocator with
-// coalescing; message sizes repeat in the applications we target, and a
-// class list is one vector pop on the send path.
+// Blocks of a pool in power-of-two classes, a buddy allocator: a block of
+// 2^k bytes starts at a multiple of 2^k; taking splits a larger free block
+// when its class has none, giving merges a block with its free buddy. So
+// memory that served one size serves another once it is free again: with
+// classes that never split or merge, a pool once filled with 512 KiB slots
+// never had a 4 MiB one again, all of it free (a phase of an application
+// that sends larger messages than the one before, the shm test of growing
+// sizes). Blocks of the largest class are carved from the front on first
+// use; a pool that is no multiple of them ends in smaller ones. Rejected: a
+// general first-fit allocator; a class list is one vector pop on the send
+// path, and merging costs a few steps on the free.
 class slot_pool {
  public:
   static constexpr std::size_t none = ~std::size_t(0);
@@ -30,42 +37,87 @@ class slot_pool {
     max_shift_ = size_ >= 4 ? floor_log2(size_ / 4) : 0;  // room for 4 of the largest
     if (max_shift_ < min_shift_) max_shift_ = size_ ? floor_log2(size_) : 0;
     free_.assign(max_shift_ >= min_shift_ ? max_shift_ - min_shift_ + 1 : 0, {});
+    free_class_.assign((size_ >> min_shift_) + 1, 0);
+    free_index_.assign(free_class_.size(), 0);
   }
-  // Offset of a free block of at least `bytes`, or none.
+  // Offset of a free block of at least `bytes` (its class in `cls`), or none.
   std::size_t take(std::size_t bytes, unsigned& cls) {
-    unsigned shift = std::max(min_shift_, ceil_log2(bytes));
+    const unsigned shift = std::max(min_shift_, ceil_log2(bytes));
     if (free_.empty() || shift > max_shift_) return none;
-    cls = shift - min_shift_;
-    if (!free_[cls].empty()) return pop(cls);
-    std::size_t block = std::size_t(1) << shift;
-    if (bump_ + block <= size_) {
-      std::size_t off = bump_;
-      bump_ += block;
-      return off;
-    }
-    // A larger free block rather than no block; it returns to its own class.
-    for (unsigned c = cls + 1; c < free_.size(); ++c)
-      if (!free_[c].empty()) {
-        cls = c;
-        return pop(c);
+    const unsigned want = shift - min_shift_;
+    for (;;) {
+      unsigned c = want;
+      while (c < free_.size() && free_[c].empty()) ++c;
+      if (c < free_.size()) {
+        const std::size_t off = pop(c);
+        while (c > want) {  // the upper halves stay free, one per class
+          --c;
+          push(off + block_bytes(c), c);
+        }
+        cls = want;
+        return off;
       }
-    return none;
+      if (!carve()) return none;
+    }
   }
-  void give(std::size_t offset, unsigned cls) { free_[cls].push_back(offset); }
+  void give(std::size_t offset, unsigned cls) {
+    unsigned c = cls;
+    while (c + 1 < free_.size()) {
+      const std::size_t buddy = offset ^ block_bytes(c);
+      if (buddy >= bump_ || free_class_[buddy >> min_shift_] != c + 1) break;
+      remove(buddy, c);
+      offset = std::min(offset, buddy);
+      ++c;
+    }
+    push(offset, c);
+  }
   unsigned min_shift() const { return min_shift_; }
 
  private:
+  std::size_t block_bytes(unsigned c) const { return std::size_t(1) << (c + min_shift_); }
+  // The next block from the front: the largest class that starts here and
+  // fits before the end. False when not even the smallest fits.
+  bool carve() {
+    for (unsigned c = unsigned(free_.size()); c-- > 0;) {
+      const std::size_t block = block_bytes(c);
+      if ((bump_ & (block - 1)) == 0 && bump_ + block <= size_) {
+        push(bump_, c);
+        bump_ += block;
+        return true;
+      }
+    }
+    return false;
+  }
+  void push(std::size_t off, unsigned c) {
+    free_class_[off >> min_shift_] = std::uint8_t(c + 1);
+    free_index_[off >> min_shift_] = std::uint32_t(free_[c].size());
+    free_[c].push_back(off);
+  }
   std::size_t pop(unsigned c) {
-    std::size_t off = free_[c].back();
+    const std::size_t off = free_[c].back();
     free_[c].pop_back();
+    free_class_[off >> min_shift_] = 0;
     return off;
+  }
+  // A free block out of the middle of its class's list.
+  void remove(std::size_t off, unsigned c) {
+    const std::uint32_t i = free_index_[off >> min_shift_];
+    const std::size_t last = free_[c].back();
+    free_[c][i] = last;
+    free_index_[last >> min_shift_] = i;
+    free_[c].pop_back();
+    free_class_[off >> min_shift_] = 0;
   }
   static unsigned floor_log2(std::size_t x) { return unsigned(63 - __builtin_clzll(x)); }
   static unsigned ceil_log2(std::size_t x) { return x <= 1 ? 0 : floor_log2(x - 1) + 1; }
 
-  std::size_t size_ = 0, bump_ = 0;
+  std::size_t size_ = 0, bump_ = 0;  // bump_: carved up to here
   unsigned min_shift_ = 12, max_shift_ = 0;
-  std::vector<std::vector<std::size_t>> free_;
+  std::vector<std::vector<std::size_t>> free_;  // free blocks' offsets, by class
+  // By offset >> min_shift_, for a block's start: its class + 1 while it is
+  // free (0: not a free block's start), and its place in free_[class].
+  std::vector<std::uint8_t> free_class_;
+  std::vector<std::uint32_t> free_index_;
 };
 
 // The slots of one mapping, from any thread under one lock (a slot holds at

@@ -485,16 +485,26 @@ TEST(ShmTransport, LargeMessagesFromThePoolAreCopiedOutByTheReceiver) {
     g_pool = t->message_memory();
     CHECK(g_pool != nullptr, "no message pool");
     const long count = long(weft_test::scaled(40, 10));
+    auto large = [](long i) { return (std::size_t(300) << 10) + std::size_t(i) * 50000; };
+    // The largest message fits the pool (the 32 MiB one holds 8 MiB slots;
+    // a /dev/shm short of room shrinks it): else no wait below would end.
+    const std::size_t largest = large((count - 1) / 2 * 2);
+    if (void* b = g_pool->allocate(largest)) {
+      g_pool->deallocate(b);
+    } else {
+      fail("the message pool has no slot of %zu bytes (shrunk for a small /dev/shm?)", largest);
+    }
     long sent = 0;
     for (long i = 0; i < count; ++i)
       for (int k = 1; k < 3; ++k) {
         const int dst = (rank + k) % 3;
-        // Alternately a pool message (300 KiB .. 2.3 MiB) and a small one.
-        const std::size_t bytes =
-            i % 2 == 0 ? (std::size_t(300) << 10) + std::size_t(i) * 50000 : 100;
+        // Alternately a pool message (300 KiB .. 2.1 MiB, growing: the
+        // pool's memory serves ever larger slots) and a small one.
+        const std::size_t bytes = i % 2 == 0 ? large(i) : 100;
         void* b = nullptr;
         if (i % 2 == 0) {
-          // Lent slots come back as the peers copy them out: wait for room.
+          // Lent slots come back as the peers copy them out: wait for room
+          // (freed slots merge into larger ones, message_pool.hpp).
           while ((b = g_pool->allocate(bytes)) == nullptr) {
             pump(*t);
             check_deadline("waiting for room in the pool");
@@ -507,7 +517,9 @@ TEST(ShmTransport, LargeMessagesFromThePoolAreCopiedOutByTheReceiver) {
         }
         t->send(dst, b, bytes);
         ++sent;
-        // The pool is finite: keep what is in flight bounded.
+        // Keep the send buffers in flight bounded (a pool message's is
+        // released at once: its loan holds the slot until the peer has
+        // copied it out, and only the wait for room above bounds those).
         while (sent - g_released > 8) {
           pump(*t);
           check_deadline("waiting for send buffers");

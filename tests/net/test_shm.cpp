@@ -811,6 +811,22 @@ TEST(ShmTransport, AllgatherAndBarrier) {
 // turns on).
 class ShmWaitForIncoming : public testing::TestWithParam<bool> {};
 
+// Whether thread `tid` of this process sleeps in the kernel now (/proc's
+// state S or D: the state follows the last ')' of its stat line).
+bool sleeps_in_kernel(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", int(tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* end = std::strrchr(buf, ')');
+  return end != nullptr && end[1] == ' ' && (end[2] == 'S' || end[2] == 'D');
+}
+
 TEST_P(ShmWaitForIncoming, IsWokenByMessagesAndWakeWaiter) {
   const bool membarrier = GetParam();
   if (membarrier) {
@@ -841,15 +857,23 @@ TEST_P(ShmWaitForIncoming, IsWokenByMessagesAndWakeWaiter) {
       // wake_waiter before the wait: the wait returns at once.
       t->wake_waiter();
       t->wait_for_incoming(forever);
-      // wake_waiter from another thread during the wait.
-      std::atomic<bool> go{false};
+      // wake_waiter from another thread during the wait: once this thread
+      // sleeps in the kernel (on the doorbell), and not before; the wait
+      // ends by that wake-up only.
+      const pid_t waiter = gettid();
+      std::atomic<bool> go{false}, woken{false};
       std::thread waker([&] {
         while (!go.load()) std::this_thread::yield();
-        usleep(50'000);
+        while (!sleeps_in_kernel(waiter)) {
+          check_deadline("waiting for the waiter to sleep");
+          std::this_thread::yield();
+        }
+        woken.store(true);
         t->wake_waiter();
       });
       go.store(true);
       t->wait_for_incoming(forever);
+      CHECK(woken.load(), "wait_for_incoming returned before wake_waiter was called");
       waker.join();
       shared->running[0].store(1);
     }

@@ -105,7 +105,7 @@ void run_stress(int producers, std::size_t total) {
   const std::size_t per = total / std::size_t(producers);
   std::vector<item> items(per * std::size_t(producers));  // allocated up front
   mpsc_queue q;
-  std::atomic<int> ready{0};
+  std::atomic<int> ready{0}, finished{0};
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
@@ -118,6 +118,7 @@ void run_stress(int producers, std::size_t total) {
         q.push(&it.link);
         if (s % 4096 == 0) std::this_thread::yield();  // interleave producers
       }
+      finished.fetch_add(1);
     });
   }
   std::vector<std::uint64_t> next(std::size_t(producers), 0);
@@ -125,6 +126,9 @@ void run_stress(int producers, std::size_t total) {
   while (received < items.size()) {
     queue_link* l = q.pop();
     if (l == nullptr) {
+      // Every producer done and nothing left (exact once they stopped): a
+      // lost item ends the loop here and fails below, instead of a hang.
+      if (finished.load() == producers && q.empty()) break;
       std::this_thread::yield();
       continue;
     }
@@ -144,6 +148,7 @@ void run_stress(int producers, std::size_t total) {
   EXPECT_EQ(misordered, 0u);
   EXPECT_EQ(q.pop(), nullptr);
   EXPECT_TRUE(q.empty());
+  EXPECT_EQ(received, items.size()) << "items lost";
   for (int p = 0; p < producers; ++p) EXPECT_EQ(next[std::size_t(p)], per) << "producer " << p;
 }
 

@@ -130,7 +130,7 @@ void run_stress(int producers, std::size_t total, std::size_t capacity, Make mak
                 CodeOf code_of) {
   const std::size_t per = total / std::size_t(producers);
   spsc_pairs<T> q(producers, capacity);
-  std::atomic<int> ready{0};
+  std::atomic<int> ready{0}, finished{0};
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
@@ -144,6 +144,7 @@ void run_stress(int producers, std::size_t total, std::size_t capacity, Make mak
           while (!q.flush(p)) std::this_thread::yield();
       }
       while (!q.flush(p)) std::this_thread::yield();
+      finished.fetch_add(1);
     });
   }
   std::vector<std::uint64_t> next(std::size_t(producers), 0);
@@ -152,6 +153,9 @@ void run_stress(int producers, std::size_t total, std::size_t capacity, Make mak
   while (received < expected) {
     T v;
     if (!q.try_pop(v)) {
+      // Every producer flushed and nothing left: a lost element ends the
+      // loop here and fails below, instead of a hang.
+      if (finished.load() == producers && q.empty()) break;
       std::this_thread::yield();
       continue;
     }
@@ -171,6 +175,7 @@ void run_stress(int producers, std::size_t total, std::size_t capacity, Make mak
   T v;
   EXPECT_FALSE(q.try_pop(v));
   EXPECT_TRUE(q.empty());
+  EXPECT_EQ(received, expected) << "elements lost";
   for (int p = 0; p < producers; ++p) EXPECT_EQ(next[std::size_t(p)], per) << "producer " << p;
 }
 

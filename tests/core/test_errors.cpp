@@ -6,8 +6,10 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -291,9 +293,21 @@ TEST(Options, CommandLineOverridesTheEnvironment) {
   EXPECT_EXIT(check_env_override(), testing::ExitedWithCode(0), "");
 }
 
+// --weft:help prints to stdout; the child sends its stdout to stderr, where
+// EXPECT_EXIT looks.
+void help_on_stderr() {
+  std::fflush(stdout);
+  dup2(2, 1);
+  parse({"--weft:help"});
+}
+
 TEST(Options, HelpExitsWithZero) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(parse({"--weft:help"}), testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(help_on_stderr(), testing::ExitedWithCode(0),
+              "usage: [^ ]+ \\[--weft:name=value \\.\\.\\.\\] \\[program arguments\\]\n"
+              "weft runtime options \\(also settable as WEFT_NAME=value; the command line wins\\):\n"
+              "  --weft:help +print this list and exit\n"
+              "(.|\n)*  --weft:threads=[^\n]*\n +default: [^\n]*; env: WEFT_THREADS\n");
 }
 
 TEST(Options, ValidConfiguration) {

@@ -11,7 +11,9 @@ std::unique_ptr<transport> make_local_transport();  // local.cpp
 std::unique_ptr<transport> make_shm_transport();  // shm.cpp
 #endif
 #if WEFT_HAVE_MPI_TRANSPORT
-std::unique_ptr<transport> make_mpi_transport();  // mpi.cpp
+// watch_local_peers: a thread reports a process of this host that dies
+// (peer_watch.hpp); the composites turn it off, their shm watches the host.
+std::unique_ptr<transport> make_mpi_transport(bool watch_local_peers = true);  // mpi.cpp
 #endif
 #if WEFT_HAVE_UCX_TRANSPORT
 std::unique_ptr<transport> make_ucx_transport();  // ucx.cpp

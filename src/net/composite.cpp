@@ -66,6 +66,9 @@
 #include <vector>
 #include "backends.hpp"
 #include "shm.hpp"
+#if WEFT_HAVE_UCX_TRANSPORT
+#include "ucx.hpp"
+#endif
 #include "weft/base/error.hpp"
 
 namespace weft::net {
@@ -420,13 +423,18 @@ void composite_transport::finalize() {
 std::unique_ptr<transport> make_composite_transport(const std::string& inter,
                                                     const composite_options& options) {
   const std::string name = "shm+" + inter;
+  // The inter backend's own watch on this host's processes is off: shm
+  // watches the host group, and reports a loss by job node number.
 #if WEFT_HAVE_MPI_TRANSPORT
   if (inter == "mpi")
-    return std::make_unique<composite_transport>(make_mpi_transport(), name, options);
+    return std::make_unique<composite_transport>(make_mpi_transport(false), name, options);
 #endif
 #if WEFT_HAVE_UCX_TRANSPORT
-  if (inter == "ucx")
-    return std::make_unique<composite_transport>(make_ucx_transport(), name, options);
+  if (inter == "ucx") {
+    ucx_options ucx;
+    ucx.watch_local_peers = false;
+    return std::make_unique<composite_transport>(make_ucx_transport(ucx), name, options);
+  }
 #endif
   if (inter == "mpi" || inter == "ucx")
     base::usage_error("--weft:transport=%s: this build of weft has no %s transport (it has: %s)",

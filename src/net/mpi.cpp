@@ -54,6 +54,7 @@
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
+#include "peer_watch.hpp"
 
 namespace weft::net {
 
@@ -93,8 +94,9 @@ const char* thread_level_name(int level) {
 }
 
 // Error classes that mean a peer process is gone. Only MPI libraries with the
-// fault-tolerance extension (ULFM) report them; without it, mpirun ends the
-// job itself when a process dies.
+// fault-tolerance extension (ULFM) report them; without it, a process of
+// this host that dies is seen by the peer watch (peer_watch.hpp), one on
+// another host by the launcher.
 bool means_peer_lost(int error_class) {
 #if defined(MPIX_ERR_PROC_FAILED) && defined(MPIX_ERR_REVOKED)
   return error_class == MPIX_ERR_PROC_FAILED || error_class == MPIX_ERR_REVOKED;
@@ -141,6 +143,7 @@ class init_watchdog {
 
 class mpi_transport final : public transport {
  public:
+  explicit mpi_transport(bool watch_local_peers) : watch_local_peers_(watch_local_peers) {}
   const char* name() const override { return "mpi"; }
   void init(const launch_info& launch, const hooks& h, double startup_timeout_s) override;
   int node_rank() const override { return rank_; }
@@ -236,6 +239,11 @@ class mpi_transport final : public transport {
   // from it we delivered.
   std::vector<std::uint64_t> sent_to_;
   std::vector<std::uint64_t> delivered_from_;
+
+  // The processes of this host (MPI reports none that dies); stopped before
+  // finalize's collectives, after which peers may leave.
+  bool watch_local_peers_;
+  peer_watch watch_;
 };
 
 void mpi_transport::fail(int rc, const char* call, int peer) {
@@ -330,8 +338,9 @@ void mpi_transport::check_launch(const launch_info& launch) const {
 
 // Proves that point-to-point works between every node before init()
 // returns, and names a node that does not answer: each node greets the next
-// one on a ring, so a silent predecessor is the node to blame. Then a barrier
-// makes init() return only once all have arrived.
+// one on a ring, so a silent predecessor is the node to blame. Then an
+// allgather (of the peer watch's records) makes init() return only once all
+// have arrived.
 void mpi_transport::handshake(double timeout_s) {
   if (size_ == 1) return;
   std::uint64_t deadline = timeout_s > 0 ? base::wall_ns() + std::uint64_t(timeout_s * 1e9) : 0;
@@ -348,9 +357,16 @@ void mpi_transport::handshake(double timeout_s) {
   if (heard != prev) base::fatal("start-up greeting from node %d carried %d", prev, heard);
   std::snprintf(what, sizeof what, "the start-up greeting to node %d", next);
   wait_startup(greet_out, what, next, deadline, timeout_s);
+  // Every node's record for the peer watch; its completion also says that
+  // all have arrived (the start-up barrier).
+  const peer_watch::record mine = peer_watch::mine();
+  std::vector<peer_watch::record> all(static_cast<std::size_t>(size_));
   MPI_Request all_arrived;
-  check(MPI_Ibarrier(comm_, &all_arrived), "MPI_Ibarrier (start-up)", kEveryNode);
-  wait_startup(all_arrived, "the start-up barrier of all nodes", kEveryNode, deadline, timeout_s);
+  check(MPI_Iallgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine), MPI_BYTE,
+                       comm_, &all_arrived),
+        "MPI_Iallgather (start-up)", kEveryNode);
+  wait_startup(all_arrived, "the start-up exchange of all nodes", kEveryNode, deadline, timeout_s);
+  if (watch_local_peers_) watch_.start(all.data(), size_, rank_, hooks_.node_lost, "mpi");
 }
 
 void mpi_transport::wait(MPI_Request& request, const char* what) {
@@ -546,6 +562,7 @@ void mpi_transport::abort(int code, const char* why) {
 
 void mpi_transport::finalize() {
   if (state_.load() != state::running) return;
+  watch_.stop();
   progress_until([this] { return window_requests_.empty() && backlog_.empty(); });
 
   // Every message sent to us must be delivered before the communicator goes:
@@ -574,8 +591,8 @@ void mpi_transport::finalize() {
 
 }  // namespace
 
-std::unique_ptr<transport> make_mpi_transport() {
-  return std::make_unique<mpi_transport>();
+std::unique_ptr<transport> make_mpi_transport(bool watch_local_peers) {
+  return std::make_unique<mpi_transport>(watch_local_peers);
 }
 
 }  // namespace weft::net

@@ -54,8 +54,9 @@
 //    small notification; the receiver copies out and returns a credit.
 //  - Failures. Endpoints to other hosts ask UCX to report a dead peer
 //    (hooks.node_lost). On this host they do not by default: in UCX 1.13
-//    that request rules out the shared-memory transports; the launcher
-//    reports a dead local process instead (ucx_options).
+//    that request rules out the shared-memory transports; the peer watch
+//    (peer_watch.hpp: a thread on the local peers' pidfds) reports a dead
+//    local process instead (ucx_options).
 //  - Transports are UCX's choice (UCX_TLS). Over TCP alone UCX emulates the
 //    GET with active messages, which is slower than sending the bytes
 //    eagerly; the rendezvous is built for RDMA and shared memory.
@@ -69,6 +70,7 @@
 //    wake_waiter, is for a PE asleep in the transport, and none is while
 //    progress() runs (that PE holds the transport while it sleeps).
 #include "ucx.hpp"
+#include "peer_watch.hpp"
 
 #include <pmix.h>
 #include <poll.h>
@@ -455,6 +457,10 @@ class ucx_transport final : public transport {
   std::vector<action> actions_, actions_now_;
 
   ucx_counters counters_;
+
+  // The processes of this host, which UCX does not report (see Failures);
+  // stopped before finalize's collectives, after which peers may leave.
+  peer_watch watch_;
 };
 
 // ---------------------------------------------------------------- bootstrap
@@ -494,8 +500,11 @@ void ucx_transport::init(const launch_info& launch, const hooks& h, double start
   if (size_ > 1) {
     exchange_and_connect(startup_timeout_s);
     // Endpoints connect lazily; a round of messages proves every pair can
-    // talk before init returns.
-    allgather_within(nullptr, 0, nullptr, startup_timeout_s, "startup barrier");
+    // talk before init returns. It carries the peer watch's records.
+    const peer_watch::record mine = peer_watch::mine();
+    std::vector<peer_watch::record> all(static_cast<std::size_t>(size_));
+    allgather_within(&mine, sizeof mine, all.data(), startup_timeout_s, "startup barrier");
+    if (opt_.watch_local_peers) watch_.start(all.data(), size_, rank_, hooks_.node_lost, "ucx");
   }
   initialized_ = true;
 }
@@ -1493,6 +1502,7 @@ void ucx_transport::close_endpoints() {
 void ucx_transport::finalize() {
   if (!initialized_ || finalized_) return;
   finalized_ = true;
+  watch_.stop();
   if (size_ > 1) {
     // 1. Everything this node sent has left: buffers released, rendezvous
     //    acks in, channels settled.

@@ -26,8 +26,13 @@ struct ucx_options {
   // A peer on another host that dies is always reported (hooks.node_lost).
   // On this host, asking UCX 1.13 for that report rules out its shared-memory
   // transports (it falls back to TCP over loopback), so by default it is not
-  // asked: there the launcher notices the dead process and ends the job.
+  // asked: a thread of the transport watches the local peers' processes
+  // instead (watch_local_peers) and reports one that dies.
   bool detect_local_peer_failure = false;
+  // A thread polls the pidfds of the job's processes on this host (same
+  // kernel and pid namespace) and reports the first that dies
+  // (peer_watch.hpp). The composite turns it off: its shm watches the host.
+  bool watch_local_peers = true;
   // Eager messages name their sender by UCX active-message id and carry no
   // header of weft's (ucx.cpp, "Order"); false sends the 8-byte header that
   // jobs of more than 65,000 nodes need, so tests reach that path.

@@ -2,7 +2,11 @@
 // mp_core.cmake) with --case=NAME and the usual --weft: options. Every
 // process runs the same cases; checks are made where the data is, and any
 // failure is a weft fatal error naming the node, so the whole job fails.
-// Exit code 0 on every process means the case passed.
+// A case passed when every process exits 0 and node 0 prints, as its last
+// line, after weft::run has returned and every check has run:
+//   mp_core: <case> passed on <PEs> PEs in <processes> processes
+// (the tests require both: a process that ends early with code 0 prints
+// no such line).
 //
 // Cases:
 //   pingpong    PE 0 and the last PE of the job bounce one message 2000 times
@@ -10,7 +14,9 @@
 //               checks per-sender order, no loss, no duplication
 //   broadcast   PE 0 broadcasts numbered messages; every PE checks it got
 //               each once, in order; then the last PE broadcasts too
-//   nodequeue   send_to_node reaches every node's node queue
+//   nodequeue   every node sends one message to every node's node queue
+//               (send_to_node); each node checks that it is the one named
+//               in the message and that it got exactly one from each node
 //   quiescence  a message storm, then on_quiescence on node 0: every message
 //               sent must have been handled when it fires
 //   large       every PE sends numbered 64 KiB messages to every other PE
@@ -19,7 +25,8 @@
 //               end (two past the run), sends one back to its sender and
 //               forwards one to a third PE; contents, order and counts checked
 //   exitcode    the last PE of the job calls weft::exit(7): run returns 7 in
-//               every process (the program turns that into 0)
+//               every process (the program turns that into 0, and node 0
+//               prints its line)
 //   fatal       node 1 ends with a fatal error: the job must fail (the test
 //               expects a non-zero exit and the node named)
 //   hang        node 1 stops handling messages forever (the test kills it)
@@ -62,15 +69,24 @@ pe_slot& slot() {
 // ---- node 0 counters (PE 0) -------------------------------------------------
 int g_done_reports = 0;
 
+// Node 0 only: main_fn (which runs there) sets g_node0 and the job's shape,
+// and case_done() marks where the case's own checks end, before its
+// weft::exit(0). main prints the "passed" line only if it was marked, after
+// the checks that follow weft::run.
+std::atomic<bool> g_case_done{false};
+bool g_node0 = false;
+int g_job_pes = 0, g_job_nodes = 0;
+void case_done() {
+  g_case_done.store(true);
+}
+
 void report_done();
 weft::handler_id h_done;
 
 void on_done(weft::message_ptr) {
   // PE 0: one report per PE of the job.
   if (++g_done_reports == weft::num_pes()) {
-    std::printf("mp_core: %s passed on %d PEs in %d processes\n", g_case.c_str(), weft::num_pes(),
-                weft::num_nodes());
-    std::fflush(stdout);
+    case_done();
     weft::exit(0);
   }
 }
@@ -85,9 +101,8 @@ void on_ping(weft::message_ptr m) {
   int& n = m->as<int>();
   const int last = weft::num_pes() - 1;
   if (weft::my_pe() == 0 && n == pingpong_rounds) {
-    std::printf("mp_core: pingpong passed between PE 0 and PE %d (%d processes)\n", last,
-                weft::num_nodes());
-    std::fflush(stdout);
+    std::printf("mp_core: pingpong: %d rounds between PE 0 and PE %d\n", n, last);
+    case_done();
     weft::exit(0);
     return;
   }
@@ -146,13 +161,29 @@ void on_bcast(weft::message_ptr m) {
 }
 
 // ---- nodequeue --------------------------------------------------------------
+struct nodeq_msg {
+  int src_node;
+  int dst_node;  // the node the sender named in send_to_node
+};
 weft::handler_id h_nodeq;
+// This node's count of messages from each node; any PE of the node may take
+// one from the node queue.
+constexpr int nodeq_max_nodes = 256;
+std::atomic<int> g_nodeq_from[nodeq_max_nodes];
 std::atomic<int> g_nodeq_got{0};
 void on_nodeq(weft::message_ptr m) {
-  const int from = m->as<int>();
-  (void)from;
-  // Every node gets one message from every node; the node's count is
-  // reported once complete (by whichever PE took the last one).
+  const nodeq_msg v = m->as<nodeq_msg>();
+  if (v.dst_node != weft::my_node())
+    weft::base::fatal("nodequeue: node %d (PE %d) got the message node %d sent to node %d",
+                      weft::my_node(), weft::my_pe(), v.src_node, v.dst_node);
+  if (v.src_node < 0 || v.src_node >= weft::num_nodes() || v.src_node >= nodeq_max_nodes)
+    weft::base::fatal("nodequeue: node %d got a message from node %d, not a node of the job",
+                      weft::my_node(), v.src_node);
+  if (g_nodeq_from[v.src_node].fetch_add(1) != 0)
+    weft::base::fatal("nodequeue: node %d got node %d's message twice", weft::my_node(),
+                      v.src_node);
+  // One from every node (each sender counted once, above): reported once
+  // complete, by whichever PE took the last one.
   if (g_nodeq_got.fetch_add(1) + 1 == weft::num_nodes()) {
     for (int r = 0; r < weft::node_size(); ++r) report_done();
   }
@@ -161,7 +192,7 @@ weft::handler_id h_nodeq_start;
 void on_nodeq_start(weft::message_ptr) {
   if (weft::my_rank() != 0) return;
   for (int n = 0; n < weft::num_nodes(); ++n)
-    weft::send_to_node(n, weft::make_message_with(h_nodeq, weft::my_node()));
+    weft::send_to_node(n, weft::make_message_with(h_nodeq, nodeq_msg{weft::my_node(), n}));
 }
 
 // ---- quiescence -------------------------------------------------------------
@@ -189,8 +220,8 @@ void on_count_reply(weft::message_ptr m) {
   const long want = long(weft::num_pes()) * 4 * (storm_hops + 1);
   if (g_count_total != want)
     weft::base::fatal("quiescence: detected with %ld of %ld messages handled", g_count_total, want);
-  std::printf("mp_core: quiescence passed (%ld messages)\n", g_count_total);
-  std::fflush(stdout);
+  std::printf("mp_core: quiescence: %ld messages handled when it was detected\n", g_count_total);
+  case_done();
   weft::exit(0);
 }
 weft::handler_id h_storm_start;
@@ -373,6 +404,11 @@ int main(int argc, char** argv) {
   g_slots.assign(std::size_t(cfg.threads), pe_slot{});
   g_large.resize(std::size_t(cfg.threads));
   int rc = weft::run(cfg, argc, argv, [](weft::args) {
+    g_node0 = true;
+    g_job_pes = weft::num_pes();
+    g_job_nodes = weft::num_nodes();
+    if (g_case == "nodequeue" && weft::num_nodes() > nodeq_max_nodes)
+      weft::base::fatal("nodequeue: at most %d nodes", nodeq_max_nodes);
     if (g_case == "pingpong") {
       weft::send(0, weft::make_message_with(h_ping, 0));
     } else if (g_case == "alltoall") {
@@ -408,7 +444,18 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "mp_core: exitcode: weft::run returned %d, expected 7\n", rc);
       return 1;
     }
-    return 0;
+    rc = 0;
+    g_case_done.store(true);
   }
-  return rc;
+  if (rc != 0 || !g_node0) return rc;
+  // Node 0: the case must have run to its end, not merely returned 0.
+  if (!g_case_done.load()) {
+    std::fprintf(stderr, "mp_core: %s: weft::run returned 0 before the case finished\n",
+                 g_case.c_str());
+    return 1;
+  }
+  std::printf("mp_core: %s passed on %d PEs in %d processes\n", g_case.c_str(), g_job_pes,
+              g_job_nodes);
+  std::fflush(stdout);
+  return 0;
 }

@@ -11,6 +11,9 @@
 #include <gtest/gtest.h>
 #include "test_scale.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -198,57 +201,131 @@ void spin_until(Pred pred) {
   }
 }
 
+// The calling thread's CPU set, one CPU picked from it by index (-1 if the
+// set has fewer CPUs); the race below needs owner and thief on two CPUs.
+int nth_allowed_cpu(int n) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set) && n-- == 0) return c;
+  return -1;
+}
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  EXPECT_EQ(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0) << "cpu " << cpu;
+}
+
+// Restores the calling thread's CPU set when it goes out of scope: threads
+// that later tests start inherit it.
+class affinity_guard {
+ public:
+  affinity_guard() {
+    saved_ok_ = pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) == 0;
+  }
+  ~affinity_guard() {
+    if (saved_ok_) pthread_setaffinity_np(pthread_self(), sizeof saved_, &saved_);
+  }
+  affinity_guard(const affinity_guard&) = delete;
+  affinity_guard& operator=(const affinity_guard&) = delete;
+
+ private:
+  cpu_set_t saved_;
+  bool saved_ok_ = false;
+};
+
 // One element at a time, owner pop() and thief steal() race for it; exactly
-// one of them must get it. The owner pauses before popping; the pause grows
-// while the owner keeps winning and shrinks when the thief wins, so it settles
-// where the two really overlap on this machine (the thief spins) and both
-// sides win rounds. Exercises the CAS on top in pop().
+// one of them must get it. The race must really happen: a round is contended
+// when the thief's steal() aborted -- it saw the element, then lost the CAS on
+// top, which only the owner's CAS in pop() on the last element can win here
+// (one thief). That is the path this test is for, and the deque shows it to a
+// thief alone; so the rounds go on until enough of them were contended (and
+// each side won some), and the test fails if a generous bound on rounds is
+// reached first. To make that likely whatever the load: owner and thief are
+// pinned to two different CPUs (on one CPU they would only overlap when a
+// preemption lands inside a few instructions); the owner pops as soon as
+// the thief says it is about to steal, and the thief pauses before its
+// steal() -- longer while it keeps winning, shorter when it loses -- so the
+// two settle where their accesses to top overlap on this machine. (A round
+// the thief won does not show whether the owner's CAS lost or the owner
+// found the deque empty already: it counts as a win, not as contended.)
 TEST(ChaseLev, StressPopAndStealRaceForLastElement) {
-  const int rounds = sanitized ? 2'000 : 10'000;
+  const int owner_cpu = nth_allowed_cpu(0), thief_cpu = nth_allowed_cpu(1);
+  if (thief_cpu < 0)
+    GTEST_SKIP() << "the process may run on one CPU only: owner and thief cannot race";
+  const int min_contended = 20;  // rounds the thief saw abort (owner won the CAS race)
+  const int min_wins = 20;       // rounds each side won
+  const int max_rounds = 500'000;  // typically 1000 to 60000 rounds are enough
   chase_lev<int> d(4);
   std::atomic<int> round{-1};       // owner: item `round` is in the deque
+  std::atomic<int> ready{-1};       // thief: about to steal in round `ready`
   std::atomic<int> thief_done{-1};  // thief: finished with round `thief_done`
   std::atomic<int> thief_got{0};    // 0 nothing, 1 the round's item, 2 a wrong item
-  int owner_won = 0, thief_won = 0, both = 0, neither = 0;
-  int delay = 0;  // pauses before the owner's pop
+  std::atomic<bool> thief_aborted{false};  // in round `thief_done`, steal() said abort
+  std::atomic<bool> stop{false};
   std::thread thief([&] {
-    for (int r = 0; r < rounds; ++r) {
-      spin_until([&] { return round.load() >= r; });
+    pin_to(thief_cpu);
+    int delay = 0;  // pauses before the steal
+    for (int r = 0;; ++r) {
+      spin_until([&] { return round.load() >= r || stop.load(); });
+      if (round.load() < r) return;
+      ready.store(r);
+      for (int i = delay; i > 0; --i) weft::base::cpu_relax();
       int v = -1;
+      bool aborted = false;
       steal_status st;
-      while ((st = d.steal(v)) == steal_status::abort) {
-      }
-      thief_got.store(st == steal_status::success ? (v == r ? 1 : 2) : 0);
+      while ((st = d.steal(v)) == steal_status::abort) aborted = true;
+      const bool won = st == steal_status::success;
+      thief_aborted.store(aborted);
+      thief_got.store(won ? (v == r ? 1 : 2) : 0);
       thief_done.store(r);
+      if (won && delay < 1000) ++delay;  // capped: a descheduled owner must not stall the test
+      if (!won) delay -= delay / 4 + 1;
+      if (delay < 0) delay = 0;
     }
   });
-  for (int r = 0; r < rounds; ++r) {
+  const affinity_guard restore;
+  pin_to(owner_cpu);
+  int owner_won = 0, thief_won = 0, both = 0, neither = 0, contended = 0, r = 0;
+  int wrong_round = -1;  // a round where someone got another round's item
+  for (; r < max_rounds &&
+         (contended < min_contended || owner_won < min_wins || thief_won < min_wins);
+       ++r) {
     d.push(r);
     round.store(r);
-    for (int i = delay + (r * 37) % 8; i > 0; --i) weft::base::cpu_relax();
+    spin_until([&] { return ready.load() >= r; });
+    for (int i = (r * 37) % 8; i > 0; --i) weft::base::cpu_relax();
     const std::optional<int> mine = d.pop();
     spin_until([&] { return thief_done.load() >= r; });
     const int t = thief_got.load();
-    ASSERT_NE(t, 2) << "round " << r;
-    if (mine) {
-      ASSERT_EQ(*mine, r);
+    if (t == 2 || (mine && *mine != r)) {
+      wrong_round = r;
+      break;
     }
-    if (mine && delay < 1000) ++delay;  // capped: a descheduled thief must not stall the test
-    if (!mine) delay -= delay / 4 + 1;
-    if (delay < 0) delay = 0;
     owner_won += mine && t == 0;
     thief_won += !mine && t == 1;
     both += mine && t == 1;
     neither += !mine && t == 0;
+    contended += thief_aborted.load();
   }
+  stop.store(true);
   thief.join();
+  ASSERT_EQ(wrong_round, -1) << "an item of another round was taken";
   EXPECT_EQ(both, 0);
   EXPECT_EQ(neither, 0);
-  EXPECT_EQ(owner_won + thief_won, rounds);
+  EXPECT_EQ(owner_won + thief_won, r);
   EXPECT_TRUE(d.empty());
+  EXPECT_GE(contended, min_contended)
+      << "rounds where pop() and steal() raced for the item, of " << r;
+  EXPECT_GE(owner_won, min_wins) << "of " << r << " rounds";
+  EXPECT_GE(thief_won, min_wins) << "of " << r << " rounds";
+  RecordProperty("rounds", r);
+  RecordProperty("contended", contended);
   RecordProperty("owner_won", owner_won);
   RecordProperty("thief_won", thief_won);
-  RecordProperty("final_delay", delay);
 }
 
 // T = pointer: the owner fills each pointee with plain stores before pushing;

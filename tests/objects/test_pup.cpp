@@ -4,6 +4,7 @@
 // crash: ASan/UBSan watch the fuzz loops).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <random>
 #include <span>
@@ -171,17 +172,93 @@ TEST(PupFuzz, EveryPrefixOfAValidBufferThrows) {
   }
 }
 
-// Random corruption of a valid buffer and random buffers: unpacking either
-// succeeds or throws serialization_error; ASan/UBSan check that nothing
-// outside the buffer is read and no invalid value is made.
+// The forms of serialization_error's messages (pup.hpp): "corrupt buffer while
+// unpacking T at offset N: problem", "truncated buffer while unpacking T: need
+// N bytes at offset M, have K", "N bytes left over after unpacking (...)".
+bool documented_error(const std::string& m) {
+  auto digits_then = [&](std::size_t at, std::string_view next) {
+    std::size_t end = at;
+    while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
+    return end > at && m.compare(end, next.size(), next) == 0;
+  };
+  if (m.starts_with("corrupt buffer while unpacking ")) {
+    const std::size_t at = m.find(" at offset ");
+    return at != std::string::npos && at > 31 && digits_then(at + 11, ": ") &&
+           !m.ends_with(": ");
+  }
+  if (m.starts_with("truncated buffer while unpacking ")) {
+    const std::size_t need = m.find(": need ");
+    if (need == std::string::npos || need <= 33 || !digits_then(need + 7, " bytes at offset "))
+      return false;
+    const std::size_t have = m.find(", have ", need);
+    return have != std::string::npos && digits_then(have + 7, "") &&
+           m.find_first_not_of("0123456789", have + 7) == std::string::npos;
+  }
+  return digits_then(0, " bytes left over after unpacking (");
+}
+
+// Random corruption of a valid buffer and random buffers. Every round
+// either succeeds or throws serialization_error in one of the documented
+// forms (ASan/UBSan check that nothing outside the buffer is read and no
+// invalid value is made), and where the outcome is known it is checked:
+//  - bytes changed only where any value is valid (the payload of ints,
+//    doubles and characters, located from sample()'s layout below): unpacking
+//    succeeds and the value packs back to exactly those bytes;
+//  - the last byte (the bool `flag`) set to a value other than 0 or 1, all
+//    other changes in such payload bytes: the bool error, at that offset;
+//  - a strict prefix of the valid buffer: a truncation (or a length that the
+//    bytes left cannot hold) error.
+// Each of these situations must have come up (the rounds are deterministic:
+// mt19937_64 with a fixed seed).
 TEST(PupFuzz, CorruptBuffersNeverCrash) {
   std::mt19937_64 rng(12345);
-  const auto valid = weft::to_bytes(sample());
+  const everything s = sample();
+  const auto valid = weft::to_bytes(s);
+  ASSERT_EQ(valid.back(), std::byte{1});  // `flag` is packed last
+
+  // Payload bytes of sample()'s buffer: counts (bitwise std::array<int, 4>),
+  // pair's int and characters, tuple's int and double and characters,
+  // var's characters (after its 4-byte index and 8-byte length).
+  std::vector<bool> payload(valid.size(), false);
+  auto mark = [&](std::size_t from, std::size_t n, std::string_view expect = {}) {
+    ASSERT_LE(from + n, valid.size());
+    for (std::size_t i = from; i < from + n; ++i) payload[i] = true;
+    if (!expect.empty()) {  // the layout is what this test thinks it is
+      ASSERT_EQ(std::memcmp(valid.data() + from, expect.data(), n), 0) << expect;
+    }
+  };
+  const std::size_t counts_at = weft::packed_size(s.particles, s.index, s.names, s.ids, s.tags);
+  mark(counts_at, 16);
+  const std::size_t pair_at = counts_at + weft::packed_size(s.counts);
+  mark(pair_at, 4);
+  mark(pair_at + 4 + 8, 4, "four");
+  const std::size_t tuple_at = pair_at + weft::packed_size(s.pair);
+  mark(tuple_at, 4 + 8);
+  mark(tuple_at + 4 + 8 + 8, 1, "t");
+  const std::size_t var_at = tuple_at + weft::packed_size(s.tuple);
+  mark(var_at + 4 + 8, 7, "variant");
+  const std::size_t var_end = var_at + weft::packed_size(s.var);
+  ASSERT_EQ(var_end, var_at + 4 + 8 + 7);
+  // A value unpacked from `buf`, which differs from `valid` in payload bytes
+  // and the last byte only: the fields from counts to var pack back to the
+  // bytes they came from (compared as bytes: a double may have become a
+  // NaN), the others are sample()'s (compared as values: an unordered_map
+  // may pack its elements in another order than sample()'s did).
+  auto payload_changes_only = [&](const everything& out, const std::vector<std::byte>& buf) {
+    const std::vector<std::byte> middle(buf.begin() + long(counts_at), buf.begin() + long(var_end));
+    return weft::to_bytes(out.counts, out.pair, out.tuple, out.var) == middle &&
+           out.flag == (buf.back() == std::byte{1}) && out.particles == s.particles &&
+           out.index == s.index && out.names == s.names && out.ids == s.ids &&
+           out.tags == s.tags && out.owned && *out.owned == *s.owned && out.bits == s.bits;
+  };
+
   const long rounds = weft_test::scaled(200'000, 20'000);
-  long ok = 0, errors = 0;
+  long ok = 0, errors = 0, payload_rounds = 0, bad_flag_rounds = 0, prefix_rounds = 0;
   for (long r = 0; r < rounds; ++r) {
     std::vector<std::byte> buf;
+    bool random = false;
     if (r % 4 == 0) {
+      random = true;
       buf.resize(rng() % 64);
       for (auto& b : buf) b = std::byte(rng());
     } else {
@@ -190,16 +267,63 @@ TEST(PupFuzz, CorruptBuffersNeverCrash) {
       for (int f = 0; f < flips; ++f) buf[rng() % buf.size()] = std::byte(rng());
       if (rng() % 8 == 0) buf.resize(rng() % (buf.size() + 1));
     }
+    // What this round must give, where it is known.
+    enum class expect { anything, success, bad_flag, truncated } want = expect::anything;
+    if (!random && buf.size() < valid.size() &&
+        std::equal(buf.begin(), buf.end(), valid.begin())) {
+      want = expect::truncated;
+    } else if (!random && buf.size() == valid.size()) {
+      bool only_payload = true;
+      for (std::size_t i = 0; i + 1 < buf.size(); ++i)
+        only_payload = only_payload && (buf[i] == valid[i] || payload[i]);
+      const auto last = std::to_integer<unsigned>(buf.back());
+      if (only_payload) want = last <= 1 ? expect::success : expect::bad_flag;
+    }
     everything out;
+    std::string error;
     try {
       weft::from_bytes(buf, out);
       ++ok;
-    } catch (const weft::serialization_error&) {
+    } catch (const weft::serialization_error& e) {
       ++errors;
+      error = e.what();
+      EXPECT_TRUE(documented_error(error)) << "round " << r << ": " << error;
     }
+    switch (want) {
+      case expect::success:
+        ++payload_rounds;
+        EXPECT_EQ(error, "") << "round " << r;
+        if (error.empty()) {
+          EXPECT_TRUE(payload_changes_only(out, buf)) << "round " << r;
+        }
+        break;
+      case expect::bad_flag:
+        ++bad_flag_rounds;
+        EXPECT_EQ(error, "corrupt buffer while unpacking bool at offset " +
+                             std::to_string(valid.size()) + ": flag byte " +
+                             std::to_string(std::to_integer<unsigned>(buf.back())) +
+                             " is neither 0 nor 1")
+            << "round " << r;
+        break;
+      case expect::truncated:
+        ++prefix_rounds;
+        EXPECT_TRUE(error.starts_with("truncated buffer while unpacking ") ||
+                    error.find(" bytes left could hold") != std::string::npos)
+            << "round " << r << " (" << buf.size() << " bytes): " << error;
+        break;
+      case expect::anything:
+        break;
+    }
+    if (HasFailure()) return;  // one round's report is enough
   }
-  EXPECT_EQ(ok + errors, rounds);
-  EXPECT_GT(errors, 0);
+  EXPECT_GT(payload_rounds, 100);
+  EXPECT_GE(bad_flag_rounds, 5);
+  EXPECT_GT(prefix_rounds, 100);
+  EXPECT_GT(ok, payload_rounds);  // changes elsewhere may give a valid value too
+  EXPECT_GT(errors, bad_flag_rounds + prefix_rounds);
+  RecordProperty("payload_rounds", int(payload_rounds));
+  RecordProperty("bad_flag_rounds", int(bad_flag_rounds));
+  RecordProperty("prefix_rounds", int(prefix_rounds));
 }
 
 // ---- std::span<const T>: packed like a vector, unpacked as a view -------------------

@@ -11,11 +11,13 @@
 #include <omp.h>
 
 #include <dirent.h>
+#include <unistd.h>
 #include <atomic>
 #include <mutex>
 #include <numeric>
 #include <set>
 #include <vector>
+#include "weft/threads/ult.hpp"
 #include "weft/weft.hpp"
 
 namespace {
@@ -161,34 +163,75 @@ TEST(OmpInWeft, ManyObjectsRunRegionsAtOnceEachThreadWithItsOwnThreadLocals) {
 }
 
 // While a region's threads wait at a barrier, their PEs keep handling
-// messages: a region whose thread 1 waits for a message that only PE 1's
-// scheduler can deliver completes.
+// messages: a region whose thread 1 waits at the barrier, as a fiber on PE
+// 1's own OS thread, for a message that thread 0 sends to PE 1 only then,
+// completes -- PE 1's scheduler ran the message's handler on that very OS
+// thread while thread 1 waited there. Where thread 1 runs is checked, not
+// assumed: on a carrier (of PE 0, rescued from a PE 1 that looked held up
+// inside a handler; or of PE 1, its thread taken) the region would complete
+// without the path being taken. Thread 0 waits only at the barrier, after
+// thread 1 got there, so nothing rescues thread 1 here; the rescue bound at
+// its maximum (10 s) keeps it so should thread 0 wait sooner some day.
 std::atomic<bool> g_flag{false};
+std::atomic<bool> g_t1_waiting{false};  // thread 1 is at the barrier
+std::atomic<bool> g_t1_passed{false};   // thread 1 is past the barrier
+std::atomic<int> g_flag_pe{-2};         // where on_flag ran
+std::atomic<bool> g_flag_saw_t1_waiting{false};
+std::atomic<pid_t> g_flag_tid{0};
 void on_flag(weft::message_ptr) {
+  g_flag_pe = weft::threads::on_carrier() ? -1 : weft::threads::current_pe();
+  g_flag_tid = gettid();
+  g_flag_saw_t1_waiting = g_t1_waiting.load() && !g_t1_passed.load();
   g_flag = true;
 }
 const weft::handler_id h_flag = weft::register_handler("omp_test.flag", on_flag);
 
 TEST(OmpInWeft, PesKeepHandlingMessagesWhileARegionWaits) {
   g_flag = false;
-  bool ok = false;
-  const int rc = run_weft(2, [&] {
+  g_t1_waiting = false;
+  g_t1_passed = false;
+  g_flag_pe = -2;
+  g_flag_saw_t1_waiting = false;
+  g_flag_tid = 0;
+  int team = 0;
+  int t1_pe = -2;  // -1: on a carrier
+  pid_t t1_tid = 0;
+  bool region_done = false;
+  const int rc = run_weft(
+      2,
+      [&] {
 #pragma omp parallel num_threads(2)
-    {
-      if (omp_get_thread_num() == 0) {
-        // To PE 1, whose thread 1 of this region waits at the barrier below.
-        weft::send(1, weft::make_message(h_flag, 0));
-        while (!g_flag.load()) {
+        {
+          if (omp_get_thread_num() == 0) {
+            team = omp_get_num_threads();
+            // Thread 1 (if the team has one) waits at the barrier first.
+            while (team == 2 && !g_t1_waiting.load()) {
 #pragma omp taskyield
-        }
-      }
+            }
+            // To PE 1, where thread 1 of this region waits at the barrier below.
+            weft::send(1, weft::make_message(h_flag, 0));
+            while (!g_flag.load()) {
+#pragma omp taskyield
+            }
+          } else {
+            t1_pe = weft::threads::on_carrier() ? -1 : weft::threads::current_pe();
+            t1_tid = gettid();
+            g_t1_waiting = true;
+          }
 #pragma omp barrier
-    }
-    ok = g_flag.load();
-    weft::exit(0);
-  });
+          if (omp_get_thread_num() == 1) g_t1_passed = true;
+        }
+        region_done = true;
+        weft::exit(0);
+      },
+      "--weft:ult-rescue-us=10000000");
   EXPECT_EQ(rc, 0);
-  EXPECT_TRUE(ok);
+  EXPECT_TRUE(region_done);
+  ASSERT_EQ(team, 2);
+  ASSERT_EQ(t1_pe, 1) << "thread 1 ran on PE 1's own thread (-1: a carrier)";
+  EXPECT_EQ(g_flag_pe.load(), 1) << "the message was handled by PE 1's own thread";
+  EXPECT_TRUE(g_flag_saw_t1_waiting.load()) << "while thread 1 waited at the barrier";
+  EXPECT_EQ(g_flag_tid.load(), t1_tid) << "on the OS thread where thread 1 waited";
 }
 
 TEST(OmpInWeft, ParallelForInsideARegionAndARegionInsideParallelFor) {

@@ -2,6 +2,7 @@
 // both raw allocators.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -60,25 +61,76 @@ TEST(Memory, LiveBlocksNeverOverlap) {
   }
 }
 
+// Producer/consumer, as messages go: every block is allocated on one thread
+// and freed on another while the producer is still allocating. The freed
+// blocks join the consumer's list of their class, up to its cap; beyond the
+// cap they go back to the raw allocator (the consumer does not hoard them).
+// The lists are LIFO, so the consumer's next allocations show what it kept:
+// the first of them is the last block it kept, then the ones before it,
+// down to the first block it freed -- the first `kept` blocks freed, and
+// `kept` is the cap: at least 64 blocks and at most 1 MiB of them, less than
+// the blocks freed.
 TEST(Memory, BlocksFreedOnAnotherThread) {
-  // Producer/consumer: every block is allocated on one thread and freed on
-  // another, as messages are; the consumer's lists are capped.
+  constexpr std::size_t n = 20000, bytes = 256;
   for (auto alloc : {wb::raw_allocator::mimalloc, wb::raw_allocator::system}) {
+    SCOPED_TRACE(alloc == wb::raw_allocator::mimalloc ? "mimalloc" : "system");
     wb::select_allocator(alloc);
-    std::vector<std::pair<void*, std::uint8_t>> blocks(20000);
+    std::vector<std::pair<void*, std::uint8_t>> blocks(n);
+    std::atomic<std::size_t> produced{0};  // blocks[0, produced) are allocated
+    std::atomic<std::size_t> consumed{0};  // blocks[0, consumed) are freed
+    std::atomic<std::size_t> freed_while_producing{0};
     std::thread producer([&] {
-      for (auto& [p, c] : blocks) {
-        p = wb::block_alloc(256, c);
-        std::memset(p, 7, 256);
+      for (std::size_t i = 0; i < n; ++i) {
+        // Halfway, until the consumer has freed some: the two overlap
+        // whatever the scheduler does.
+        if (i == n / 2)
+          while (consumed.load() == 0) std::this_thread::yield();
+        auto& [p, c] = blocks[i];
+        p = wb::block_alloc(bytes, c);
+        std::memset(p, 7, bytes);
+        produced.store(i + 1, std::memory_order_release);
       }
       wb::block_cache_release();
     });
-    producer.join();
+    std::size_t kept = 0;
+    bool lifo = true;
+    std::uint8_t cls = 0xff;
     std::thread consumer([&] {
-      for (auto& [p, c] : blocks) wb::block_free(p, c);
+      for (std::size_t i = 0; i < n; ++i) {
+        while (produced.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+        auto& [p, c] = blocks[i];
+        if (produced.load(std::memory_order_relaxed) < n) freed_while_producing.fetch_add(1);
+        wb::block_free(p, c);
+        consumed.store(i + 1);
+      }
+      cls = blocks[0].second;
+      // The first allocation is the last block kept.
+      std::vector<std::pair<void*, std::uint8_t>> again(1);
+      again[0].first = wb::block_alloc(bytes, again[0].second);
+      std::size_t last = n;
+      for (std::size_t i = 0; i < n; ++i)
+        if (blocks[i].first == again[0].first) last = i;
+      if (last < n) {
+        kept = last + 1;
+        for (std::size_t i = last; i-- > 0;) {
+          again.emplace_back();
+          again.back().first = wb::block_alloc(bytes, again.back().second);
+          lifo = lifo && again.back().first == blocks[i].first;
+        }
+      }
+      for (auto& [p, c] : again) wb::block_free(p, c);
       wb::block_cache_release();
     });
+    producer.join();
     consumer.join();
+    EXPECT_GT(freed_while_producing.load(), 0u) << "producer and consumer overlapped";
+    ASSERT_NE(cls, wb::block_unpooled);
+    ASSERT_GT(kept, 0u) << "the consumer's next block is one it freed";
+    EXPECT_TRUE(lifo) << "its next " << kept << " blocks are the first ones it freed, last first";
+    EXPECT_LT(kept, n) << "the consumer kept every block freed: no cap";
+    EXPECT_GE(kept, 64u);
+    EXPECT_LE(kept * (wb::block_min << cls), std::size_t(1) << 20);
+    RecordProperty("kept", int(kept));
   }
   wb::select_allocator(wb::raw_allocator::mimalloc);
 }

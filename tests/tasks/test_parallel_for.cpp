@@ -340,12 +340,22 @@ TEST_P(wakeup, sleeping_pes_are_woken_by_exposed_work) {
       4,
       [&] {
         for (int round = 0; round < 10; ++round) {
-          // The other PEs are idle (asleep, with these options, once their
-          // back-off is over): adaptive-idle decides on this count.
+          // The other PEs are idle (adaptive-idle decides on this count) and
+          // asleep in the kernel (with these options they sleep as soon as
+          // they are idle): only a wake-up gets them to the loop's tasks.
           const auto idle_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-          while (weft::detail::idle_pes() < 3 && std::chrono::steady_clock::now() < idle_by)
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          auto others_asleep = [] {
+            if (weft::detail::idle_pes() < 3) return false;
+            for (int pe = 1; pe < 4; ++pe)
+              if (!weft::detail::pe_blocked(pe)) return false;
+            return true;
+          };
+          while (!others_asleep() && std::chrono::steady_clock::now() < idle_by)
+            std::this_thread::yield();
+          if (!others_asleep()) {
+            record_error("round " + std::to_string(round) + ": the other PEs did not go to sleep");
+            return;
+          }
           const int me = weft::my_pe();
           std::atomic<bool> elsewhere{false};
           weft::parallel_for(
@@ -373,7 +383,9 @@ INSTANTIATE_TEST_SUITE_P(tasks, wakeup, ::testing::ValuesIn(all_schemes),
 
 // A PE in a synchronous loop keeps handling its messages: PE 1 runs a chunk
 // that waits for a message PE 0 handles; PE 0 only gets to it by serving its
-// queue while it waits for the loop.
+// queue while it waits for the loop. Every round must get there: PE 0 runs
+// iteration 0 (split keeps the lower half) and holds it until PE 1 has
+// taken iteration 1, so PE 0 cannot run both.
 std::atomic<bool> g_served{false};
 void on_serve(weft::message_ptr) {
   g_served = true;
@@ -381,7 +393,8 @@ void on_serve(weft::message_ptr) {
 const weft::handler_id h_serve = weft::register_handler("test.tasks.serve", on_serve);
 
 TEST(tasks, caller_serves_its_messages_while_waiting) {
-  on_node(2, [] {
+  int checked = 0;
+  on_node(2, [&] {
     for (int round = 0; round < 5; ++round) {
       g_served = false;
       std::atomic<bool> started_elsewhere{false};
@@ -389,13 +402,17 @@ TEST(tasks, caller_serves_its_messages_while_waiting) {
           0, 2,
           [&](int i) {
             const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-            if (i == 0 && weft::my_pe() == 0) {
+            if (weft::my_pe() == 0) {
+              if (i != 0) {
+                record_error("PE 0 ran iteration " + std::to_string(i) + ", not 0");
+                return;
+              }
               // Keep PE 0 busy until PE 1 took the other iteration.
               while (!started_elsewhere.load() && std::chrono::steady_clock::now() < until)
                 std::this_thread::yield();
+              if (!started_elsewhere.load()) record_error("PE 1 never took iteration 1");
               return;
             }
-            if (weft::my_pe() == 0) return;  // PE 0 ran both: nothing to check this round
             started_elsewhere = true;
             weft::send(0, weft::make_message(h_serve, 0));
             while (!g_served.load() && std::chrono::steady_clock::now() < until)
@@ -403,9 +420,12 @@ TEST(tasks, caller_serves_its_messages_while_waiting) {
             if (!g_served.load()) record_error("PE 0 did not handle its message during the loop");
           },
           {.grain = 1, .scheme = weft::tasks_scheme::split});
+      if (!started_elsewhere) record_error("round " + std::to_string(round) + ": PE 0 ran both");
       if (started_elsewhere && !g_served) record_error("loop returned before the message ran");
+      checked += started_elsewhere && g_served;
     }
   });
+  EXPECT_EQ(checked, 5) << "rounds where PE 0 served PE 1's message during the loop";
 }
 
 // ---- bad input -----------------------------------------------------------------------
@@ -438,16 +458,44 @@ TEST(tasks, bad_input_is_a_clear_error) {
   EXPECT_THROW(weft::parallel_for(0, 10, [](int) {}), std::logic_error);
 }
 
+// The option is read, and a loop that names no scheme runs with it: with
+// static, PE 1 runs exactly its block [500, 1000) and PE 0 the rest. PE 0
+// holds its first iteration until PE 1 has run one (else PE 0 may claim
+// PE 1's block too); split (the default) would hand PE 1 upper halves of
+// 3-iteration chunks ([501, 1000) first), broadcast chunks of 3 in any order.
 TEST(tasks, scheme_option_is_validated_and_read) {
   EXPECT_EXIT(weft_test::make_config({"--weft:tasks-scheme=fastest"}), ::testing::ExitedWithCode(2),
               "tasks-scheme.*split\\|broadcast\\|static\\|adaptive-idle\\|adaptive-history");
   std::string seen;
   on_node(2, [&] {
     seen = weft::config().tasks_scheme;
-    // The default from the option is used: the loop still runs every index once.
-    counts c(1000);
-    weft::parallel_for(0, 1000, [&](int i) { c.hit(std::size_t(i)); }, {.grain = 3});
+    constexpr int n = 1000;
+    counts c(n);
+    std::vector<std::atomic<int>> ran_on(n);
+    std::atomic<bool> pe1_ran{false};
+    weft::parallel_for(
+        0, n,
+        [&](int i) {
+          c.hit(std::size_t(i));
+          ran_on[std::size_t(i)].store(weft::my_pe());
+          if (weft::my_pe() != 0) pe1_ran = true;
+          if (i != 0 || weft::my_pe() != 0) return;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+          while (!pe1_ran.load() && std::chrono::steady_clock::now() < until)
+            std::this_thread::yield();
+          if (!pe1_ran.load()) record_error("PE 1 ran no iteration");
+        },
+        {.grain = 3});
     if (std::string e = c.check(); !e.empty()) record_error(e);
+    for (int i = 0; i < n; ++i) {
+      const int want = i < n / 2 ? 0 : 1;
+      if (ran_on[std::size_t(i)].load() != want) {
+        record_error("index " + std::to_string(i) + " ran on PE " +
+                     std::to_string(ran_on[std::size_t(i)].load()) + ", its static block's is " +
+                     std::to_string(want));
+        break;
+      }
+    }
   }, {"--weft:tasks-scheme=static"});
   EXPECT_EQ(seen, "static");
 }

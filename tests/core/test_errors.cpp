@@ -305,7 +305,8 @@ TEST(Options, HelpExitsWithZero) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(help_on_stderr(), testing::ExitedWithCode(0),
               "usage: [^ ]+ \\[--weft:name=value \\.\\.\\.\\] \\[program arguments\\]\n"
-              "weft runtime options \\(also settable as WEFT_NAME=value; the command line wins\\):\n"
+              "weft runtime options \\(also settable as WEFT_NAME=value; the command line "
+              "wins\\):\n"
               "  --weft:help +print this list and exit\n"
               "(.|\n)*  --weft:threads=[^\n]*\n +default: [^\n]*; env: WEFT_THREADS\n");
 }

@@ -5,7 +5,7 @@ ARGS    ?=
 GEN     := -G Ninja
 DEPS    := scripts/install-deps.sh
 
-.PHONY: run test bench clean deps build-release build-test build-tsan
+.PHONY: run test bench clean deps build-release build-test build-tsan build-full
 
 deps:
 	@bash $(DEPS)
@@ -27,13 +27,22 @@ build-tsan: deps
 	  -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCHMARKS=OFF -DWEFT_BUILD_TOOLS=OFF >/dev/null
 	@cmake --build build/tsan -j $(JOBS)
 
+# The suite again, optimised as build-release and without sanitizers: the
+# code users run, and the stress tests at full size (weft_test::scaled() in
+# tests/test_scale.hpp picks the reduced sizes under a sanitizer).
+build-full: deps
+	@cmake -S . -B build/full $(GEN) -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=ON \
+	  -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCHMARKS=OFF >/dev/null
+	@cmake --build build/full -j $(JOBS)
+
 # The main job: kNeighbor on all cores of this machine, one process.
 run: build-release
 	@build/release/bench/kneighbor $(ARGS)
 
-test: build-test build-tsan
+test: build-test build-tsan build-full
 	@cd build/test && ctest --output-on-failure -j $(JOBS)
 	@cd build/tsan && ctest --output-on-failure -j $(JOBS)
+	@cd build/full && ctest --output-on-failure -j $(JOBS)
 
 # Every benchmark, JSON collected in build/bench/, tables in docs/benchmarks.md.
 bench: build-release

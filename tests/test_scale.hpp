@@ -1,5 +1,7 @@
 // Stress sizes for tests: millions of items normally, fewer under ASan/TSan,
-// which run the same tests 5-20x slower (CI runs both).
+// which run the same tests 5-20x slower. make test (CI) runs all three
+// builds: build/test (ASan+UBSan) and build/tsan at the reduced sizes,
+// build/full (optimised, no sanitizer) at the full ones.
 #pragma once
 #include <cstddef>
 

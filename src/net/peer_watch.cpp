@@ -14,8 +14,6 @@
 
 namespace weft::net {
 
-namespace {
-
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return int(syscall(SYS_pidfd_open, pid, 0));
@@ -25,8 +23,6 @@ int open_pidfd(pid_t pid) {
   return -1;
 #endif
 }
-
-}  // namespace
 
 peer_watch::record peer_watch::mine() {
   record r{};

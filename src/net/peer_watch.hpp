@@ -27,6 +27,10 @@
 
 namespace weft::net {
 
+// pidfd_open(2): a descriptor that polls readable when `pid` exits; -1 with
+// errno ENOSYS where the C library's headers lack the call (shm uses it too).
+int open_pidfd(pid_t pid);
+
 class peer_watch {
  public:
   // What a node tells the others: which kernel and pid namespace it runs in,

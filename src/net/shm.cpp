@@ -55,6 +55,7 @@
 // may not be ready for messages before init returns).
 #include "shm.hpp"
 #include "message_pool.hpp"
+#include "peer_watch.hpp"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -268,15 +269,6 @@ inline void ring_doorbell(seg_header* h, bool light) {
     futex_wake(&h->doorbell);
 }
 
-int open_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  return int(syscall(SYS_pidfd_open, pid, 0));
-#else
-  (void)pid;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
 
 void sleep_ns(long ns) {
   timespec ts{0, ns};

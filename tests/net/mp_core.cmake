@@ -134,14 +134,14 @@ mp_core_test(net.core.auto_transport CODE 0 NP 2
 # tools/weftrun: the mpirun command it builds, its errors, and a real run.
 set(weftrun ${PROJECT_SOURCE_DIR}/tools/weftrun)
 function(weftrun_test name code)
-  cmake_parse_arguments(T "" "" "ARGS;EXPECT" ${ARGN})
+  cmake_parse_arguments(T "" "FORBID" "ARGS;EXPECT" ${ARGN})
   # Quoted arguments of add_test keep their ';' lists whole.
   set(cmd ${weftrun} ${T_ARGS})
   set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0
       MPIRUN=${MPIEXEC_EXECUTABLE} WEFTRUN_MPIRUN_ARGS=--oversubscribe)
   add_test(NAME net.weftrun.${name}
            COMMAND ${CMAKE_COMMAND} "-DCMD=${cmd}" -DEXPECT_CODE=${code}
-                   "-DEXPECT_REGEX=${T_EXPECT}" "-DENV=${env}"
+                   "-DEXPECT_REGEX=${T_EXPECT}" "-DENV=${env}" "-DFORBID_REGEX=${T_FORBID}"
                    -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
   set_tests_properties(net.weftrun.${name} PROPERTIES TIMEOUT 120 LABELS net)
 endfunction()
@@ -152,5 +152,9 @@ weftrun_test(bad_nodes 2 ARGS --nodes 0 ./app
 weftrun_test(bad_transport 2 ARGS --nodes 2 --transport pigeon ./app
              EXPECT "weftrun: error: --transport=pigeon: accepted: auto, shm, mpi, ucx, shm\\+mpi, shm\\+ucx")
 weftrun_test(no_program 2 ARGS --nodes 2 EXPECT "weftrun: error: no program given")
+# --help: the usage text alone, exit 0 (it printed the script's next line and
+# exited 2 before).
+weftrun_test(help 0 ARGS --help EXPECT "^weftrun: start a weft program" "--nodes N \\[--threads T\\]"
+             "WEFTRUN_MPIRUN_ARGS=\"--oversubscribe\"" FORBID "set -euo|pipefail")
 weftrun_test(runs_a_job 0 ARGS --nodes 2 --threads 2 $<TARGET_FILE:net_mp_core> --case=alltoall
              --weft:quiet EXPECT "mp_core: alltoall passed on 4 PEs in 2 processes")

@@ -215,6 +215,10 @@ struct team {
   void (*fn)(void*) = nullptr;
   void* data = nullptr;
   std::uint64_t start_ns = 0;
+  // Thread 0's rescue scan starts here: members below it have started (a
+  // started member never goes back), so the scan costs O(1) amortised per
+  // wait instead of O(team size). Thread 0 only.
+  int first_unstarted = 1;
   int master_pe = -1;
   thread_state* outer = nullptr;  // what the meeting thread ran as before (restored at the end)
   std::vector<member> members;  // sized at creation, never resized

@@ -359,7 +359,14 @@ bool rescue_held_up_members(thread_state& me) {
   const std::uint64_t now = base::wall_ns();
   if (now - t->start_ns < start_grace_ns) return false;
   bool started = false;
-  for (int i = 1; i < t->size; ++i) {
+  // Skip the prefix of members known started.
+  while (t->first_unstarted < t->size) {
+    const member& m = t->members[std::size_t(t->first_unstarted)];
+    if (m.sent_to >= 0 && m.u.state.load(std::memory_order_relaxed) == threads::ult::unstarted)
+      break;
+    ++t->first_unstarted;
+  }
+  for (int i = t->first_unstarted; i < t->size; ++i) {
     member& m = t->members[std::size_t(i)];
     if (m.sent_to < 0 || m.u.state.load(std::memory_order_relaxed) != threads::ult::unstarted)
       continue;
@@ -617,6 +624,7 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   t->fn = fn;
   t->data = data;
   t->start_ns = base::wall_ns();
+  t->first_unstarted = 1;
   t->master_pe = threads::current_pe();
   const bool active = n > 1;
   for (int i = 0; i < n; ++i) {

@@ -407,12 +407,16 @@ void set_count(track& t, std::uint32_t n) {
 inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
                 std::uint32_t c, std::uint32_t d) {
   const session& s = *g_session.load(std::memory_order_relaxed);
-  const std::uint64_t tick = tick_of(s, now);
+  std::uint64_t tick = tick_of(s, now);
   if (s.cfg.mode == trace_mode::summary) {
     summarize(t, k, tick, a);
     return;
   }
   if (t.failed) return;
+  // A track's records never go back in time: callers that stamp two records
+  // with one `now` (idle_end then a begin) may see the first one fill the
+  // buffer, and the flush's own records come after `now`.
+  if (tick < t.last_tick) tick = t.last_tick;
   const std::uint32_t i = count(t);
   t.buf[i] = {tick << 8 | std::uint64_t(k), a, b, c, d};
   set_count(t, i + 1);

@@ -93,24 +93,33 @@ bool parse_int(const char* s, long lo, long hi, int& out) {
   return true;
 }
 
+// What is wrong with the program's own arguments ("" when nothing is).
+std::string check_arguments(int argc, char** argv, int& n, int& thr) {
+  if (argc != 3) return "expected 2 arguments, got " + std::to_string(argc - 1);
+  if (!parse_int(argv[1], 1, 31, n))
+    return std::string("N must be an integer in 1..31, not '") + argv[1] + "'";
+  if (!parse_int(argv[2], 1, n, thr))
+    return "THRESHOLD must be an integer in 1..N (1.." + std::to_string(n) + "), not '" +
+           argv[2] + "'";
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  return weft::run(argc, argv, [](weft::args a) -> weft::task<> {
+  // The arguments are checked before the runtime starts (parse_options takes
+  // the --weft: ones out): a usage error is the only thing printed.
+  const weft::runtime_config config = weft::parse_options(argc, argv);
+  {
     int n = 0, thr = 0;
-    std::string problem;
-    if (a.argc != 3)
-      problem = "expected 2 arguments, got " + std::to_string(a.argc - 1);
-    else if (!parse_int(a.argv[1], 1, 31, n))
-      problem = std::string("N must be an integer in 1..31, not '") + a.argv[1] + "'";
-    else if (!parse_int(a.argv[2], 1, n, thr))
-      problem = "THRESHOLD must be an integer in 1..N (1.." + std::to_string(n) + "), not '" +
-                a.argv[2] + "'";
-    if (!problem.empty()) {
+    if (const std::string problem = check_arguments(argc, argv, n, thr); !problem.empty()) {
       std::fprintf(stderr, "usage: nqueens N THRESHOLD [--weft:options]: %s\n", problem.c_str());
-      weft::exit(2);
-      co_return;
+      return 2;
     }
+  }
+  return weft::run(config, argc, argv, [](weft::args a) -> weft::task<> {
+    int n = 0, thr = 0;
+    check_arguments(a.argc, a.argv, n, thr);
     board_size = n;
     threshold = thr;
     tally = weft::group_proxy<Tally>::create();

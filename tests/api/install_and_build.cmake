@@ -1,16 +1,23 @@
 # The installed-package test (cmake -P): install the build tree into a fresh
-# prefix, then build and run programs that see nothing but that prefix.
+# prefix, then build and run programs that see nothing but that prefix, by
+# the README's two recipes and nothing else (no flags of their own, no C++
+# standard of their own).
 #
 #   cmake -DWEFT_BUILD_DIR=<built weft tree> -DWORK_DIR=<scratch dir>
 #         -DCONSUMER_DIR=<tests/api/consumer> -DGENERATOR=<generator>
-#         [-DMAKE_PROGRAM=<ninja>] [-DCXX_COMPILER=<c++>] [-DBUILD_TYPE=<type>]
-#         -P install_and_build.cmake
+#         [-DMAKE_PROGRAM=<ninja>] [-DCXX_COMPILER=<c++>] [-DC_COMPILER=<cc>]
+#         [-DBUILD_TYPE=<type>] -P install_and_build.cmake
 #
-# Steps: (a) cmake --install into WORK_DIR/prefix; (b) configure the consumer
-# project with CMAKE_PREFIX_PATH=prefix (find_package(weft), weft::weft only);
-# (c) build it; (d) run it; (e) check weft.pc: pkg-config must resolve it
-# from the prefix, and a program compiled with only its flags must link and
-# run; (f) run the installed weft-topo.
+# Steps: (a) cmake --install into WORK_DIR/prefix: headers, CMake package,
+# the three .pc files, static libraries and the shared ones with their
+# versioned SONAMEs; (b) configure the consumer project with
+# CMAKE_PREFIX_PATH=prefix (find_package(weft)); (c) build it -- no link line
+# may force -rdynamic; (d) run consumer (weft::weft + weft::omp: objects,
+# parallel_for, OpenMP on the PEs), consumer_shared (weft::shared: the same
+# without OpenMP, on libweft.so) and plain_omp (weft::omp_shared: a plain
+# OpenMP program on libweft-omp.so, without libgomp); (e) the same three
+# built with pkg-config's flags alone (weft, weft-shared, weft-omp);
+# (f) run the installed weft-topo.
 cmake_minimum_required(VERSION 3.22)
 
 foreach(v WEFT_BUILD_DIR WORK_DIR CONSUMER_DIR GENERATOR)
@@ -42,13 +49,64 @@ if(BUILD_TYPE)
   set(install_config --config ${BUILD_TYPE})
 endif()
 run_step("install" ${CMAKE_COMMAND} --install ${WEFT_BUILD_DIR} --prefix ${prefix} ${install_config})
+file(STRINGS ${WEFT_BUILD_DIR}/CMakeCache.txt version_line REGEX "^CMAKE_PROJECT_VERSION:")
+if(NOT version_line MATCHES "=([0-9]+)\\.([0-9]+)\\.([0-9]+)$")
+  message(FATAL_ERROR "install: no CMAKE_PROJECT_VERSION in ${WEFT_BUILD_DIR}/CMakeCache.txt")
+endif()
+set(version ${CMAKE_MATCH_1}.${CMAKE_MATCH_2}.${CMAKE_MATCH_3})
+set(soversion ${CMAKE_MATCH_1}.${CMAKE_MATCH_2})
 foreach(f include/weft/weft.hpp include/weft/config.hpp lib/cmake/weft/weftConfig.cmake
           lib/cmake/weft/weftConfigVersion.cmake lib/cmake/weft/weftTargets.cmake
-          lib/pkgconfig/weft.pc)
+          lib/pkgconfig/weft.pc lib/pkgconfig/weft-shared.pc lib/pkgconfig/weft-omp.pc
+          lib/libweft_core.a lib/libweft_tasks.a lib/libweft_threads.a lib/libweft_omp.a
+          lib/libweft.so lib/libweft.so.${soversion} lib/libweft.so.${version}
+          lib/libweft-omp.so lib/libweft-omp.so.${soversion} lib/libweft-omp.so.${version})
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "install: ${prefix}/${f} is missing")
   endif()
 endforeach()
+
+# The dynamic section of an ELF file (readelf -d), to check SONAME and NEEDED.
+find_program(READELF NAMES readelf)
+if(NOT READELF)
+  message(FATAL_ERROR "readelf: not found (binutils, which gcc needs)")
+endif()
+function(dynamic_section file out)
+  execute_process(COMMAND ${READELF} -d ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE text
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${file} failed: ${err}")
+  endif()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+foreach(lib weft weft-omp)
+  dynamic_section(${prefix}/lib/lib${lib}.so.${version} dyn)
+  if(NOT dyn MATCHES "\\(SONAME\\)[^\n]*\\[lib${lib}\\.so\\.${soversion}\\]")
+    message(FATAL_ERROR "install: lib${lib}.so.${version} has no SONAME lib${lib}.so.${soversion}:\n${dyn}")
+  endif()
+endforeach()
+message(STATUS "shared libraries: SONAMEs libweft.so.${soversion}, libweft-omp.so.${soversion}")
+
+# Runs a built program; every regex of EXPECT must match its output, and no
+# NEEDED entry of its dynamic section may match FORBID_NEEDED.
+function(run_program step program)
+  cmake_parse_arguments(R "" "FORBID_NEEDED" "ARGS;ENV;EXPECT;NEEDED" ${ARGN})
+  dynamic_section(${program} dyn)
+  foreach(lib IN LISTS R_NEEDED)
+    if(NOT dyn MATCHES "\\(NEEDED\\)[^\n]*\\[${lib}\\]")
+      message(FATAL_ERROR "${step}: ${program} does not need ${lib}:\n${dyn}")
+    endif()
+  endforeach()
+  if(R_FORBID_NEEDED AND dyn MATCHES "\\(NEEDED\\)[^\n]*\\[(${R_FORBID_NEEDED})")
+    message(FATAL_ERROR "${step}: ${program} needs ${CMAKE_MATCH_1}:\n${dyn}")
+  endif()
+  run_step("${step}" ${CMAKE_COMMAND} -E env ${R_ENV} ${program} ${R_ARGS})
+  foreach(regex IN LISTS R_EXPECT)
+    if(NOT step_output MATCHES "${regex}")
+      message(FATAL_ERROR "${step}: no '${regex}' in:\n${step_output}")
+    endif()
+  endforeach()
+endfunction()
 
 # (b) configure the consumer against the prefix only --------------------------------
 set(configure_args -S ${CONSUMER_DIR} -B ${consumer_build} -G ${GENERATOR}
@@ -60,6 +118,9 @@ if(MAKE_PROGRAM)
 endif()
 if(CXX_COMPILER)
   list(APPEND configure_args -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+endif()
+if(C_COMPILER)
+  list(APPEND configure_args -DCMAKE_C_COMPILER=${C_COMPILER})
 endif()
 if(BUILD_TYPE)
   list(APPEND configure_args -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
@@ -84,14 +145,31 @@ foreach(tree_include ${weft_source_include} ${WEFT_BUILD_DIR}/include)
   endif()
 endforeach()
 
-# (d) run ---------------------------------------------------------------------------
-foreach(threads 1 3)
-  run_step("run consumer (${threads} PEs)" ${consumer_build}/consumer --weft:threads=${threads}
-           --weft:bind=none)
-  if(NOT step_output MATCHES "consumer ok: ${threads} PEs")
-    message(FATAL_ERROR "run consumer: no 'consumer ok: ${threads} PEs' in:\n${step_output}")
+# Nothing exported may force -rdynamic (--export-dynamic) on a consumer.
+foreach(flag -rdynamic --export-dynamic -export-dynamic)
+  string(FIND "${step_output}" " ${flag}" forced)
+  if(NOT forced EQUAL -1)
+    message(FATAL_ERROR "build consumer: a link line has ${flag}:\n${step_output}")
   endif()
 endforeach()
+
+# (d) run ---------------------------------------------------------------------------
+foreach(threads 1 3)
+  run_program("run consumer (${threads} PEs)" ${consumer_build}/consumer
+              ARGS --weft:threads=${threads} --weft:bind=none
+              EXPECT "consumer: objects and parallel_for ok\n"
+                     "consumer: openmp ok: team of ${threads} on the PEs\n"
+                     "consumer ok: ${threads} PEs"
+              FORBID_NEEDED "libgomp|libweft")
+endforeach()
+run_program("run consumer_shared" ${consumer_build}/consumer_shared
+            ARGS --weft:threads=2 --weft:bind=none
+            EXPECT "consumer: objects and parallel_for ok\n" "consumer ok: 2 PEs"
+            NEEDED libweft.so.${soversion})
+run_program("run plain_omp" ${consumer_build}/plain_omp
+            ENV OMP_NUM_THREADS=2 WEFT_THREADS=2 WEFT_BIND=none WEFT_QUIET=0
+            EXPECT "weft: node 0: 2 PEs" "plain_omp ok: team of 2"
+            NEEDED libweft-omp.so.${soversion} FORBID_NEEDED libgomp)
 
 # (e) pkg-config --------------------------------------------------------------------
 find_program(PKG_CONFIG_EXECUTABLE NAMES pkg-config pkgconf)
@@ -99,40 +177,90 @@ if(NOT PKG_CONFIG_EXECUTABLE)
   message(FATAL_ERROR "pkg-config: not found (it is a build dependency of weft)")
 endif()
 set(ENV{PKG_CONFIG_PATH} ${prefix}/lib/pkgconfig)
-run_step("pkg-config" ${PKG_CONFIG_EXECUTABLE} --cflags --libs weft)
-string(STRIP "${step_output}" pc_flags)
-# The paths must lead into the prefix wherever it is (the file is relocatable).
 get_filename_component(real_prefix ${prefix} REALPATH)
-separate_arguments(pc_list UNIX_COMMAND "${pc_flags}")
+# pkg_flags(<module> <--cflags|--libs> <out>): the flags as a list; the paths
+# must lead into the prefix wherever it is (the files are relocatable).
+function(pkg_flags module what out)
+  run_step("pkg-config ${what} ${module}" ${PKG_CONFIG_EXECUTABLE} ${what} ${module})
+  string(STRIP "${step_output}" flags)
+  separate_arguments(list UNIX_COMMAND "${flags}")
+  foreach(flag IN LISTS list)
+    if(flag MATCHES "^-[IL](.*)$")
+      get_filename_component(dir "${CMAKE_MATCH_1}" REALPATH)
+      if(dir MATCHES "^${real_prefix}/" AND NOT dir STREQUAL "${real_prefix}/include" AND
+         NOT dir STREQUAL "${real_prefix}/lib")
+        message(FATAL_ERROR "pkg-config ${what} ${module}: ${flag} is not ${prefix}/include or /lib")
+      endif()
+    endif()
+  endforeach()
+  set(${out} "${list}" PARENT_SCOPE)
+endfunction()
+pkg_flags(weft --cflags weft_cflags)
+pkg_flags(weft --libs weft_libs)
 set(seen_include FALSE)
 set(seen_libdir FALSE)
-foreach(flag IN LISTS pc_list)
-  if(flag MATCHES "^-I(.*)$")
-    get_filename_component(dir "${CMAKE_MATCH_1}" REALPATH)
-    if(dir STREQUAL "${real_prefix}/include")
+foreach(flag IN LISTS weft_cflags weft_libs)
+  if(flag MATCHES "^-([IL])(.*)$")
+    set(kind ${CMAKE_MATCH_1})
+    get_filename_component(dir "${CMAKE_MATCH_2}" REALPATH)
+    if(kind STREQUAL "I" AND dir STREQUAL "${real_prefix}/include")
       set(seen_include TRUE)
-    endif()
-  elseif(flag MATCHES "^-L(.*)$")
-    get_filename_component(dir "${CMAKE_MATCH_1}" REALPATH)
-    if(dir STREQUAL "${real_prefix}/lib")
+    elseif(kind STREQUAL "L" AND dir STREQUAL "${real_prefix}/lib")
       set(seen_libdir TRUE)
     endif()
   endif()
 endforeach()
 if(NOT seen_include OR NOT seen_libdir)
-  message(FATAL_ERROR "pkg-config: '${pc_flags}' does not name ${prefix}/include and "
-                      "${prefix}/lib")
+  message(FATAL_ERROR "pkg-config: '${weft_cflags} ${weft_libs}' does not name ${prefix}/include "
+                      "and ${prefix}/lib")
+endif()
+# Every library of weft::weft (the README's parallel_for needs tasks, threads
+# and Boost.Context), and no -rdynamic.
+foreach(lib -lweft_objects -lweft_tasks -lweft_threads -lweft_core -lweft_trace -lweft_net
+            -lweft_base -lboost_context -lmimalloc)
+  if(NOT lib IN_LIST weft_libs)
+    message(FATAL_ERROR "pkg-config --libs weft: no ${lib} in '${weft_libs}'")
+  endif()
+endforeach()
+if("-rdynamic" IN_LIST weft_libs)
+  message(FATAL_ERROR "pkg-config --libs weft forces -rdynamic: '${weft_libs}'")
 endif()
 set(compiler ${CXX_COMPILER})
 if(NOT compiler)
   set(compiler c++)
 endif()
-run_step("build with pkg-config flags" ${compiler} ${CONSUMER_DIR}/main.cpp ${pc_list}
-         -o ${WORK_DIR}/consumer-pkgconfig)
-run_step("run pkg-config build" ${WORK_DIR}/consumer-pkgconfig --weft:threads=2 --weft:bind=none)
-if(NOT step_output MATCHES "consumer ok: 2 PEs")
-  message(FATAL_ERROR "run pkg-config build: no 'consumer ok: 2 PEs' in:\n${step_output}")
+set(c_compiler ${C_COMPILER})
+if(NOT c_compiler)
+  set(c_compiler cc)
 endif()
+# The README's pkg-config recipe: compile with --cflags (and -fopenmp, which
+# its #pragma omp needs), link with --libs.
+run_step("compile with pkg-config weft" ${compiler} -fopenmp ${weft_cflags} -c
+         ${CONSUMER_DIR}/main.cpp -o ${WORK_DIR}/consumer-pkgconfig.o)
+run_step("link with pkg-config weft" ${compiler} ${WORK_DIR}/consumer-pkgconfig.o ${weft_libs}
+         -o ${WORK_DIR}/consumer-pkgconfig)
+run_program("run pkg-config weft build" ${WORK_DIR}/consumer-pkgconfig
+            ARGS --weft:threads=2 --weft:bind=none
+            EXPECT "consumer: objects and parallel_for ok\n"
+                   "consumer: openmp ok: team of 2 on the PEs\n" "consumer ok: 2 PEs"
+            FORBID_NEEDED "libgomp|libweft")
+pkg_flags(weft-shared "--cflags;--libs" shared_flags)
+run_step("build with pkg-config weft-shared" ${compiler} ${CONSUMER_DIR}/main.cpp ${shared_flags}
+         -o ${WORK_DIR}/consumer-pkgconfig-shared)
+run_program("run pkg-config weft-shared build" ${WORK_DIR}/consumer-pkgconfig-shared
+            ARGS --weft:threads=2 --weft:bind=none ENV LD_LIBRARY_PATH=${prefix}/lib
+            EXPECT "consumer ok: 2 PEs" NEEDED libweft.so.${soversion})
+pkg_flags(weft-omp --cflags omp_cflags)
+pkg_flags(weft-omp --libs omp_libs)
+run_step("compile with pkg-config weft-omp" ${c_compiler} ${omp_cflags} -c
+         ${CONSUMER_DIR}/plain_omp.c -o ${WORK_DIR}/plain_omp-pkgconfig.o)
+run_step("link with pkg-config weft-omp" ${c_compiler} ${WORK_DIR}/plain_omp-pkgconfig.o
+         ${omp_libs} -o ${WORK_DIR}/plain_omp-pkgconfig)
+run_program("run pkg-config weft-omp build" ${WORK_DIR}/plain_omp-pkgconfig
+            ENV LD_LIBRARY_PATH=${prefix}/lib OMP_NUM_THREADS=2 WEFT_THREADS=2 WEFT_BIND=none
+                WEFT_QUIET=0
+            EXPECT "weft: node 0: 2 PEs" "plain_omp ok: team of 2"
+            NEEDED libweft-omp.so.${soversion} FORBID_NEEDED libgomp)
 
 # (f) the installed tool --------------------------------------------------------------
 if(EXISTS ${prefix}/bin/weft-topo)

@@ -11,6 +11,7 @@ packages=(
   openmpi-bin libopenmpi-dev # MPI: the mpi transport, launch by mpirun, bench/mpi_pingpong
   libucx-dev libpmix-dev    # the ucx transport (UCP), and PMIx for its address exchange
   libboost-context-dev      # user-level threads (fibers) for libweft-omp's team members
+  nlohmann-json3-dev        # JSON strings escaped as valid UTF-8 (base: trace metadata, bench --json)
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks
   libtbb-dev                # oneTBB: bench/tasks_overhead's tbb::parallel_for baseline

@@ -12,6 +12,7 @@
 #include <string>
 #include <variant>
 #include <vector>
+#include "weft/base/json.hpp"
 #include "weft/core/config.hpp"
 
 namespace weft::bench {
@@ -167,7 +168,9 @@ struct field {
 
 inline std::string to_text(const value& v, bool json) {
   char buf[64];
-  if (auto* s = std::get_if<std::string>(&v)) return json ? "\"" + *s + "\"" : *s;
+  // JSON strings through the runtime's one escaper: valid UTF-8 whatever
+  // the bytes (a value may come from the command line).
+  if (auto* s = std::get_if<std::string>(&v)) return json ? base::json_quote(*s) : *s;
   if (auto* d = std::get_if<double>(&v)) {
     std::snprintf(buf, sizeof buf, std::fabs(*d) >= 100 ? "%.1f" : "%.3g", *d);
     return buf;
@@ -185,8 +188,8 @@ class reporter {
 
   void row(std::vector<field> fields) {
     if (json_) {
-      std::string line = "{\"bench\":\"" + bench_ + "\"";
-      for (auto& f : fields) line += ",\"" + f.key + "\":" + to_text(f.v, true);
+      std::string line = "{\"bench\":" + base::json_quote(bench_);
+      for (auto& f : fields) line += "," + base::json_quote(f.key) + ":" + to_text(f.v, true);
       std::printf("%s}\n", line.c_str());
       std::fflush(stdout);
       return;

@@ -15,6 +15,9 @@ std::atomic<fatal_hook> g_fatal_hook{nullptr};
 std::atomic<bool> g_dying{false};
 // "node 3: " in a job of several processes, so every line names its process.
 char g_origin[32] = "";
+// The first fatal error's text, for the hook (the trace's end record).
+char g_fatal_text[512] = "";
+std::atomic<bool> g_fatal_text_set{false};
 
 void vprint(const char* prefix, const char* fmt, va_list ap) {
   // One write per message so lines from several PEs do not interleave.
@@ -54,9 +57,19 @@ void usage_error(const char* fmt, ...) {
 void fatal(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  if (!g_fatal_text_set.exchange(true)) {
+    va_list copy;
+    va_copy(copy, ap);
+    std::vsnprintf(g_fatal_text, sizeof g_fatal_text, fmt, copy);
+    va_end(copy);
+  }
   vprint("fatal: ", fmt, ap);
   va_end(ap);
   die(exit_fatal);
+}
+
+const char* fatal_message() noexcept {
+  return g_fatal_text;
 }
 
 void warn(const char* fmt, ...) {

@@ -231,6 +231,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;
   c.counters = set.get("counters");
+  c.counters_given = set.given("counters");
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());
 

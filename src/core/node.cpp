@@ -383,6 +383,7 @@ void start_trace(core::node_state& node, int argc, char** argv) {
   t.buffer_bytes = cfg.trace_buffer_bytes;
   t.counters = trace::split_counter_list(cfg.counters);
   t.quiet = cfg.quiet;
+  t.counters_asked = cfg.counters_given;
   t.node = node.node_id;
   t.nodes = node.num_nodes;
   t.first_pe = node.first_pe;

@@ -12,6 +12,7 @@
 #include "core/node.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
+#include "weft/trace/session.hpp"
 
 namespace weft::core {
 
@@ -105,6 +106,10 @@ void watchdog_main(node_state* node) {
   lock.unlock();
   dump(*node);
   std::fflush(stdout);
+  // What the PEs recorded is what a user needs to see the hang: the trace
+  // writes it out and says the run timed out (the transport's abort does
+  // not run the fatal hook).
+  trace::abort_session(trace::end_how::timeout, "--weft:timeout expired");
   node->transport->abort(base::exit_timeout, "--weft:timeout expired");
 }
 

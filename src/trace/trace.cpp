@@ -9,9 +9,20 @@
 // the other tracks' buffers too: each buffer's count is published with a
 // release store after its record, and a track's `writing` flag keeps the
 // owner and the abort path from writing the same buffer at once.
+//
+// A run that ends early keeps what its PEs wrote. The metadata is written at
+// start, again once every PE has begun (the time line's clock and the
+// tracks: what a killed run leaves), when a track begins later, at a flush
+// that finds new user names, and at the end. A fatal error and
+// --weft:timeout write out every buffer from the failing thread
+// (abort_session); SIGTERM and SIGINT do the same from a handler that uses
+// only async-signal-safe calls (write, rename, atomics): the metadata it
+// writes is rendered beforehand. Each track's file ends with an end record
+// saying how the run ended; a file without one was cut off (SIGKILL).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
@@ -28,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 #include "weft/base/error.hpp"
+#include "weft/base/json.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/trace/counters.hpp"
 #include "weft/trace/hooks.hpp"
@@ -45,7 +57,9 @@ namespace {
 using record = detail::raw_record;
 
 constexpr char magic[8] = {'W', 'E', 'F', 'T', 'T', 'R', 'C', 0};
-constexpr std::uint32_t format_version = 1;
+// 2: the end record (kind 24), the metadata's "end", tracks listed while
+// the run goes on (docs/design/trace-format.md says what changed from 1).
+constexpr std::uint32_t format_version = 2;
 
 // Summary mode: the histogram starts with 1 ms bins and doubles their width
 // whenever the run outgrows max_bins, so a run of any length keeps between
@@ -102,6 +116,9 @@ struct track {
   std::string path;
   bool failed = false;               // a write failed: the track records no more
   std::atomic<bool> writing{false};  // its buffer is being written out
+  // The tick of the last record in the file (its writer alone stores it):
+  // an end record written by another thread is not stamped before it.
+  std::atomic<std::uint64_t> written_tick{0};
   // Both modes.
   counter_set counters;
   std::vector<std::uint64_t> final_counters;
@@ -129,6 +146,19 @@ struct session {
   bool counters_known = false;
   std::atomic<bool> aborted{false};
   std::uint64_t end_tsc = 0, end_mono = 0;  // pes_ended
+  // What the metadata on disk lists, so that a track or a user name that
+  // came after it has it written again (guarded by mutex; read without it
+  // to skip the lock when nothing changed).
+  std::atomic<std::size_t> tracks_listed{0}, user_names_listed{0};
+  std::atomic<std::size_t> track_count{0};  // tracks.size()
+  // For the signal handler, which may use no lock and no allocation: the
+  // tracks in slots that never move, and the metadata as last written less
+  // its ending (the handler adds one). Retired texts stay until the end.
+  std::unique_ptr<std::atomic<track*>[]> slots;
+  std::size_t nslots = 0;
+  std::atomic<const std::string*> signal_meta{nullptr};
+  std::vector<std::unique_ptr<std::string>> signal_meta_all;  // guarded by mutex
+  std::string meta_path, signal_tmp_path;
   // The time line starts when the last PE has begun its track: PE threads
   // take milliseconds to start on a loaded machine, and a PE that did not
   // exist yet was neither busy nor idle. Until then tracks wait.
@@ -162,6 +192,7 @@ std::mutex g_names_mutex;
 std::map<std::string, name_source> g_name_sources;           // guarded by g_names_mutex
 std::vector<std::string> g_user_names;                        // guarded by g_names_mutex
 std::unordered_map<std::string, std::uint32_t> g_user_ids;    // guarded by g_names_mutex
+std::atomic<std::size_t> g_user_count{0};                     // g_user_names.size()
 
 // --- writing -------------------------------------------------------------
 
@@ -190,29 +221,22 @@ bool write_records(track& t, std::uint32_t n) {
                std::strerror(err));
     return false;
   }
+  if (n > 0) t.written_tick.store(t.buf[n - 1].w >> 8, std::memory_order_relaxed);
   return true;
 }
 
+// Appends the track's end record to its file, at `tick` or after the last
+// record written. The caller holds the file (the owner at its end, or the
+// `writing` flag). Async-signal-safe: write(2) alone.
+void write_end_record(track& t, end_how how, int signal, std::uint64_t tick) {
+  tick = std::max(tick, t.written_tick.load(std::memory_order_relaxed));
+  const record r{tick << 8 | std::uint64_t(kind::end), std::uint32_t(how), std::uint32_t(signal),
+                 0, 0};
+  (void)write_all(t.fd, &r, sizeof r);
+}
+
 std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (ch < 0x20) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\u%04x", ch);
-          out += hex;
-        } else {
-          out += char(ch);
-        }
-    }
-  }
-  return out + "\"";
+  return base::json_quote(s);
 }
 
 std::string node_file(const session& s, const std::string& rest) {
@@ -237,9 +261,36 @@ std::string host_name() {
   return h;
 }
 
-// The metadata; the caller holds s.mutex (or is the abort path).
-std::string metadata(session& s, bool complete, bool aborted, std::uint64_t end_tick,
-                     std::uint64_t end_mono) {
+const char* how_name(end_how how) {
+  switch (how) {
+    case end_how::exit: return "exit";
+    case end_how::fatal: return "fatal";
+    case end_how::timeout: return "timeout";
+    case end_how::signal: return "signal";
+  }
+  return "fatal";
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    default: return "signal";
+  }
+}
+
+// How the run ended: the metadata's "end".
+struct run_end {
+  end_how how = end_how::exit;
+  std::string message;
+  std::uint64_t tick = 0;
+};
+
+// The metadata less its ending ("end", "complete", "aborted"): what the
+// signal handler completes. The caller holds s.mutex (or is the abort path,
+// `failing`). `user_names` is set to the number of user names listed.
+std::string metadata_body(session& s, bool failing, std::uint64_t end_tick,
+                          std::uint64_t end_mono, std::size_t* user_names) {
   std::string j = "{\n";
   j += "  \"format\": \"weft-trace\", \"version\": " + std::to_string(format_version) + ",\n";
   j += std::string("  \"mode\": \"") + (s.cfg.mode == trace_mode::full ? "full" : "summary") +
@@ -265,15 +316,17 @@ std::string metadata(session& s, bool complete, bool aborted, std::uint64_t end_
          std::to_string(end_mono);
   j += "},\n  \"names\": {\n";
   std::vector<std::pair<std::string, std::vector<std::pair<std::uint32_t, std::string>>>> tables;
+  if (user_names != nullptr) *user_names = 0;
   {
     std::unique_lock<std::mutex> lock(g_names_mutex, std::defer_lock);
     // The abort path must not wait for a lock a stopped thread may hold.
-    if (aborted ? lock.try_lock() : (lock.lock(), true)) {
+    if (failing ? lock.try_lock() : (lock.lock(), true)) {
       for (auto& [space, source] : g_name_sources)
         if (source) tables.emplace_back(space, source());
       std::vector<std::pair<std::uint32_t, std::string>> user;
       for (std::size_t i = 0; i < g_user_names.size(); ++i)
         user.emplace_back(std::uint32_t(i), g_user_names[i]);
+      if (user_names != nullptr) *user_names = user.size();
       tables.emplace_back("user", std::move(user));
     }
   }
@@ -311,23 +364,49 @@ std::string metadata(session& s, bool complete, bool aborted, std::uint64_t end_
   if (s.cfg.mode == trace_mode::summary)
     j += "  \"summary_file\": " + json_string("node" + std::to_string(s.cfg.node) +
                                               ".summary.json") + ",\n";
-  j += std::string("  \"complete\": ") + (complete ? "true" : "false") +
-       ", \"aborted\": " + (aborted ? "true" : "false") + "\n}\n";
   return j;
 }
 
-void write_metadata(session& s, bool complete, bool aborted) {
+// Writes the metadata: while the run goes on (`end` null), or at its end
+// (exit: complete; otherwise aborted). The caller holds s.mutex, or is the
+// abort path (`end->how` other than exit).
+void write_metadata(session& s, const run_end* end) {
+  const bool failing = end != nullptr && end->how != end_how::exit;
   std::uint64_t end_tick = 0, end_mono = 0;
-  if (complete || aborted) {
+  if (end != nullptr) {
     end_mono = s.end_mono != 0 ? s.end_mono : base::wall_ns();
     const std::uint64_t now = s.end_tsc != 0 ? s.end_tsc : base::cycles();
     end_tick = tick_of(s, now);
   }
-  const std::string path = node_file(s, ".json");
-  if (int err = write_file(path, metadata(s, complete, aborted, end_tick, end_mono)); err != 0) {
-    if (aborted) return;  // already failing; the fatal message matters more
-    base::fatal("trace: cannot write %s: %s", path.c_str(), std::strerror(err));
+  std::size_t user_names = 0;
+  std::string body = metadata_body(s, failing, end_tick, end_mono, &user_names);
+  std::string text = body;
+  if (end != nullptr) {
+    text += std::string("  \"end\": {\"how\": \"") + how_name(end->how) +
+            "\", \"tick\": " + std::to_string(end->how == end_how::exit ? end_tick : end->tick);
+    if (!end->message.empty()) text += ", \"message\": " + json_string(end->message);
+    text += "},\n";
   }
+  text += std::string("  \"complete\": ") + (end != nullptr && !failing ? "true" : "false") +
+          ", \"aborted\": " + (failing ? "true" : "false") + "\n}\n";
+  if (int err = write_file(s.meta_path, text); err != 0) {
+    if (failing) return;  // already failing; the fatal message matters more
+    base::fatal("trace: cannot write %s: %s", s.meta_path.c_str(), std::strerror(err));
+  }
+  if (end != nullptr) return;
+  s.tracks_listed.store(s.cfg.mode == trace_mode::full ? s.tracks.size() : 0);
+  s.user_names_listed.store(user_names);
+  auto& kept = s.signal_meta_all.emplace_back(std::make_unique<std::string>(std::move(body)));
+  s.signal_meta.store(kept.get(), std::memory_order_release);
+}
+
+// Whether the metadata on disk lacks a track or a user name.
+bool metadata_stale(const session& s) {
+  return (s.cfg.mode == trace_mode::full &&
+          s.tracks_listed.load(std::memory_order_relaxed) <
+              s.track_count.load(std::memory_order_relaxed)) ||
+         s.user_names_listed.load(std::memory_order_relaxed) <
+             g_user_count.load(std::memory_order_relaxed);
 }
 
 // --- summary mode --------------------------------------------------------
@@ -436,7 +515,7 @@ void put_counters(track& t, std::uint64_t now) {
 // Writes the full buffer out; the time it takes shows on the track as a
 // flush slice (overhead, not the program's).
 void flush(track& t, std::uint64_t now) {
-  const session& s = *g_session.load(std::memory_order_relaxed);
+  session& s = *g_session.load(std::memory_order_relaxed);
   std::uint32_t n = count(t);
   const std::uint64_t tick = tick_of(s, now);
   t.buf[n] = {tick << 8 | std::uint64_t(kind::flush_begin), 0, 0, 0, 0};
@@ -453,6 +532,12 @@ void flush(track& t, std::uint64_t now) {
   if (t.failed) {
     t.fp->limit = t.fp->next;
     return;
+  }
+  // User names interned since the metadata was written: a run killed later
+  // has them named (rare: most are interned once, early).
+  if (metadata_stale(s)) {
+    std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
+    if (lock.owns_lock() && metadata_stale(s)) write_metadata(s, nullptr);
   }
   put(t, kind::flush_end, base::cycles(), n, 0, 0, 0);
   put_counters(t, base::cycles());
@@ -471,6 +556,116 @@ std::string counter_note(const std::vector<std::string>& refused) {
   std::string note;
   for (const auto& r : refused) note += (note.empty() ? "" : "; ") + r;
   return note;
+}
+
+// --- SIGTERM and SIGINT ------------------------------------------------------
+
+struct sigaction g_old_actions[2];
+bool g_installed[2] = {false, false};
+constexpr int g_signals[2] = {SIGTERM, SIGINT};
+std::atomic<bool> g_in_signal{false};
+
+// Decimal digits of v at p; returns the end. Async-signal-safe.
+char* put_u64(char* p, std::uint64_t v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = char('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n > 0) *p++ = digits[--n];
+  return p;
+}
+char* put_text(char* p, const char* text) {
+  while (*text != '\0') *p++ = *text++;
+  return p;
+}
+
+// After an abort, a timeout or a signal: writes out what every track's
+// buffer has published and the track's end record. Async-signal-safe: the
+// tracks are in slots, the counts and `writing` flags lock-free atomics.
+// A track whose `writing` another thread holds is left alone: its owner is
+// writing it out (or has ended it, its file complete).
+void write_buffers_at_end(session& s, end_how how, int sig, std::uint64_t tick) {
+  if (s.cfg.mode != trace_mode::full) return;
+  for (std::size_t i = 0; i < s.nslots; ++i) {
+    track* t = s.slots[i].load(std::memory_order_acquire);
+    if (t == nullptr || t->writing.exchange(true, std::memory_order_acquire)) continue;
+    // Holding `writing`, this thread owns the file and the published part
+    // of the buffer; the owner, if it still runs, stops at its next flush.
+    if (t->fd < 0) continue;
+    const std::uint32_t n = count(*t, std::memory_order_acquire);
+    if (write_all(t->fd, t->buf.get(), std::size_t(n) * sizeof(record)) != 0) continue;
+    if (n > 0) t->written_tick.store(t->buf[n - 1].w >> 8, std::memory_order_relaxed);
+    write_end_record(*t, how, sig, tick);
+  }
+}
+
+// The metadata as last written with `tail` for its ending, without a lock
+// or an allocation (async-signal-safe), through its own temporary file.
+void write_prerendered_metadata(session& s, const char* tail, std::size_t n) {
+  const std::string* body = s.signal_meta.load(std::memory_order_acquire);
+  if (body == nullptr) return;
+  const int fd = ::open(s.signal_tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const bool ok = write_all(fd, body->data(), body->size()) == 0 && write_all(fd, tail, n) == 0;
+  ::close(fd);
+  if (ok) ::rename(s.signal_tmp_path.c_str(), s.meta_path.c_str());
+}
+
+// Writes out every track's buffer and end record and the metadata, then the
+// signal takes its default action (SA_RESETHAND put it back; a second signal
+// meanwhile ends the process at once). Only async-signal-safe calls: the
+// buffers' counts and the `writing` flags are lock-free atomics, files are
+// written with open/write/rename, the metadata's body was rendered before.
+void on_end_signal(int sig) {
+  const int saved_errno = errno;
+  g_in_signal.store(true);
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s != nullptr && s->traces && !s->aborted.exchange(true)) {
+    const std::uint64_t tick = tick_of(*s, base::cycles());
+    write_buffers_at_end(*s, end_how::signal, sig, tick);
+    char tail[256];
+    char* p = put_text(tail, "  \"end\": {\"how\": \"signal\", \"tick\": ");
+    p = put_u64(p, tick);
+    p = put_text(p, ", \"signal\": ");
+    p = put_u64(p, std::uint64_t(sig));
+    p = put_text(p, ", \"message\": \"");
+    p = put_text(p, signal_name(sig));
+    p = put_text(p, "\"},\n  \"complete\": false, \"aborted\": true\n}\n");
+    write_prerendered_metadata(*s, tail, std::size_t(p - tail));
+  }
+  errno = saved_errno;
+  ::raise(sig);
+}
+
+// Handles SIGTERM and SIGINT where nobody else does (the program, MPI).
+void install_signal_handlers() {
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction old{};
+    if (::sigaction(g_signals[i], nullptr, &old) != 0) continue;
+    if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa{};
+    sa.sa_handler = on_end_signal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (::sigaction(g_signals[i], &sa, &g_old_actions[i]) == 0) g_installed[i] = true;
+  }
+}
+
+void remove_signal_handlers() {
+  for (int i = 0; i < 2; ++i) {
+    if (!g_installed[i]) continue;
+    g_installed[i] = false;
+    struct sigaction now{};
+    if (::sigaction(g_signals[i], nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) == 0 &&
+        now.sa_handler == on_end_signal)
+      ::sigaction(g_signals[i], &g_old_actions[i], nullptr);
+  }
+  // A handler already running ends the process: the session stays for it.
+  if (g_in_signal.load()) {
+    for (;;) ::pause();
+  }
 }
 
 }  // namespace
@@ -511,7 +706,10 @@ void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept {
 std::uint32_t intern_user_name(std::string_view name) {
   std::lock_guard<std::mutex> lock(g_names_mutex);
   auto [it, added] = g_user_ids.try_emplace(std::string(name), std::uint32_t(g_user_names.size()));
-  if (added) g_user_names.emplace_back(name);
+  if (added) {
+    g_user_names.emplace_back(name);
+    g_user_count.store(g_user_names.size(), std::memory_order_relaxed);
+  }
   return it->second;
 }
 
@@ -540,6 +738,18 @@ void remove_stale_nodes(const std::string& dir, int nodes) {
   ::closedir(d);
   for (const auto& f : stale) ::unlink(f.c_str());
 }
+
+void remove_own_files(const std::string& dir, int node) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const std::string prefix = "node" + std::to_string(node) + ".";
+  std::vector<std::string> own;
+  while (dirent* e = ::readdir(d))
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+      own.push_back(dir + "/" + e->d_name);
+  ::closedir(d);
+  for (const auto& f : own) ::unlink(f.c_str());
+}
 }  // namespace
 
 void start_session(const session_config& config) {
@@ -566,6 +776,9 @@ void start_session(const session_config& config) {
       base::fatal("--weft:trace=%s: the directory is not writable: %s", config.dir.c_str(),
                   std::strerror(errno));
     if (config.node == 0) remove_stale_nodes(config.dir, config.nodes);
+    // This node's files of an earlier run (more PEs, a comm thread): a
+    // reader of a run that ends early takes every nodeN.*.events it finds.
+    remove_own_files(config.dir, config.node);
     const std::size_t bytes = std::max<std::size_t>(config.buffer_bytes, 64 * sizeof(record));
     s->cap = std::uint32_t(std::min<std::size_t>(bytes / sizeof(record), UINT32_MAX / 2));
   }
@@ -577,12 +790,20 @@ void start_session(const session_config& config) {
     warm.open({"task-clock"});
   }
   take_base(*s);
+  if (s->traces) {
+    s->meta_path = node_file(*s, ".json");
+    s->signal_tmp_path = node_file(*s, ".json.signal.tmp");
+    s->nslots = std::size_t(std::max(config.pes, 1)) + 4;  // the PEs, a comm thread, spare
+    s->slots = std::make_unique<std::atomic<track*>[]>(s->nslots);
+    for (std::size_t i = 0; i < s->nslots; ++i) s->slots[i].store(nullptr);
+  }
   g_session.store(s, std::memory_order_release);
   if (s->traces) {
     {
       std::lock_guard<std::mutex> lock(s->mutex);
-      write_metadata(*s, false, false);
+      write_metadata(*s, nullptr);
     }
+    install_signal_handlers();
     detail::g_on.store(true, std::memory_order_release);
   }
 }
@@ -600,13 +821,16 @@ void begin_track(track_kind what, int pe, int local) {
   t->pe = pe;
   t->local = local;
   if (what == track_kind::pe && !s->cfg.counters.empty()) {
-    t->counters.open(s->cfg.counters);
+    t->counters.open(s->cfg.counters, s->cfg.perf_open);
     std::lock_guard<std::mutex> lock(s->mutex);
     if (!s->counters_known) {
       s->counters_known = true;
       s->counter_names = t->counters.opened();
       s->counter_note = counter_note(t->counters.refused());
-      if (!s->counter_note.empty() && !s->cfg.quiet) {
+      // Nobody asked for counters (the default list of --weft:stats and
+      // --weft:trace): what the kernel refuses is noted in the metadata
+      // only, not said on every run of a machine without them.
+      if (!s->counter_note.empty() && s->cfg.counters_asked && !s->cfg.quiet) {
         std::string have;
         for (const auto& n : s->counter_names) have += (have.empty() ? "" : ", ") + n;
         base::info("counters not available: %s; %s", s->counter_note.c_str(),
@@ -647,12 +871,15 @@ void begin_track(track_kind what, int pe, int local) {
   {
     std::lock_guard<std::mutex> lock(s->mutex);
     s->tracks.push_back(std::move(t));
+    s->track_count.store(s->tracks.size(), std::memory_order_relaxed);
   }
   t_own = raw;
   if (!s->traces) return;  // counters only, for --weft:stats
+  bool took_base = false;
   if (what == track_kind::pe && s->pes_begun.fetch_add(1) + 1 == s->cfg.pes) {
     take_base(*s);
     s->base_ready.store(true, std::memory_order_release);
+    took_base = true;
   }
   while (!s->base_ready.load(std::memory_order_acquire)) sched_yield();
   // A PE waited here from before the time line began: its track starts
@@ -668,7 +895,23 @@ void begin_track(track_kind what, int pe, int local) {
     f.limit = raw->buf.get() + (raw->cap - 2);  // put()'s flush mark
   }
   t_track = raw;
-  if (s->cfg.mode == trace_mode::full) put_counters(*raw, now);
+  if (s->cfg.mode == trace_mode::full) {
+    put_counters(*raw, now);
+    // Visible to the signal handler from here on (its buffer and file are).
+    for (std::size_t i = 0; i < s->nslots; ++i) {
+      track* empty = nullptr;
+      if (s->slots[i].compare_exchange_strong(empty, raw, std::memory_order_release)) break;
+    }
+  }
+  // The metadata of a run that is killed from here on: the time line's
+  // clock and every track. Written by the PE that took the base (the others
+  // began before it, so their tracks are listed) and by a track that began
+  // later (a comm thread); it costs that thread its first ~0.1 ms, overhead
+  // on its track.
+  if (took_base || (what != track_kind::pe && metadata_stale(*s))) {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (took_base || metadata_stale(*s)) write_metadata(*s, nullptr);
+  }
 }
 
 std::vector<std::uint64_t> track_counters() {
@@ -700,10 +943,13 @@ void end_track() {
     }
     if (s->cfg.mode == trace_mode::full) {
       put_counters(*t, now);
+      // The file is complete with its end record: `writing` stays taken, so
+      // neither the abort path nor the signal handler touches it again.
       if (!t->writing.exchange(true, std::memory_order_acquire)) {
-        write_records(*t, count(*t));
+        if (write_records(*t, count(*t))) write_end_record(*t, end_how::exit, 0, tick_of(*s, now));
         set_count(*t, 0);
-        t->writing.store(false, std::memory_order_release);
+        ::close(t->fd);
+        t->fd = -1;
       }
     } else {
       // Slices still open (a run that ended inside a handler: weft::exit)
@@ -806,41 +1052,50 @@ void end_session() {
   if (s == nullptr) return;
   detail::g_on.store(false, std::memory_order_release);
   if (s->traces) {
+    remove_signal_handlers();
     std::lock_guard<std::mutex> lock(s->mutex);
     if (s->cfg.mode == trace_mode::summary) {
       const std::string path = node_file(*s, ".summary.json");
       if (int err = write_file(path, summary_json(*s)); err != 0)
         base::fatal("trace: cannot write %s: %s", path.c_str(), std::strerror(err));
     }
-    write_metadata(*s, true, false);
+    const run_end end{end_how::exit, "", 0};
+    write_metadata(*s, &end);
   }
   g_session.store(nullptr, std::memory_order_release);
   delete s;
 }
 
-void abort_session() noexcept {
+void abort_session(end_how how, const char* message) noexcept {
   session* s = g_session.load(std::memory_order_acquire);
   if (s == nullptr || !s->traces || s->aborted.exchange(true)) return;
-  // Other threads may still run: take nothing that one of them could hold
-  // for long, and write only what each buffer has published.
-  std::unique_lock<std::mutex> lock(s->mutex, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  // Other threads may still run (a hung PE, under --weft:timeout): take
+  // nothing that one of them could hold for long, and write only what each
+  // buffer has published.
+  const std::uint64_t tick = tick_of(*s, base::cycles());
+  write_buffers_at_end(*s, how, 0, tick);
   try {
-    if (s->cfg.mode == trace_mode::full) {
-      for (auto& t : s->tracks) {
-        // Holding `writing`, this thread owns the file and the published
-        // part of the buffer; the owner, if it still runs, stops at its
-        // next flush.
-        if (t->writing.exchange(true, std::memory_order_acquire)) continue;
-        if (t->fd >= 0 && t->fp != nullptr)
-          (void)write_all(t->fd, t->buf.get(),
-                          std::size_t(count(*t, std::memory_order_acquire)) * sizeof(record));
-      }
+    run_end end{how, message != nullptr ? message : "", tick};
+    // The mutex is held only to write the metadata or to add a track: wait
+    // a little for it, then fall back on the metadata as last written.
+    std::unique_lock<std::mutex> lock(s->mutex, std::defer_lock);
+    for (int i = 0; i < 200 && !lock.try_lock(); ++i) ::usleep(1000);
+    if (lock.owns_lock()) {
+      write_metadata(*s, &end);
+    } else {
+      std::string tail = std::string("  \"end\": {\"how\": \"") + how_name(how) +
+                         "\", \"tick\": " + std::to_string(tick);
+      if (!end.message.empty()) tail += ", \"message\": " + json_string(end.message);
+      tail += "},\n  \"complete\": false, \"aborted\": true\n}\n";
+      write_prerendered_metadata(*s, tail.data(), tail.size());
     }
-    write_metadata(*s, false, true);
   } catch (...) {
     // Out of memory while failing: the fatal message is what matters.
   }
+}
+
+void abort_session() noexcept {
+  abort_session(end_how::fatal, base::fatal_message());
 }
 
 }  // namespace weft::trace

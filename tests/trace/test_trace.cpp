@@ -276,3 +276,125 @@ TEST(Session, OffRecordsNothing) {
   detail::record(kind::handler_begin, 1, 0, 0, 0);  // no track, no session: a no-op
   EXPECT_FALSE(session_traces());
 }
+
+namespace {
+// A kernel that gives no counter at all.
+int refuse_all(perf_event_attr*, int, int, int, unsigned long) {
+  errno = ENOENT;
+  return -1;
+}
+
+// stderr of a session of one PE track with `counters`, opened by `open`.
+std::string session_stderr(const fs::path& dir, bool asked, perf_open_fn open) {
+  session_config cfg;
+  cfg.dir = dir.string();
+  cfg.pes = 1;
+  cfg.counters = {"cycles", "context-switches"};
+  cfg.counters_asked = asked;
+  cfg.perf_open = open;
+  testing::internal::CaptureStderr();
+  start_session(cfg);
+  begin_track(track_kind::pe, 0, 0);
+  end_track();
+  pes_ended();
+  end_session();
+  return testing::internal::GetCapturedStderr();
+}
+}  // namespace
+
+// Issue 24, item 8: a run that did not ask for counters (the default list of
+// --weft:stats and --weft:trace) says nothing about the ones the kernel
+// refuses; the metadata still notes them. One that asked hears it.
+TEST(Session, RefusedCountersAreSaidOnlyWhenAsked) {
+  const fs::path dir = fresh_dir("counters-quiet");
+  const std::string quiet = session_stderr(dir, false, refuse_all);
+  EXPECT_EQ(quiet.find("counters not available"), std::string::npos) << quiet;
+  const std::string meta = slurp(dir / "node0.json");
+  EXPECT_NE(meta.find("\"note\": \"cycles: No such file or directory; context-switches: No such "
+                      "file or directory\""),
+            std::string::npos)
+      << meta;
+  const std::string said = session_stderr(dir, true, refuse_all);
+  EXPECT_NE(said.find("weft: counters not available: cycles: No such file or directory; "
+                      "context-switches: No such file or directory; no counters this run"),
+            std::string::npos)
+      << said;
+  // Counters only (--weft:stats without a trace): quiet too.
+  const std::string stats = session_stderr("", false, refuse_all);
+  EXPECT_EQ(stats.find("counters not available"), std::string::npos) << stats;
+  fs::remove_all(dir);
+}
+
+// Issue 24, item 6: whatever bytes the program's arguments and names hold,
+// the metadata is valid UTF-8: bad bytes become U+FFFD, controls \u escapes.
+TEST(Session, MetadataIsValidUtf8WhateverTheArguments) {
+  const fs::path dir = fresh_dir("utf8");
+  session_config cfg;
+  cfg.dir = dir.string();
+  cfg.pes = 1;
+  cfg.argv = {"./app", "\xff", "caf\xc3\xa9", "a\xc3(b", "\xed\xa0\x80", "tab\there\x01",
+              "cut\xe2\x82"};
+  start_session(cfg);
+  begin_track(track_kind::pe, 0, 0);
+  mark("name \xfe\"quoted\"");
+  end_track();
+  pes_ended();
+  end_session();
+  const std::string meta = slurp(dir / "node0.json");
+  // Valid UTF-8 throughout (a strict decoder's rules: no overlong forms, no
+  // surrogates, no bytes past U+10FFFF).
+  std::size_t i = 0;
+  while (i < meta.size()) {
+    const auto c = static_cast<unsigned char>(meta[i]);
+    int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+    ASSERT_GE(n, 0) << "bad lead byte at " << i << ": " << meta;
+    ASSERT_LE(i + std::size_t(n), meta.size() - 1);
+    std::uint32_t cp = n == 0 ? c : c & (0x3f >> n);
+    for (int k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(meta[i + std::size_t(k)]);
+      ASSERT_EQ(cc >> 6, 2) << "bad continuation at " << i + std::size_t(k);
+      cp = cp << 6 | (cc & 0x3f);
+    }
+    static constexpr std::uint32_t min_of[4] = {0, 0x80, 0x800, 0x10000};
+    EXPECT_GE(cp, min_of[n]) << "overlong form at " << i;
+    EXPECT_FALSE(cp >= 0xd800 && cp <= 0xdfff) << "surrogate at " << i;
+    EXPECT_LE(cp, 0x10ffffu);
+    i += std::size_t(n) + 1;
+  }
+  EXPECT_NE(meta.find("\"\xef\xbf\xbd\""), std::string::npos) << meta;  // "\xff" alone
+  EXPECT_NE(meta.find("\"caf\xc3\xa9\""), std::string::npos) << meta;   // valid UTF-8 kept
+  EXPECT_NE(meta.find("\"a\xef\xbf\xbd(b\""), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"tab\\there\\u0001\""), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"name \xef\xbf\xbd\\\"quoted\\\"\""), std::string::npos) << meta;
+  fs::remove_all(dir);
+}
+
+// Format 2: every track's file ends with an end record (how: exit), and the
+// metadata says how the run ended.
+TEST(Session, FilesEndWithTheirEndRecord) {
+  const fs::path dir = fresh_dir("end-record");
+  session_config cfg;
+  cfg.dir = dir.string();
+  cfg.pes = 1;
+  start_session(cfg);
+  begin_track(track_kind::pe, 0, 0);
+  // Listed from the time every PE has begun (a killed run keeps that).
+  EXPECT_NE(slurp(dir / "node0.json").find("\"node0.pe0.events\""), std::string::npos);
+  EXPECT_NE(slurp(dir / "node0.json").find("\"complete\": false, \"aborted\": false"),
+            std::string::npos);
+  detail::record(kind::handler_begin, 1, 0, 0, 0);
+  detail::record(kind::handler_end, 1, 0, 0, 0);
+  end_track();
+  pes_ended();
+  end_session();
+  const std::vector<raw_record> r = records_of(slurp(dir / "node0.pe0.events"));
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(kind(r.back().w & 0xff), kind::end);
+  EXPECT_EQ(r.back().a, std::uint32_t(end_how::exit));
+  EXPECT_GE(r.back().w >> 8, r[r.size() - 2].w >> 8);
+  const std::string meta = slurp(dir / "node0.json");
+  EXPECT_NE(meta.find("\"version\": 2"), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"end\": {\"how\": \"exit\""), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"complete\": true, \"aborted\": false"), std::string::npos) << meta;
+  fs::remove_all(dir);
+}

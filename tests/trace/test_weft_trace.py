@@ -23,7 +23,8 @@ TOOL = os.environ.get("WEFT_TRACE_TOOL", os.path.join(REPO, "tools", "weft-trace
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Event kinds (spec table).
-HB, HE, EB, EE, SEND, IB, IE, TB, TE, STEAL, RED, MOUT, MIN, LBB, LBE, PB, PE_, MARK, RB, RE, CTR, FB, FE = range(1, 24)
+HB, HE, EB, EE, SEND, IB, IE, TB, TE, STEAL, RED, MOUT, MIN, LBB, LBE, PB, PE_, MARK, RB, RE, CTR, FB, FE, END = range(1, 25)
+EXIT, FATAL, TIMEOUT, SIGNAL = range(4)                 # END's a (version 2)
 MAIN, TIMER = 0xFFFFFFFF, 0xFFFFFFFE
 HQ_NODE_QUEUE, HQ_REMOTE = 1 << 8, 1 << 9               # handler_begin d flags
 TO_NODE, TO_REMOTE = 1 << 8, 1 << 10                    # send d flags
@@ -54,8 +55,12 @@ class TraceDir:
 
     def node(self, n, *, nodes, first_pe, pes, k, wall_ns, real_ns_base, tracks,
              names=None, mode="full", complete=True, aborted=False, host=None,
-             summary=None, ns_per_tick=None, with_end=True):
-        """tracks: {"peL" or "comm": [(ns, kind, a, b, c, d), ...]}"""
+             summary=None, ns_per_tick=None, with_end=True, version=1, end=None, unlisted=(),
+             argv=None):
+        """tracks: {"peL" or "comm": [(ns, kind, a, b, c, d), ...]}
+
+        version 2: `end` is the metadata's "end" object (None: none); tracks
+        named in `unlisted` are written but left out of the metadata."""
         mono_base = 5000000000 + n * 2000000000
         tick_end = int(round(wall_ns / k))
         clock = {"tsc_base": 123456 + n, "ns_per_tick": ns_per_tick or k * 1.01,
@@ -63,9 +68,10 @@ class TraceDir:
         if with_end:
             clock["tick_end"] = tick_end
             clock["mono_ns_end"] = mono_base + wall_ns
-        meta = {"format": "weft-trace", "version": 1, "mode": mode, "node": n, "nodes": nodes,
+        meta = {"format": "weft-trace", "version": version, "mode": mode, "node": n, "nodes": nodes,
                 "first_pe": first_pe, "pes": pes, "total_pes": nodes * pes,
-                "host": host or "host%d" % n, "pid": 1000 + n, "argv": ["./jacobi2d", "--size", "64"],
+                "host": host or "host%d" % n, "pid": 1000 + n,
+                "argv": argv or ["./jacobi2d", "--size", "64"],
                 "clock": clock, "names": names or {},
                 "counters": {"requested": ["cycles"], "opened": ["cycles"], "note": ""},
                 "tracks": [], "complete": complete, "aborted": aborted}
@@ -75,10 +81,13 @@ class TraceDir:
             else:
                 rank = int(name[2:])
                 fname, pe, kind = "node%d.pe%d.events" % (n, rank), first_pe + rank, 0
-            meta["tracks"].append({"file": fname, "kind": "pe" if kind == 0 else "comm", "pe": pe})
+            if name not in unlisted:
+                meta["tracks"].append({"file": fname, "kind": "pe" if kind == 0 else "comm", "pe": pe})
             body = b"".join(record(e[1], int(round(e[0] / k)), *e[2:]) for e in events)
             with open(os.path.join(self.root, fname), "wb") as f:
-                f.write(header(n, pe, kind) + body)
+                f.write(header(n, pe, kind, version=version) + body)
+        if end is not None:
+            meta["end"] = end
         if mode == "summary":
             del meta["tracks"]
             meta["summary_file"] = "node%d.summary.json" % n
@@ -626,6 +635,146 @@ class CheckTest(Base):
         self.assertBadInput(run("summary", td.root), "node1.pe1.events", "record 5")
 
 
+# A one-node job of 2 PEs that stopped early: PE 0 inside an entry method,
+# PE 1 inside a region (times in ns; k = 0.5 ns per tick).
+KPE0 = [(0, CTR, 0, 0, 0, 0), (0, HB, MAIN, -1, 0, 0), (100000, HE, MAIN), (100000, IB), (200000, IE),
+        (200000, HB, 7, 1, 64, 0), (210000, EB, 3, 1, 42)]
+KPE1 = [(0, IB), (150000, IE), (150000, RB, 0), (300000, MARK, 1)]
+
+
+class EndedEarlyTest(Base):
+    """Runs that ended early (issue 24): every command reads what was written,
+    says how the run ended, and where each PE was then."""
+
+    def one_node(self, pe0=KPE0, pe1=KPE1, name="early", **kw):
+        td = TraceDir(os.path.join(self.tmp, name))
+        kw.setdefault("version", 2)
+        kw.setdefault("complete", False)
+        kw.setdefault("with_end", False)
+        kw.setdefault("ns_per_tick", 0.5)   # no clock end: times come from the calibration
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0,
+                names=NAMES0, tracks={"pe0": pe0, "pe1": pe1}, **kw)
+        return td
+
+    def every_command(self, td, how):
+        """Each command exits 0 (check: 0 or 1), says `how`, and marks where each PE stopped."""
+        rc, out, err = run("summary", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("The run ended early: " + how, out)
+        self.assertIn("the run ended early: " + how, err)
+        rc, cout, cerr = run("check", td.root)
+        self.assertIn(rc, (0, 1), cout + cerr)
+        self.assertNotIn("Traceback", cerr)
+        self.assertIn("the run ended early: " + how, cout)
+        doc = load_perfetto(self, td)
+        ends = [e for e in doc["traceEvents"] if e.get("cat") == "end"]
+        self.assertEqual(doc["otherData"]["ended_early"], how)
+        for png in ("profile", "timeline"):
+            path = os.path.join(self.tmp, png + ".png")
+            self.assertOk(run(png, td.root, "-o", path))
+            self.assertPng(path)
+        rc, jout, jerr = run("summary", "--json", td.root)
+        self.assertOk((rc, jout, jerr))
+        js = json.loads(jout)
+        self.assertEqual(js["ended_early"], how)
+        return out, cout, ends, js
+
+    def test_killed_without_end_records(self):
+        # Metadata as a killed run leaves it: not complete, no "end", PE 1's
+        # file not listed, and its last record cut off by the kill.
+        td = self.one_node(unlisted=("pe1",))
+        with open(td.path("node0.pe1.events"), "ab") as f:
+            f.write(record(MARK, 700000)[:10])
+        out, cout, ends, js = self.every_command(td, "killed (no end record)")
+        self.assertIn("PE 0: last record at 0.210 ms (record 6), no end record; "
+                      "inside handler objects.element > entry Block::ghost", out)
+        self.assertIn("PE 1: last record at 0.300 ms (record 3), no end record; inside region phase", out)
+        self.assertIn("PE 0: last record at 0.210 ms", cout)
+        rc, _, err = run("summary", td.root)
+        self.assertIn("truncated: 10 trailing bytes after record 3", err)
+        self.assertIn("node0.pe1.events not listed", err)
+        # Perfetto: an instant where each PE stopped, and one for the job.
+        per_track = {e["tid"]: e for e in ends if e["s"] == "t"}
+        self.assertEqual(set(per_track), {0, 1})
+        self.assertAlmostEqual(per_track[0]["ts"], 210.0)
+        self.assertAlmostEqual(per_track[1]["ts"], 300.0)
+        self.assertEqual(per_track[0]["args"]["open"], ["handler objects.element", "entry Block::ghost"])
+        self.assertEqual(len([e for e in ends if e["s"] == "g"]), 1)
+        tracks = {t["pe"]: t for t in js["end"][0]["tracks"]}
+        self.assertEqual(tracks[1]["records"], 4)
+        self.assertEqual(tracks[1]["open"], ["region phase"])
+        self.assertIsNone(tracks[0]["end_record"])
+
+    def test_version_1_killed_run_lists_no_tracks(self):
+        # What weft wrote before version 2: "tracks": [] until the end.
+        td = self.one_node(version=1, unlisted=("pe0", "pe1"))
+        out, _, _, _ = self.every_command(td, "killed (no end record)")
+        self.assertIn("PE 1: last record at 0.300 ms", out)
+
+    def test_timed_out(self):
+        end = {"how": "timeout", "tick": 800000, "message": "--weft:timeout expired"}
+        td = self.one_node(pe0=KPE0 + [(400000, END, TIMEOUT)], pe1=KPE1 + [(400000, END, TIMEOUT)],
+                           aborted=True, end=end)
+        out, cout, ends, js = self.every_command(td, "timed out (--weft:timeout expired)")
+        self.assertIn("PE 0: last record at 0.400 ms (record 7), its end record (timeout); "
+                      "inside handler objects.element > entry Block::ghost", out)
+        self.assertEqual(js["end"][0]["how"], "timeout")
+        self.assertEqual(js["end"][0]["tracks"][1]["end_record"], "timeout")
+
+    def test_fatal_error(self):
+        end = {"how": "fatal", "tick": 400000, "message": "message to handler 123456, never registered"}
+        td = self.one_node(pe0=KPE0 + [(400000, END, FATAL)], pe1=KPE1 + [(400000, END, FATAL)],
+                           aborted=True, end=end)
+        self.every_command(td, "aborted by a fatal error: message to handler 123456, never registered")
+
+    def test_signal_from_end_records(self):
+        # The handler's metadata write failed: the end records still say it.
+        td = self.one_node(pe0=KPE0 + [(400000, END, SIGNAL, 15)], pe1=KPE1 + [(400000, END, SIGNAL, 15)])
+        out, _, _, _ = self.every_command(
+            td, "killed by SIGTERM (signal 15; the PEs' buffers were written on it)")
+        self.assertIn("its end record (signal)", out)
+
+    def test_complete_version_2(self):
+        pe0 = PE0 + [(1000000, END, EXIT)]
+        pe1 = PE1 + [(1000000, END, EXIT)]
+        td = TraceDir(os.path.join(self.tmp, "v2"))
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=NAMES0,
+                tracks={"pe0": pe0, "pe1": pe1}, version=2, end={"how": "exit", "tick": 2000000})
+        rc, out, err = run("check", td.root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertNotIn("ended early", out + err)
+        rc, out, err = run("summary", td.root)
+        self.assertOk((rc, out, err))
+        self.assertEqual(err, "")
+        self.assertNotIn("ended early", out)
+        # An end record that is not the last one breaks the spec.
+        td = TraceDir(os.path.join(self.tmp, "v2bad"))
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=NAMES0,
+                tracks={"pe0": [(0, END, EXIT)] + pe0, "pe1": pe1}, version=2)
+        rc, out, err = run("check", td.root)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("an end record before the last record", out)
+
+    def test_end_record_in_a_version_1_file_is_unknown(self):
+        td = self.one_node(version=1, pe0=KPE0 + [(400000, END, EXIT)])
+        self.assertBadInput(run("summary", td.root), "node0.pe0.events", "unknown event kind 24")
+
+    def test_outputs_are_utf8_whatever_the_strings(self):
+        # JSON may carry a lone surrogate, which no UTF-8 file can hold.
+        td = self.one_node(argv=["./app", "\udcff", "caf\u00e9"], complete=True, with_end=True,
+                           end={"how": "exit", "tick": 2000000},
+                           pe0=KPE0 + [(210000, EE, 3), (220000, HE, 7), (1000000, END, EXIT)],
+                           pe1=KPE1 + [(400000, RE, 0), (1000000, END, EXIT)])
+        out = os.path.join(self.tmp, "run.json")
+        self.assertOk(run("perfetto", td.root, "-o", out))
+        with open(out, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))       # strict UTF-8
+        self.assertEqual(doc["otherData"]["argv"], ["./app", "\ufffd", "caf\u00e9"])
+        rc, jout, _ = run("summary", "--json", td.root)
+        self.assertEqual(rc, 0)
+        self.assertEqual(json.loads(jout)["argv"][1], "\ufffd")
+
+
 class ErrorTest(Base):
     """Bad input: exit 2, one line `weft-trace: error: <file or dir>: ...`."""
 
@@ -665,8 +814,8 @@ class ErrorTest(Base):
         td = self.job()
         with open(td.path("node0.pe0.events"), "r+b") as f:
             f.seek(8)
-            f.write(struct.pack("<I", 2))
-        self.assertIn("version 2", self.each_command(td.root, td.path("node0.pe0.events")))
+            f.write(struct.pack("<I", 9))
+        self.assertIn("version 9", self.each_command(td.root, td.path("node0.pe0.events")))
         td = self.job("job2")
         with open(td.path("node0.pe0.events"), "r+b") as f:
             f.seek(12)

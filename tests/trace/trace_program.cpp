@@ -4,11 +4,16 @@
 // regions, idle periods. Run by tests/trace/CMakeLists.txt with
 // --weft:trace=DIR; tools/weft-trace then reads the directory back.
 //
-//   trace_program STEPS [abort]
+//   trace_program STEPS [abort|hang|ARGS...]
 //
 // Prints "trace_program: steps=N sum=S" (S checked against the serial value),
 // or with `abort` ends the job with a fatal error after half the steps (a
 // message to a handler never registered), so the abort path is traced too.
+// With `hang`, after the steps one element records `hang_marks` marks (more
+// than a 1 MiB buffer holds, so its PE has flushed), prints
+// "trace_program: hanging" and spins forever: a run for --weft:timeout or a
+// signal to end (tests/trace/traced_run.py). Other arguments are ignored (a
+// test passes bytes that are not UTF-8 there).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +26,8 @@ namespace {
 constexpr int elements = 8;
 int g_steps = 20;
 bool g_abort = false;
+bool g_hang = false;
+constexpr int hang_marks = 100000;
 
 // About `units` x 100 us of arithmetic (the run lasts long enough that the
 // few milliseconds its threads take to start are under 1% of it); the
@@ -51,6 +58,17 @@ struct Worker : weft::array_element<Worker, int> {
     }
     contribute(local, weft::op::sum, done);
   }
+
+  // A handler that never returns, as in a deadlocked program.
+  void hang() {
+    static const weft::trace::event_name before{"before the hang"};
+    for (int i = 0; i < hang_marks; ++i) weft::trace::mark(before);
+    std::printf("trace_program: hanging on PE %d\n", weft::my_pe());
+    std::fflush(stdout);
+    volatile bool forever = true;
+    while (forever) {
+    }
+  }
 };
 
 }  // namespace
@@ -64,6 +82,7 @@ int main(int argc, char** argv) {
     }
     g_steps = std::atoi(a.argv[1]);
     g_abort = a.argc > 2 && std::strcmp(a.argv[2], "abort") == 0;
+    g_hang = a.argc > 2 && std::strcmp(a.argv[2], "hang") == 0;
     auto workers = weft::array<Worker>::create(elements);
     double sum = 0;
     for (int s = 0; s < g_steps; ++s) {
@@ -74,6 +93,10 @@ int main(int argc, char** argv) {
       auto f = weft::make_future<double>();
       workers.broadcast<&Worker::step>(s, weft::callback<double>(f));
       sum += co_await f;
+    }
+    if (g_hang) {
+      workers[0].send<&Worker::hang>();
+      co_return;  // no exit: the run ends by --weft:timeout or a signal
     }
     // Every element adds 1.0 per iteration of its loop.
     const double want = double(g_steps) * (16.0 * (elements - 2) + 48.0 * 2);

@@ -21,15 +21,38 @@ the case asks for. Cases:
              traceback.
   truncated  a full run whose PE file is then cut mid-record: every tool
              command gives one clear error line naming the file, exit 2.
+  timeout    COMMAND hangs (trace_program ... hang) and --weft:timeout ends
+             it: exit 124; the metadata lists every track and says aborted,
+             end.how "timeout"; every record the PEs made is in the files
+             (all the marks the hanging PE recorded), each file ends with its
+             end record; the tools read it and say "timed out" and where
+             each PE was (the hanging PE inside its entry method).
+  sigterm    COMMAND hangs and gets SIGTERM once it says it hangs: it dies of
+             the signal; everything recorded is written, end records and
+             metadata say SIGTERM, the tools say so.
+  sigkill    the same with SIGKILL, which no handler sees: the metadata
+             (written once every PE had begun) lists every track, the files
+             keep what was flushed (at least one full buffer of marks); a
+             record cut off at the end of a file is left out with a warning;
+             the tools say "killed (no end record)" and each PE's last
+             record.
+  utf8       the program gets arguments that are not UTF-8 (0xff, a cut
+             sequence, a surrogate, an overlong form): the run succeeds,
+             nodeN.json is valid UTF-8 JSON with U+FFFD for the bad bytes,
+             and so are the tools' JSON outputs.
 Exit 0 when everything held; otherwise each failure on its own line, exit 1.
 """
 import argparse
 import json
 import os
+import re
 import shutil
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 failures = []
 
@@ -134,7 +157,9 @@ def check_png(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
-    ap.add_argument("--case", required=True, choices=["full", "summary", "abort", "truncated"])
+    ap.add_argument("--case", required=True,
+                    choices=["full", "summary", "abort", "truncated", "timeout", "sigterm", "sigkill",
+                             "utf8"])
     ap.add_argument("--no-tasks", action="store_true", help="the run has no loop chunks to steal")
     ap.add_argument("--no-idle", action="store_true", help="the run's PEs never wait")
     ap.add_argument("--expect-name", default="Worker::step",
@@ -164,6 +189,11 @@ def main():
         extra = []
     tool = [sys.executable, a.tool]
 
+    if a.case in ("timeout", "sigterm", "sigkill"):
+        ended_early(a.case, cmd + extra, env, trace, tool, work)
+        return finish(work, a.keep)
+    if a.case == "utf8":
+        extra += BAD_ARGS
     p = run(cmd + extra, env=env, expect=3 if a.case == "abort" else 0)
     if failures:
         return finish(work, a.keep)
@@ -229,6 +259,8 @@ def main():
             fail("check does not say the run aborted:\n" + c.stdout + c.stderr)
         run(tool + ["perfetto", trace, "-o", os.path.join(work, "run.json")], expect=0)
         run(tool + ["summary", trace], expect=0)
+    elif a.case == "utf8":
+        check_utf8(trace, tool, work)
     elif a.case == "truncated":
         pe0 = os.path.join(trace, "node0.pe0.events")
         size = os.path.getsize(pe0)
@@ -244,6 +276,171 @@ def main():
                 fail("%s on a truncated file: want one error line naming node0.pe0.events and "
                      "'truncated', got:\n%s" % (sub[0], r.stderr))
     return finish(work, a.keep)
+
+
+# Arguments that are not UTF-8: a lone 0xff, a sequence cut short, an
+# encoded surrogate, an overlong '/', and a sequence cut at the very end.
+BAD_ARGS = [b"\xff", b"a\xc3(b", b"\xed\xa0\x80", b"\xc0\xaf", b"tail\xe2\x82"]
+
+END_KIND, MARK_KIND = 24, 18
+HANG_MARKS = 100000                      # trace_program's hang_marks
+BUFFER_RECORDS = (1 << 20) // 24         # --weft:trace-buffer=1
+
+
+def read_records(path):
+    """(kind, a, b) of each whole record of an event file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    body = data[32:]
+    body = body[:len(body) - len(body) % 24]
+    return [(w & 0xFF, a, b) for w, a, b, _, _ in struct.iter_unpack("<QIIII", body)]
+
+
+def ended_early(case, cmd, env, trace, tool, work):
+    """A hung run ended by --weft:timeout, SIGTERM or SIGKILL, and its trace."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out = []
+    deadline = time.monotonic() + 200
+    if case != "timeout":
+        # Until the hanging PE has recorded its marks: then kill.
+        for line in iter(proc.stdout.readline, b""):
+            out.append(line.decode("utf-8", "replace"))
+            if b"trace_program: hanging" in line or time.monotonic() > deadline:
+                break
+        proc.send_signal(signal.SIGTERM if case == "sigterm" else signal.SIGKILL)
+    try:
+        rest, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rest, err = proc.communicate()
+        fail("the run did not end (%s)" % case)
+        return
+    out = "".join(out) + rest.decode("utf-8", "replace")
+    err = err.decode("utf-8", "replace")
+    want_rc = {"timeout": 124, "sigterm": -signal.SIGTERM, "sigkill": -signal.SIGKILL}[case]
+    if proc.returncode != want_rc:
+        fail("%s exited %d (expected %d)\nstdout:\n%s\nstderr:\n%s"
+             % (" ".join(cmd), proc.returncode, want_rc, out[-4000:], err[-4000:]))
+        return
+    if "trace_program: hanging" not in out:
+        fail("the program did not say it hangs:\n" + out[-2000:])
+    meta_path = os.path.join(trace, "node0.json")
+    try:
+        with open(meta_path, "rb") as f:
+            meta = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as e:
+        fail("%s: %s" % (meta_path, e))
+        return
+    pe_files = sorted(t["file"] for t in meta.get("tracks", []) if t.get("kind") == "pe")
+    want_files = ["node0.pe%d.events" % i for i in range(meta.get("pes", 0))]
+    if pe_files != want_files:
+        fail("the metadata lists PE tracks %r (expected %r): a run that ends early must leave "
+             "them listed" % (pe_files, want_files))
+    end = meta.get("end") or {}
+    if case == "sigkill":
+        if meta.get("complete") or meta.get("aborted") or end:
+            fail("metadata of a killed run says complete %r, aborted %r, end %r (nothing can "
+                 "write them on SIGKILL)" % (meta.get("complete"), meta.get("aborted"), end))
+    else:
+        want_how = "timeout" if case == "timeout" else "signal"
+        if not meta.get("aborted") or meta.get("complete") or end.get("how") != want_how:
+            fail("metadata: aborted %r, complete %r, end %r (expected aborted, end.how %r)"
+                 % (meta.get("aborted"), meta.get("complete"), end, want_how))
+        if case == "sigterm" and (end.get("signal") != signal.SIGTERM or end.get("message") != "SIGTERM"):
+            fail("metadata end %r does not name SIGTERM" % end)
+    marks = 0
+    for f in want_files:
+        recs = read_records(os.path.join(trace, f))
+        marks += sum(1 for k, _, _ in recs if k == MARK_KIND)
+        last = recs[-1] if recs else None
+        if case == "sigkill":
+            if last is not None and last[0] == END_KIND:
+                fail("%s ends with an end record after SIGKILL" % f)
+        else:
+            want = (END_KIND, 2, 0) if case == "timeout" else (END_KIND, 3, signal.SIGTERM)
+            if last != want:
+                fail("%s: last record %r (expected the end record %r)" % (f, last, want))
+    # Everything recorded (timeout, SIGTERM: the handler wrote the buffers),
+    # or at least what was flushed (SIGKILL: the hanging PE filled a buffer).
+    want_marks = HANG_MARKS if case != "sigkill" else BUFFER_RECORDS // 2
+    if marks < want_marks:
+        fail("the files hold %d marks of the hanging PE (expected at least %d)" % (marks, want_marks))
+    if case == "sigkill":
+        # A kill in the middle of a write leaves part of a record: cut the
+        # largest file so, as such a kill would.
+        big = max(want_files, key=lambda f: os.path.getsize(os.path.join(trace, f)))
+        path = os.path.join(trace, big)
+        with open(path, "r+b") as fh:
+            fh.truncate(os.path.getsize(path) - 5)
+    how = {"timeout": "timed out (--weft:timeout expired)",
+           "sigterm": "killed by SIGTERM (signal 15; the PEs' buffers were written on it)",
+           "sigkill": "killed (no end record)"}[case]
+    s = run(tool + ["summary", trace], expect=0)
+    if "The run ended early: " + how not in s.stdout:
+        fail("summary does not say 'The run ended early: %s':\n%s" % (how, s.stdout[:3000]))
+    where = [l for l in s.stdout.splitlines()
+             if l.startswith("  PE ") and ("last record at" in l or "no records written" in l)]
+    if len(where) != meta.get("pes", 0):
+        fail("summary does not say where each PE stopped:\n" + s.stdout[:3000])
+    if not any("Worker::hang" in l for l in where):
+        fail("summary does not show the hanging PE inside Worker::hang:\n" + "\n".join(where))
+    if case == "sigkill" and "trailing bytes" not in s.stderr:
+        fail("summary does not warn about the record cut off:\n" + s.stderr)
+    c = run(tool + ["check", trace])
+    if c.returncode not in (0, 1) or "the run ended early: " + how not in c.stdout:
+        fail("check exited %d without 'the run ended early: %s':\n%s%s"
+             % (c.returncode, how, c.stdout[-3000:], c.stderr[-2000:]))
+    out_json = os.path.join(work, "run.json")
+    run(tool + ["perfetto", trace, "-o", out_json], expect=0)
+    try:
+        with open(out_json, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
+        ends = [e for e in doc["traceEvents"] if e.get("cat") == "end"]
+        # One per track with records (after SIGKILL the PEs that never
+        # filled a buffer have none), one for the node.
+        with_records = sum(1 for f in want_files if len(read_records(os.path.join(trace, f))) > 0)
+        if len(ends) < with_records + 1:
+            fail("perfetto marks %d ends (expected one per track with records, %d, and one for "
+                 "the node)" % (len(ends), with_records))
+        if doc["otherData"].get("ended_early") != how:
+            fail("perfetto otherData.ended_early is %r" % doc["otherData"].get("ended_early"))
+    except (OSError, ValueError, KeyError) as e:
+        fail("%s: %s" % (out_json, e))
+    run(tool + ["timeline", trace, "-o", os.path.join(work, "tl.png")], expect=0)
+    check_png(os.path.join(work, "tl.png"))
+
+
+def check_utf8(trace, tool, work):
+    """Every JSON file of the trace and of the tools is UTF-8, the bad bytes U+FFFD."""
+    for name in sorted(os.listdir(trace)):
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(trace, name)
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            doc = json.loads(raw.decode("utf-8"))       # strict: no surrogateescape
+        except (UnicodeDecodeError, ValueError) as e:
+            fail("%s is not valid UTF-8 JSON: %s" % (path, e))
+            continue
+        if name == "node0.json":
+            # How many U+FFFD a bad sequence gives is the JSON library's
+            # choice (one per byte or per maximal prefix): compare with runs
+            # of them made one.
+            argv = [re.sub("\ufffd+", "\ufffd", a) for a in doc.get("argv", [])]
+            want = [re.sub("\ufffd+", "\ufffd", b.decode("utf-8", "replace")) for b in BAD_ARGS]
+            if argv[-len(BAD_ARGS):] != want:
+                fail("argv in %s is %r (expected the bad bytes as U+FFFD: %r)"
+                     % (path, argv[-len(BAD_ARGS):], want))
+    out_json = os.path.join(work, "run.json")
+    run(tool + ["perfetto", trace, "-o", out_json], expect=0)
+    s = run(tool + ["summary", "--json", trace], expect=0)
+    for what, raw in (("perfetto output", open(out_json, "rb").read()),
+                      ("summary --json", s.stdout.encode("utf-8"))):
+        try:
+            json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            fail("%s is not valid UTF-8 JSON: %s" % (what, e))
 
 
 def finish(work, keep):

@@ -27,6 +27,9 @@ WEFT_API void info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // A hook run (once) before a fatal exit, e.g. to dump PE state. Set by core.
 using fatal_hook = void (*)();
 WEFT_API void set_fatal_hook(fatal_hook hook);
+// The text of the fatal error being reported (without "weft: fatal: "), for
+// the hook; empty before any. A static buffer: valid until the process ends.
+WEFT_API const char* fatal_message() noexcept;
 
 // In a job of several processes, every message starts with "node N: "
 // (N < 0: no prefix, a one-process run). Main thread, before other weft

@@ -50,6 +50,7 @@ struct runtime_config {
   std::string trace_mode = "full";
   std::size_t trace_buffer_bytes = 4u << 20;
   std::string counters;
+  bool counters_given = false;   // --weft:counters set: refused counters are said
   std::string config_text;       // --weft:print-config text: values and their origins
 };
 

@@ -41,6 +41,7 @@ enum class kind : std::uint8_t {
   counter = 21,
   flush_begin = 22,
   flush_end = 23,
+  end = 24,  // the track's last record: how the run ended (session.hpp's end_how)
 };
 
 // Handler ids of what runs on a PE without a message.

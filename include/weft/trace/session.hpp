@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 #include "weft/base/export.hpp"
+#include "weft/trace/counters.hpp"
 
 namespace weft::trace {
 
@@ -17,7 +18,12 @@ struct session_config {
   trace_mode mode = trace_mode::full;
   std::size_t buffer_bytes = 0;  // per track (full mode)
   std::vector<std::string> counters;  // names to open per PE (empty: none)
-  bool quiet = false;                 // --weft:quiet: no line about refused counters
+  // Counters the kernel refuses are said in one line only when the program
+  // asked for counters (--weft:counters given) and is not quiet; the trace's
+  // metadata notes them in any case.
+  bool counters_asked = false;
+  perf_open_fn perf_open = nullptr;  // tests: how counters are opened (null: perf_event_open)
+  bool quiet = false;  // --weft:quiet
   // The job, for the metadata.
   int node = 0, nodes = 1, first_pe = 0, pes = 1;
   std::vector<std::string> argv;
@@ -31,17 +37,28 @@ WEFT_API void set_name_source(const std::string& space, name_source source);
 
 // Starts the session: creates DIR (an error naming it when it cannot),
 // takes the clock's base and writes the first metadata. Before any track
-// thread starts. A config with an empty dir only opens counters for
-// --weft:stats (session_counters).
+// thread starts. With a trace directory it also handles SIGTERM and SIGINT
+// where their action is the default one (end_session puts it back): the
+// handler writes what the buffers hold and the end records, marks the
+// metadata, and the signal then ends the process as it would have. A
+// config with an empty dir only opens counters for --weft:stats
+// (session_counters).
 WEFT_API void start_session(const session_config& config);
 // Every PE track has ended: the end of the node's time line.
 WEFT_API void pes_ended();
 // Ends it: writes the summary (summary mode) and the final metadata. After
 // every track thread has ended.
 WEFT_API void end_session();
+// How a run ended: the `a` field of a track's end record and the metadata's
+// "end" (docs/design/trace-format.md).
+enum class end_how : std::uint32_t { exit = 0, fatal = 1, timeout = 2, signal = 3 };
 // After a fatal error, from the failing thread: writes what the buffers
-// hold, as far as it can, and marks the metadata aborted. Safe to call when
-// no session runs.
+// hold, as far as it can, each track's end record, and marks the metadata
+// aborted with `how` and `message`. Only the first call of a session does
+// anything; safe to call when no session runs. Takes no lock that another
+// thread could hold for long (the watchdog calls it on a hung node).
+WEFT_API void abort_session(end_how how, const char* message) noexcept;
+// The fatal hook's form: a fatal error, with base::fatal_message().
 WEFT_API void abort_session() noexcept;
 // Whether a session with a trace directory runs.
 WEFT_API bool session_traces();

@@ -72,6 +72,13 @@ const char* fatal_message() noexcept {
   return g_fatal_text;
 }
 
+void error(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("error: ", fmt, ap);
+  va_end(ap);
+}
+
 void warn(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

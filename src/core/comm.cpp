@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include "core/handler_table.hpp"
 #include "core/node.hpp"
@@ -50,12 +51,30 @@ namespace {
 // finalize (hooks are plain function pointers).
 node_state* g_net_node = nullptr;
 
-enum control_kind : handler_id { ctl_exit = 1, ctl_qd_probe = 2, ctl_qd_reply = 3 };
+enum control_kind : handler_id {
+  ctl_exit = 1,
+  ctl_qd_probe = 2,
+  ctl_qd_reply = 3,
+  ctl_qd_inspect = 4,        // the end-of-job check (quiescent_exit.cpp): body a wave number
+  ctl_qd_inspect_reply = 5,  // inspect_reply_body
+  ctl_last = ctl_qd_inspect_reply
+};
 
 struct qd_reply_body {
   std::uint64_t wave;
   std::uint64_t sent;
   std::uint64_t done;
+};
+
+// A node's quiet_report, as it travels.
+struct inspect_reply_body {
+  std::uint64_t wave;
+  std::uint64_t sent;
+  std::uint64_t done;
+  std::int64_t last_run;
+  std::uint64_t last_ns;
+  std::uint32_t blockers;
+  std::int32_t last_pe;
 };
 
 message* make_control(control_kind kind, const void* body, std::size_t bytes) {
@@ -98,9 +117,14 @@ void hook_release(void* buffer) {
 }
 
 void handle_control(node_state& node, int src, message* m) {
-  static constexpr std::size_t body_bytes[] = {0, sizeof(int), sizeof(std::uint64_t),
-                                               sizeof(qd_reply_body)};
-  if (m->handler == 0 || m->handler > ctl_qd_reply || m->size != body_bytes[m->handler])
+  static constexpr std::size_t body_bytes[] = {0,
+                                               sizeof(int),
+                                               sizeof(std::uint64_t),
+                                               sizeof(qd_reply_body),
+                                               sizeof(std::uint64_t),
+                                               sizeof(inspect_reply_body)};
+  static_assert(std::size(body_bytes) == ctl_last + 1);
+  if (m->handler == 0 || m->handler > ctl_last || m->size != body_bytes[m->handler])
     base::fatal(
         "node %d sent control message kind %u of %u bytes, which this build does not "
         "know (different builds?)",
@@ -132,6 +156,37 @@ void handle_control(node_state& node, int src, message* m) {
         node.qd_wave_sent += r.sent;
         node.qd_wave_done += r.done;
         ++node.qd_replies;
+      }
+      break;
+    }
+    case ctl_qd_inspect: {
+      if (node.stop.load(std::memory_order_relaxed)) break;
+      const quiet_report q = local_quiet_report(node);
+      inspect_reply_body r{};
+      std::memcpy(&r.wave, m->data(), sizeof r.wave);
+      r.sent = q.sent;
+      r.done = q.done;
+      r.last_run = q.last_run;
+      r.last_ns = q.last_ns;
+      r.blockers = q.blockers;
+      r.last_pe = q.last_pe;
+      send_remote(node, src, make_control(ctl_qd_inspect_reply, &r, sizeof r));
+      break;
+    }
+    case ctl_qd_inspect_reply: {
+      inspect_reply_body r{};
+      std::memcpy(&r, m->data(), sizeof r);
+      std::lock_guard<std::mutex> lock(node.qd_wave_mutex);
+      if (node.qi_open && r.wave == node.qi_wave) {
+        node.qi_sent += r.sent;
+        node.qi_done += r.done;
+        node.qi_blockers |= r.blockers;
+        if (r.last_run != run_none && (node.qi_last_pe < 0 || r.last_ns > node.qi_last_ns)) {
+          node.qi_last_run = r.last_run;
+          node.qi_last_pe = r.last_pe;
+          node.qi_last_ns = r.last_ns;
+        }
+        ++node.qi_replies;
       }
       break;
     }
@@ -488,6 +543,8 @@ bool global_quiescence_check(node_state& node) {
       node.qd_prev_done = done;
       if (quiet) {
         node.qd_prev_sent = ~0ull;
+        node.qd_quiet_sent = sent;
+        node.qd_quiet_done = done;
         return true;
       }
     }
@@ -502,6 +559,39 @@ bool global_quiescence_check(node_state& node) {
   for (int n = 0; n < node.num_nodes; ++n)
     if (n != node.node_id) send_remote(node, n, make_control(ctl_qd_probe, &wave, sizeof wave));
   return false;
+}
+
+void start_inspection(node_state& node) {
+  std::uint64_t wave = 0;
+  {
+    std::lock_guard<std::mutex> lock(node.qd_wave_mutex);
+    wave = ++node.qi_wave;
+    node.qi_open = true;
+    node.qi_replies = 0;
+    node.qi_sent = node.qi_done = 0;
+    node.qi_blockers = 0;
+    node.qi_last_run = run_none;
+    node.qi_last_pe = -1;
+    node.qi_last_ns = 0;
+  }
+  for (int n = 0; n < node.num_nodes; ++n)
+    if (n != node.node_id) send_remote(node, n, make_control(ctl_qd_inspect, &wave, sizeof wave));
+}
+
+bool inspection_result(node_state& node, quiet_report& out, std::uint64_t& quiet_sent,
+                       std::uint64_t& quiet_done) {
+  std::lock_guard<std::mutex> lock(node.qd_wave_mutex);
+  if (!node.qi_open || node.qi_replies < node.num_nodes - 1) return false;
+  node.qi_open = false;
+  out.sent = node.qi_sent;
+  out.done = node.qi_done;
+  out.blockers = node.qi_blockers;
+  out.last_run = node.qi_last_run;
+  out.last_pe = node.qi_last_pe;
+  out.last_ns = node.qi_last_ns;
+  quiet_sent = node.qd_quiet_sent;
+  quiet_done = node.qd_quiet_done;
+  return true;
 }
 
 void net_start(node_state& node) {

@@ -93,6 +93,12 @@ void define_runtime_options(base::option_set& set) {
   set.define({"timeout", "0", "seconds (0 = off)",
               "abort with a per-PE dump if the node still runs after this long",
               base::number_in(0, 1e7)});
+  set.define({"on-quiescence", "error", "error|wait",
+              "a job that is quiescent (no message in flight, every PE idle, no timer or "
+              "poll_while condition pending) but never called weft::exit: error says so, naming "
+              "what ran last, and ends the job with exit status 4; wait keeps it waiting for "
+              "events from outside weft (signals, files, threads weft cannot see)",
+              base::one_of({"error", "wait"})});
   set.define({"idle-spin-us", "", "integer 0..1000000",
               "idle back-off: microseconds of spinning before yielding",
               base::integer_in(0, 1000000), false,
@@ -224,6 +230,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.quiet = set.get_bool("quiet");
   c.print_config = set.get_bool("print-config");
   c.timeout_s = set.get_double("timeout");
+  c.quiescence_wait = set.get("on-quiescence") == "wait";
   c.tasks_scheme = set.get("tasks-scheme");
   c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.ult_isolate_all = set.get("ult-isolate") == "all";

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include "core/handler_table.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/fence.hpp"
@@ -54,6 +55,10 @@ namespace {
 std::atomic<int> g_external_calls{0};
 // A node has run in this process (a late weft::exit after its end is benign).
 std::atomic<bool> g_ever_ran{false};
+// Runs started in this process (node_state::run_seq), and the last run the
+// calling thread (not a PE) has called into: it tells the node once per run.
+std::atomic<std::uint64_t> g_runs{0};
+constinit thread_local std::uint64_t t_caller_of_run = 0;
 }  // namespace
 constinit thread_local pe_state* t_pe = nullptr;
 
@@ -99,6 +104,12 @@ class node_ref {
     if (node_ == nullptr && !(tolerate_ended && g_ever_ran.load())) {
       release();
       base::fatal("%s called while no node runs (call it inside weft::run)", what);
+    }
+    // A thread of the program that calls into the node may call again: the
+    // end-of-job check must know it (quiescent_exit.cpp).
+    if (external_ && node_ != nullptr && t_caller_of_run != node_->run_seq) {
+      t_caller_of_run = node_->run_seq;
+      note_caller(*node_);
     }
   }
   ~node_ref() { release(); }
@@ -357,6 +368,9 @@ void poll_while(std::function<bool()> fn) {
   core::pe_state* pe = core::t_pe;
   if (pe == nullptr) base::fatal("weft::poll_while called on a thread that is not a PE");
   pe->conditions.push_back(std::move(fn));
+  // A condition may wait for anything outside weft: the job is never over
+  // while one waits (quiescent_exit.cpp).
+  core::g_node.load(std::memory_order_relaxed)->conditions.fetch_add(1, std::memory_order_relaxed);
 }
 
 const runtime_config& config() {
@@ -415,7 +429,7 @@ struct running_node {
 // Everything up to the PE threads: the node, the transport, the layers, the
 // watchdog; PEs 1..N-1 started. PE 0 is the calling thread's to run.
 void start_node(running_node& r, const runtime_config& cfg, int argc, char** argv,
-                std::function<void(args)> main_fn) {
+                std::function<void(args)> main_fn, bool attached) {
   if (core::g_node.load() != nullptr) base::fatal("weft::run called while a node already runs");
   if (cfg.threads < 1 || int(cfg.pe_cpus.size()) != cfg.threads)
     base::usage_error(
@@ -433,6 +447,8 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
   node->main_fn = std::move(main_fn);
   node->main_args = {argc, argv};
   node->start_ns = base::wall_ns();
+  node->attached = attached;
+  node->run_seq = core::g_runs.fetch_add(1) + 1;
   for (int i = 0; i < cfg.threads; ++i)
     node->pes.push_back(std::make_unique<core::pe_state>(i, cfg.threads, cfg.queue));
   node->qd_last.assign(std::size_t(cfg.threads) * 2 + 1, 0);
@@ -475,6 +491,11 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
   // Last before the threads: the trace's time line starts as they do.
   start_trace(*node, argc, argv);
   core::net_start_threads(*node);
+  // A job that is quiescent without weft::exit ends with an error, unless
+  // the program waits for outside events; node 0 checks for the job. An
+  // attached node serves a program that runs on its own thread: never.
+  node->qe_watch = node->node_id == 0 && !attached && !cfg.quiescence_wait;
+  core::note_start_threads(*node);
   r.threads.reserve(std::size_t(cfg.threads - 1));
   for (int i = 1; i < cfg.threads; ++i)
     r.threads.emplace_back(core::pe_thread_main, std::ref(*node),
@@ -505,6 +526,11 @@ int finish_node(running_node& r) {
   if (r.have_saved) pthread_setaffinity_np(pthread_self(), sizeof r.saved, &r.saved);
   if (cfg.stats) core::print_stats(*node);
   trace::end_session();
+  // What the program printed during the run goes out now, whatever the
+  // program does next (a job that ended at quiescence was probably not
+  // expected to end, and its output is what tells the user why).
+  std::cout.flush();
+  std::fflush(nullptr);
 
   // Messages still queued at exit are freed (exit ends the run by design).
   for (auto& pe : node->pes) {
@@ -545,7 +571,7 @@ int run(const runtime_config& cfg, int argc, char** argv, std::function<void(arg
   if (g_attached != nullptr && core::t_pe == g_attached->node->pes[0].get())
     detail::stop_attached_node();
   running_node r;
-  start_node(r, cfg, argc, argv, std::move(main_fn));
+  start_node(r, cfg, argc, argv, std::move(main_fn), /*attached=*/false);
   core::pe_thread_main(*r.node, *r.node->pes[0]);
   return finish_node(r);
 }
@@ -555,7 +581,7 @@ namespace detail {
 void start_attached_node(const runtime_config& cfg) {
   if (core::t_pe != nullptr) base::fatal("weft: a PE cannot start an attached node");
   auto* r = new running_node;
-  start_node(*r, cfg, 0, nullptr, {});
+  start_node(*r, cfg, 0, nullptr, {}, /*attached=*/true);
   core::pe_enter(*r->node, *r->node->pes[0]);
   r->node->pes[0]->phase.store(int(core::pe_phase::running), std::memory_order_relaxed);
   // PE 0 is the program's thread between the calls that serve it: on the
@@ -576,12 +602,15 @@ void enter_guest(int rank) {
   t_pe_local = {node->first_pe + rank, node->total_pes, node->node_id,
                 node->num_nodes,        rank,            int(node->pes.size())};
   t_guest = true;
+  // A carrier is weft's thread, not the program's (quiescent_exit.cpp).
+  core::note_guest(true);
 }
 
 void leave_guest() noexcept {
   if (!t_guest) return;
   t_pe_local = {};
   t_guest = false;
+  core::note_guest(false);
 }
 
 bool on_guest_thread() noexcept {

@@ -72,6 +72,14 @@ struct pe_state {
   std::atomic<std::uint64_t> processed{0};
   std::atomic<std::int64_t> current_handler{-1};
   std::atomic<int> phase{int(pe_phase::starting)};
+  // What this PE ran last (a handler id, or a run_kind below), and about
+  // when it finished: the start of the first idle period after it. Read by
+  // the end-of-job check (quiescent_exit.cpp) to say what ran last. The
+  // handler is one relaxed store per message to a line the PE writes for
+  // that message anyway; the time is taken only as an idle period begins,
+  // from the clock read the back-off makes there.
+  std::atomic<std::int64_t> last_run{-1};
+  std::atomic<std::uint64_t> last_run_ns{0};
 
   // --- owned by this PE only.
   // Messages this PE sent to itself, FIFO, with no atomic operation. Through
@@ -102,6 +110,7 @@ struct pe_state {
   std::uint64_t held_seq = 0;
   bool pairs_backlog = false;       // this PE has spsc-pairs overflow to flush
   std::uint64_t idle_since_ns = 0;  // start of the current idle period (0: busy)
+  std::uint64_t idle_mark = 0;      // `processed` as the last idle period began
   // Statistics (stats=on), in cycles.
   std::uint64_t busy_cycles = 0, idle_cycles = 0, start_cycles = 0, end_cycles = 0;
   std::uint64_t cpu_changes = 0;
@@ -214,6 +223,42 @@ struct node_state {
 
   // Messages sent by threads that are not PEs (quiescence counts them).
   alignas(base::cache_line) std::atomic<std::uint64_t> external_sent{0};
+
+  // --- the end of a job that forgot weft::exit (quiescent_exit.cpp).
+  // poll_while conditions waiting on all PEs: added by poll_while, removed
+  // by the PE whose condition returned false (rare: never per message).
+  alignas(base::cache_line) std::atomic<int> conditions{0};
+  // The node serves a program's own thread (detail::start_attached_node).
+  bool attached = false;  // fixed before PEs start
+  std::mutex callers_mutex;
+  // Kernel thread ids of the process as the PEs started (sorted): the
+  // program's threads from before weft::run and the transport's own. A
+  // thread not among them and not weft's is the program's, made during the
+  // run, and may still send. (Guarded: the comm thread, older, reads it.)
+  std::vector<int> start_tids;  // guarded by callers_mutex
+  // Threads that are not PEs and have called into this node (sorted; a
+  // thread adds itself on its first call).
+  std::vector<int> caller_tids;  // guarded by callers_mutex
+  std::uint64_t run_seq = 0;     // this run's number in the process (fixed)
+  // The check itself, on PE 0 of node 0 only (quiescent_exit.cpp).
+  bool qe_watch = false;              // on for this node (fixed before PEs start)
+  bool qe_active = false;             // a check is under way (PE 0 reads it to poll)
+  std::uint64_t qe_period = 0;        // the idle period of PE 0 the due time is for
+  std::uint64_t qe_due_ns = 0;        // when the next check starts
+  std::uint64_t qe_backoff_ns = 0;    // the wait before the next check after a failed one
+  std::uint64_t qe_mark = 0;          // PE 0's `processed` when the wait last started afresh
+  std::uint64_t qe_first_wave = 0;    // qd_wave as the check began
+  int qe_stage = 0;                   // 0: counting waves, 1: inspection out
+  // Inspection across nodes: the replies (guarded by qd_wave_mutex).
+  std::uint64_t qd_quiet_sent = 0, qd_quiet_done = 0;  // totals of the last quiet pair of waves
+  bool qi_open = false;
+  std::uint64_t qi_wave = 0;
+  int qi_replies = 0;
+  std::uint64_t qi_sent = 0, qi_done = 0;
+  std::uint32_t qi_blockers = 0;
+  std::int64_t qi_last_run = -1;
+  int qi_last_pe = -1;
+  std::uint64_t qi_last_ns = 0;
 
   // Quiescence detection, owned by PE 0 (requests may come from any PE).
   std::mutex qd_mutex;
@@ -335,5 +380,43 @@ void start_watchdog(node_state& node, std::thread& thread);
 void stop_watchdog(node_state& node, std::thread& thread);
 void install_backtrace_handler();
 bool quiescence_check(node_state& node);
+
+// --- the end of a job that forgot weft::exit (quiescent_exit.cpp) ---
+// What a PE ran besides handlers (pe_state::last_run, current_handler).
+enum run_kind : std::int64_t { run_none = -1, run_main = -2, run_timer = -3, run_qd_callback = -4 };
+// Why a node may still get work although nothing is in flight (bits).
+enum quiet_blocker : std::uint32_t {
+  blocks_conditions = 1,  // poll_while conditions wait
+  blocks_threads = 2,     // a thread of the program may still call weft
+  blocks_callbacks = 4,   // on_quiescence callbacks wait
+  blocks_waits = 8,       // on-quiescence=wait, or an attached node
+  blocks_ending = 16,     // weft::exit was called
+};
+// One node's answer to the end-of-job inspection.
+struct quiet_report {
+  std::uint64_t sent = 0, done = 0;
+  std::uint32_t blockers = 0;
+  std::int64_t last_run = run_none;  // what ran last on this node, on PE last_pe (of the job)
+  std::int32_t last_pe = -1;
+  std::uint64_t last_ns = 0;
+};
+quiet_report local_quiet_report(node_state& node);
+// Remembers the node's threads as its PEs start (start_node).
+void note_start_threads(node_state& node);
+// A thread that is not a PE calls into the node: remembered (once per run).
+void note_caller(node_state& node);
+// The calling thread becomes a guest of a PE (a carrier), or stops being one.
+void note_guest(bool begin);
+// PE 0 of node 0 with nothing to do: the check's next step (scheduler loop).
+void maybe_end_quiescent_job(node_state& node, pe_state& pe);
+// How long PE 0 of node 0 may sleep before the check needs it (0: no
+// limit): until the check is due, or 1 ms while one is under way.
+std::uint64_t quiescent_check_limit_ns(const node_state& node, const pe_state& pe);
+// Across nodes (comm.cpp): sends the inspection to every other node for the
+// totals of the last quiet waves; inspection_result is true once every
+// reply is in, with the job's report in `out`.
+void start_inspection(node_state& node);
+bool inspection_result(node_state& node, quiet_report& out, std::uint64_t& quiet_sent,
+                       std::uint64_t& quiet_done);
 
 }  // namespace weft::core

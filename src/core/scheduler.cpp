@@ -251,6 +251,7 @@ void handle(node_state& node, pe_state& pe, message* m) {
   if (trace::on()) [[unlikely]]
     trace::detail::emit_adjacent(trace::kind::entry_end, trace::kind::handler_end, hid, 0, 0, 0);
   pe.current_handler.store(outer, std::memory_order_relaxed);
+  pe.last_run.store(hid, std::memory_order_relaxed);
   count_one(pe.processed);
 }
 
@@ -302,21 +303,22 @@ int run_timers(pe_state& pe) {
     // Move the callback out before popping: it may add timers.
     std::function<void()> fn = std::move(const_cast<timer_entry&>(pe.timers.top()).fn);
     pe.timers.pop();
-    pe.current_handler.store(-3, std::memory_order_relaxed);
+    pe.current_handler.store(run_timer, std::memory_order_relaxed);
     if (trace::on()) [[unlikely]]
       trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1),
                             0, 0);
     guarded("a timer callback", pe.rank, fn);
     if (trace::on()) [[unlikely]]
       trace::detail::emit(trace::kind::handler_end, trace::callback_handler, 0, 0, 0);
-    pe.current_handler.store(-1, std::memory_order_relaxed);
+    pe.current_handler.store(run_none, std::memory_order_relaxed);
+    pe.last_run.store(run_timer, std::memory_order_relaxed);
     count_one(pe.processed);
     ++ran;
   }
   return ran;
 }
 
-int run_conditions(pe_state& pe) {
+int run_conditions(node_state& node, pe_state& pe) {
   if (pe.conditions.empty()) return 0;
   // Callbacks may add conditions: iterate by index over a stable snapshot size.
   std::size_t n = pe.conditions.size(), kept = 0;
@@ -325,6 +327,7 @@ int run_conditions(pe_state& pe) {
     if (guarded("a poll_while condition", pe.rank, fn)) pe.conditions[kept++] = std::move(fn);
   }
   pe.conditions.erase(pe.conditions.begin() + long(kept), pe.conditions.begin() + long(n));
+  if (kept != n) node.conditions.fetch_sub(int(n - kept), std::memory_order_relaxed);
   return 0;  // conditions do not count as work: they would keep a PE from idling
 }
 
@@ -368,6 +371,8 @@ void maybe_detect_quiescence(node_state& node, pe_state& pe) {
     callbacks.swap(node.qd_callbacks);
     node.qd_requested.store(false, std::memory_order_release);
   }
+  // The callbacks are work: PE 0 no longer counts as idle while they run.
+  if (!callbacks.empty()) end_idle(node, pe);
   for (auto& fn : callbacks) {
     if (trace::on()) [[unlikely]]
       trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1),
@@ -375,6 +380,11 @@ void maybe_detect_quiescence(node_state& node, pe_state& pe) {
     guarded("a quiescence callback", pe.rank, fn);
     if (trace::on()) [[unlikely]]
       trace::detail::emit(trace::kind::handler_end, trace::callback_handler, 0, 0, 0);
+  }
+  // Callbacks are not counted as handled messages: mark them by hand.
+  if (!callbacks.empty()) {
+    pe.last_run.store(run_qd_callback, std::memory_order_relaxed);
+    pe.last_run_ns.store(base::wall_ns(), std::memory_order_relaxed);
   }
 }
 
@@ -392,6 +402,10 @@ std::uint64_t sleep_limit_ns(node_state& node, pe_state& pe) {
   // awake instead.
   if (pe.rank == 0 && node.comm == comm_mode::workers && (limit == 0 || limit > workers_poll_ns))
     limit = workers_poll_ns;
+  if (node.qe_watch && pe.rank == 0) {
+    const std::uint64_t q = quiescent_check_limit_ns(node, pe);
+    if (q != 0 && (limit == 0 || q < limit)) limit = q;
+  }
   if (!pe.timers.empty()) {
     std::uint64_t now = base::wall_ns(), due = pe.timers.top().deadline_ns;
     std::uint64_t d = due > now ? due - now : 1;
@@ -420,6 +434,10 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
     if (!pe.conditions.empty() ||
         (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed)))
       limit = 1'000'000;
+    if (node.qe_watch && pe.rank == 0) {
+      const std::uint64_t q = quiescent_check_limit_ns(node, pe);
+      if (q != 0 && (limit == 0 || q < limit)) limit = q;
+    }
     if (!pe.timers.empty()) {
       const std::uint64_t now = base::wall_ns(), due = pe.timers.top().deadline_ns;
       const std::uint64_t d = due > now ? due - now : 1;
@@ -453,6 +471,13 @@ void idle(node_state& node, pe_state& pe) {
     pe.idle_since_ns = now = base::wall_ns();
     node.idle_pes.fetch_add(1, std::memory_order_relaxed);
     clock_in = 1;
+    // The PE ran something since its last idle period (not only transport
+    // progress): this is about when it finished.
+    const std::uint64_t done = pe.processed.load(std::memory_order_relaxed);
+    if (done != pe.idle_mark) {
+      pe.idle_mark = done;
+      pe.last_run_ns.store(now, std::memory_order_relaxed);
+    }
   }
   // A carrier runnable on this PE's CPUs (layer threads) needs the CPU this
   // PE would spin on: the back-off starts at its yield phase.
@@ -461,7 +486,8 @@ void idle(node_state& node, pe_state& pe) {
   const std::uint64_t spin_end = pe.idle_since_ns + spin_us * 1000;
   const std::uint64_t yield_end = spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
   const bool polling = !pe.conditions.empty() || pe.pairs_backlog ||
-                       (pe.rank == 0 && node.qd_requested.load(std::memory_order_relaxed));
+                       (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) ||
+                                         node.qe_active));
   // A PE that polls the network spins inside the transport when it can
   // take it (below), else in rounds of one pause and one poll; a clock read
   // (~20 ns through the vDSO) in each would lengthen the round, and so the
@@ -605,7 +631,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
   if (pe.rank == 0 && node.node_id == 0 && node.main_fn) {
     // main_fn counts as a message in flight until it returns.
     count_one(pe.sent);
-    pe.current_handler.store(-2, std::memory_order_relaxed);
+    pe.current_handler.store(run_main, std::memory_order_relaxed);
     node.main_running.store(true, std::memory_order_relaxed);
     struct main_done {
       node_state& n;
@@ -623,7 +649,8 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     }
     if (trace::on()) [[unlikely]]
       trace::detail::emit(trace::kind::handler_end, trace::main_handler, 0, 0, 0);
-    pe.current_handler.store(-1, std::memory_order_relaxed);
+    pe.current_handler.store(run_none, std::memory_order_relaxed);
+    pe.last_run.store(run_main, std::memory_order_relaxed);
     count_one(pe.processed);
   }
   // Without a main function too: other nodes may wait for this.
@@ -643,7 +670,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
       ++did;
     }
     did += run_timers(pe);
-    run_conditions(pe);
+    run_conditions(node, pe);
     flush_backlog(node, pe);
     // comm=workers: the PEs are the progress engine, a turn each.
     if (node.comm == comm_mode::workers) did += try_progress(node);
@@ -656,6 +683,8 @@ void scheduler_loop(node_state& node, pe_state& pe) {
       continue;
     }
     maybe_detect_quiescence(node, pe);
+    // PE 0 of node 0: has the job ended without weft::exit?
+    if (node.qe_watch && pe.rank == 0) maybe_end_quiescent_job(node, pe);
     if (node.stop.load(std::memory_order_relaxed)) break;
     idle(node, pe);
   }

@@ -9,8 +9,16 @@
 //   badhandler  a message for handler id 9999 (fatal, exit 3)
 //   throw       a handler throws std::runtime_error("boom") (fatal, exit 3)
 //   throwmain   main_fn throws std::runtime_error("main boom") (fatal, exit 3)
-//   hang        never exits (for --weft:timeout, exit 124)
+//   hang        never exits (run with --weft:on-quiescence=wait: for
+//               --weft:timeout, exit 124)
+//   forget      a message to the last PE, whose handler prints a line (not
+//               flushed) and never calls weft::exit: the job ends quiescent
+//               (exit 4, weft's message naming 'probe.forget'); the probe
+//               then leaves with _Exit, so the line shows only if weft
+//               flushed it
+#include <sched.h>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -18,7 +26,7 @@
 
 namespace {
 
-weft::handler_id h_ring, h_bounce, h_throw, h_noop;
+weft::handler_id h_ring, h_bounce, h_throw, h_noop, h_forget;
 
 struct hop {
   int remaining;
@@ -48,6 +56,13 @@ void thrower(weft::message_ptr) {
 
 void noop(weft::message_ptr) {}
 
+// The job's last handler: it waits until every other PE is idle, so it is
+// the last thing that runs, prints a line into stdio's buffer, and returns.
+void forget(weft::message_ptr) {
+  while (weft::detail::idle_pes() < weft::node_size() - 1) sched_yield();
+  std::printf("probe: forget: the last handler ran on PE %d\n", weft::my_pe());
+}
+
 void program(weft::args a) {
   const std::string what = a.argc > 1 ? a.argv[1] : "";
   const int n = weft::num_pes();
@@ -73,7 +88,10 @@ void program(weft::args a) {
   } else if (what == "throwmain") {
     throw std::runtime_error("main boom");
   } else if (what == "hang") {
-    // Nothing to do and no exit: only --weft:timeout ends this run.
+    // Nothing to do and no exit: with --weft:on-quiescence=wait only
+    // --weft:timeout ends this run.
+  } else if (what == "forget") {
+    weft::send(n - 1, weft::make_message(h_forget, 8));
   } else {
     std::fprintf(stderr, "probe: unknown action '%s'\n", what.c_str());
     weft::exit(99);
@@ -87,7 +105,9 @@ int main(int argc, char** argv) {
   h_bounce = weft::register_handler("probe.bounce", bounce);
   h_throw = weft::register_handler("probe.throw", thrower);
   h_noop = weft::register_handler("probe.noop", noop);
+  h_forget = weft::register_handler("probe.forget", forget);
   const int code = weft::run(argc, argv, program);
+  if (argc > 1 && std::strcmp(argv[1], "forget") == 0) std::_Exit(code);  // no flush of ours
   std::printf("probe: weft::run returned %d\n", code);
   return code;
 }

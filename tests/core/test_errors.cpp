@@ -159,9 +159,10 @@ TEST_F(ErrorsDeathTest, RunInsideRun) {
 }
 
 // --weft:timeout: the node never exits; the watchdog aborts with a dump.
+// (It is quiescent: on-quiescence=wait keeps it running for the watchdog.)
 void run_forever() {
-  weft::runtime_config cfg =
-      make_config({threads_opt(3), "--weft:quiet", "--weft:timeout=0.5"}, false);
+  weft::runtime_config cfg = make_config(
+      {threads_opt(3), "--weft:quiet", "--weft:timeout=0.5", "--weft:on-quiescence=wait"}, false);
   static char prog[] = "test";
   static char* argv[] = {prog, nullptr};
   weft::run(cfg, 1, argv, [](weft::args) {});

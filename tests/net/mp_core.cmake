@@ -50,6 +50,17 @@ foreach(t ${weft_mp_transports})
   endforeach()
   mp_core_test(net.core.${t}.2x2.exitcode CODE 0 NP 2
                ARGS --case=exitcode --weft:transport=${t} --weft:threads=2)
+  # A job that forgets weft::exit ends with 4 in every process and one
+  # message from node 0; the last node's output is kept.
+  foreach(shape 2x2 4x1)
+    string(REGEX MATCH "^[0-9]+" np ${shape})
+    string(REGEX MATCH "[0-9]+$" per ${shape})
+    math(EXPR last_node "${np} - 1")
+    mp_core_test(net.core.${t}.${shape}.forget CODE 0 NP ${np}
+                 ARGS --case=forget --weft:transport=${t} --weft:threads=${per}
+                 EXPECT "weft: node 0: error: the job is quiescent and weft::exit was not called: [^\n]*The last thing run was [^\n]* on PE [0-9]+\\. Nothing is left to do: ending the job with exit status 4"
+                        "mp_core: forget: node ${last_node} handled the last message")
+  endforeach()
   foreach(mode thread workers hybrid)
     mp_core_test(net.core.${t}.2x2.comm_${mode} CODE 0 NP 2
                  ARGS --case=alltoall --weft:transport=${t} --weft:threads=2 --weft:comm=${mode})

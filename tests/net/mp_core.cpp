@@ -30,6 +30,11 @@
 //   fatal       node 1 ends with a fatal error: the job must fail (the test
 //               expects a non-zero exit and the node named)
 //   hang        node 1 stops handling messages forever (the test kills it)
+//   forget      PE 0 sends one message to the job's last PE, whose handler
+//               prints a line and never calls weft::exit: the job is
+//               quiescent, node 0 says so and weft::run returns 4 in every
+//               process (the program turns that into 0, and node 0 prints
+//               its line)
 #include <unistd.h>
 #include <atomic>
 #include <cstdio>
@@ -356,6 +361,12 @@ void on_poke(weft::message_ptr) {
   }
 }
 
+// ---- forget -------------------------------------------------------------------
+weft::handler_id h_forget;
+void on_forget(weft::message_ptr) {
+  std::printf("mp_core: forget: node %d handled the last message\n", weft::my_node());
+}
+
 void register_all() {
   h_done = weft::register_handler("mp.done", on_done);
   h_ping = weft::register_handler("mp.ping", on_ping);
@@ -371,6 +382,7 @@ void register_all() {
   h_poke = weft::register_handler("mp.poke", on_poke);
   h_large = weft::register_handler("mp.large", on_large);
   h_large_start = weft::register_handler("mp.large_start", on_large_start);
+  h_forget = weft::register_handler("mp.forget", on_forget);
 }
 
 }  // namespace
@@ -392,13 +404,13 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--case=", 7) == 0) g_case = argv[i] + 7;
   // (--marker=... only tags the processes for kill_one.sh.)
   static const char* cases[] = {"pingpong", "alltoall", "broadcast", "nodequeue", "quiescence",
-                                "large",    "exitcode", "fatal",     "hang"};
+                                "large",    "exitcode", "fatal",     "hang",      "forget"};
   bool known = false;
   for (const char* c : cases) known = known || g_case == c;
   if (!known) {
     std::fprintf(stderr,
                  "mp_core: --case=NAME required; one of pingpong, alltoall, broadcast, "
-                 "nodequeue, quiescence, large, exitcode, fatal, hang\n");
+                 "nodequeue, quiescence, large, exitcode, fatal, hang, forget\n");
     return 2;
   }
   g_slots.assign(std::size_t(cfg.threads), pe_slot{});
@@ -420,6 +432,8 @@ int main(int argc, char** argv) {
       weft::broadcast(weft::make_message(h_large_start, 0));
     } else if (g_case == "nodequeue") {
       weft::broadcast(weft::make_message(h_nodeq_start, 0));
+    } else if (g_case == "forget") {
+      weft::send(weft::num_pes() - 1, weft::make_message(h_forget, 0));
     } else if (g_case == "quiescence") {
       weft::broadcast(weft::make_message(h_storm_start, 0));
       weft::on_quiescence([] { weft::broadcast(weft::make_message(h_count_req, 0)); });
@@ -442,6 +456,14 @@ int main(int argc, char** argv) {
   if (g_case == "exitcode") {
     if (rc != 7) {
       std::fprintf(stderr, "mp_core: exitcode: weft::run returned %d, expected 7\n", rc);
+      return 1;
+    }
+    rc = 0;
+    g_case_done.store(true);
+  }
+  if (g_case == "forget") {
+    if (rc != 4) {
+      std::fprintf(stderr, "mp_core: forget: weft::run returned %d, expected 4\n", rc);
       return 1;
     }
     rc = 0;

@@ -3,6 +3,8 @@
 //    is accepted, exit code 2;
 //  - fatal errors (a failed system call, a program error such as an
 //    unregistered handler): "weft: fatal: ..." and exit code 3.
+// (A job that is quiescent without weft::exit is a third, milder end:
+// "weft: error: ..." and exit code 4, through the job's normal exit.)
 // Checks stay on in release builds: a failed call is never an assert
 // compiled away.
 #pragma once
@@ -13,12 +15,16 @@ namespace weft::base {
 
 inline constexpr int exit_usage = 2;      // bad option or value
 inline constexpr int exit_fatal = 3;      // runtime or program error
+inline constexpr int exit_quiescent = 4;  // the job went quiescent without weft::exit
 inline constexpr int exit_timeout = 124;  // --weft:timeout expired (as GNU timeout)
 
 // Prints "weft: error: <msg>" and exits with exit_usage. Any thread.
 [[noreturn]] WEFT_API void usage_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Prints "weft: fatal: <msg>" and ends the whole job with exit_fatal. Any thread.
 [[noreturn]] WEFT_API void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Prints "weft: error: <msg>" and returns: for an error that ends the job
+// by the caller's own path (the job-wide exit). Any thread.
+WEFT_API void error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Prints "weft: warning: <msg>". Any thread.
 WEFT_API void warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Prints "weft: <msg>" unless quiet. Any thread.

@@ -29,6 +29,10 @@ struct runtime_config {
   bool quiet = false;
   bool print_config = false;
   double timeout_s = 0;          // 0: no watchdog
+  // --weft:on-quiescence=wait: a job that is quiescent without weft::exit
+  // waits for events from outside weft; error (false): it says so and ends
+  // with base::exit_quiescent.
+  bool quiescence_wait = false;
   long idle_spin_us = 0;         // idle back-off: spin this long,
   bool idle_spin_given = false;  // set by the user (else chosen from oversubscription)
   long idle_yield_us = 0;        //   then yield this long, then sleep

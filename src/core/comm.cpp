@@ -631,6 +631,10 @@ void net_start(node_state& node) {
   node.total_pes = node.num_nodes * int(node.pes.size());
   if (node.num_nodes == 1) {
     node.comm = comm_mode::none;
+    // --weft:transport=local under a launcher that started several
+    // processes: each is a job of its own, but they share the host's CPUs
+    // as a job's processes would (else every PE 0 is bound to CPU 0).
+    if (name == "local") place_among_local_processes(node, launch);
     return;
   }
   base::set_message_origin(node.node_id);

@@ -464,12 +464,25 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
   if (!cfg.quiet) core::print_startup(*node);
   const int cpus = int(base::topology::get().allowed().size());
   // net_start may have found the host oversubscribed by all its processes.
-  if (cfg.oversubscribed)
-    base::warn(
-        "%d PEs on %d CPU%s of this process's CPU set (bind=%s): the run is "
-        "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
-        cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
-  else if (node->cfg.oversubscribed)
+  if (cfg.oversubscribed) {
+    // Bound PEs share the CPUs they are bound to (bind=1 puts every PE on
+    // one CPU of a larger set); unbound ones share the whole CPU set.
+    std::vector<int> distinct;
+    for (int c : cfg.pe_cpus)
+      if (c >= 0) distinct.push_back(c);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    if (!distinct.empty() && int(distinct.size()) < cfg.threads)
+      base::warn(
+          "%d PEs on %zu CPU%s (bind=%s binds them there; the process's CPU set has %d): the "
+          "run is oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
+          cfg.threads, distinct.size(), distinct.size() == 1 ? "" : "s", cfg.bind.c_str(), cpus);
+    else
+      base::warn(
+          "%d PEs on %d CPU%s of this process's CPU set (bind=%s): the run is "
+          "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",
+          cfg.threads, cpus, cpus == 1 ? "" : "s", cfg.bind.c_str());
+  } else if (node->cfg.oversubscribed)
     base::warn(
         "%d PEs of the job's processes on this host share its %d CPU%s (bind=%s): the run is "
         "oversubscribed (PEs share CPUs; idle PEs yield instead of spinning)",

@@ -139,7 +139,7 @@ message_ptr new_control(const collection_ref& ref, const index_key& key, op_kind
 // Every object message leaves the PE here (or through send_to_node_of):
 // one packed for this process is packed again when its target is on
 // another node, wherever it was sent from or forwarded by.
-[[gnu::always_inline]] inline void send_to(int pe, message_ptr m) {
+[[gnu::always_inline]] inline void send_to(int pe, message_ptr&& m) {
   if (num_nodes() > 1 && header_of(*m).in_process != 0 && !on_this_node(pe)) [[unlikely]]
     m = for_another_node(std::move(m));
   weft::send(pe, std::move(m));
@@ -1628,7 +1628,7 @@ namespace {
 }
 }  // namespace
 
-void send_element(const collection_ref& ref, message_ptr m) {
+void send_element(const collection_ref& ref, message_ptr&& m) {
   if (ref.kind == collection_kind::group || ref.kind == collection_kind::nodegroup) [[unlikely]] {
     send_to_group_element(ref, std::move(m));
     return;

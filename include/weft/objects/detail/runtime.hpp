@@ -177,7 +177,7 @@ inline message_ptr new_element_message(const collection_ref& ref, const index_ke
   return m;
 }
 // Routes it to the element of `ref` (wherever it lives now). PE.
-WEFT_API void send_element(const collection_ref& ref, message_ptr m);
+WEFT_API void send_element(const collection_ref& ref, message_ptr&& m);
 // Delivers it to every element of `ref` exactly once. PE.
 WEFT_API void broadcast_collection(const collection_ref& ref, message_ptr m);
 

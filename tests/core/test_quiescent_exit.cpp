@@ -40,6 +40,8 @@ const weft::handler_id h_noop = weft::register_handler("qe.noop", on_noop);
 // PE counts as idle until the end of the turn that runs a message, so a
 // wait for the others could end while one of them still ran another.)
 void on_last(weft::message_ptr) {
+  // This PE may still count as idle (until the end of this turn): not now.
+  weft::detail::end_idle_period();
   while (weft::detail::idle_pes() < weft::node_size() - 1) sched_yield();
 }
 const weft::handler_id h_last = weft::register_handler("qe.last", on_last);

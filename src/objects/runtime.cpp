@@ -811,6 +811,16 @@ void miss(local_collection& lc, message_ptr m) {
 
 void hold_until_setup(message_ptr m);
 
+// The element table behind the route cache (the cache missed): out of line,
+// so that the hash table's code does not crowd the delivery path's registers.
+[[gnu::noinline]] element_record* find_local_record(local_collection& lc, const index_key& key) {
+  auto it = lc.local.find(key);
+  if (it == lc.local.end()) return nullptr;
+  element_record* rec = it->second.get();
+  lc.cache.remember_rec(key, rec);
+  return rec;
+}
+
 void on_element_message(message_ptr m) {
   if (pe_state().gated) [[unlikely]] {
     hold_until_setup(std::move(m));
@@ -821,12 +831,8 @@ void on_element_message(message_ptr m) {
   local_collection& lc = *found;
   obj_header& h = header_of(*m);
   element_record* rec = lc.cache.rec(h.key);
-  if (rec == nullptr) {
-    if (auto it = lc.local.find(h.key); it != lc.local.end()) {
-      rec = it->second.get();
-      lc.cache.remember_rec(h.key, rec);
-    }
-  }
+  if (rec == nullptr) [[unlikely]]
+    rec = find_local_record(lc, h.key);
   if (rec != nullptr && rec->obj != nullptr) [[likely]] {
     deliver(*rec, std::move(m));
     return;
@@ -1628,30 +1634,40 @@ namespace {
 }
 }  // namespace
 
+// Where an element of `ref` is, when the route cache does not say: where
+// this PE last saw it (the known table has every array element that lives
+// here, too), else its home; remembered in the cache (the known table
+// gaining the key drops the entry). -1: deleted (the home knows more). Out
+// of line, as find_local_record.
+[[gnu::noinline]] int find_element_pe(local_collection& lc, const collection_ref& ref,
+                                      const index_key& key) {
+  if (ref.kind == collection_kind::chare)
+    return lc.local.contains(key) ? my_pe() : -1;  // chares are not in the known table
+  int dest;
+  auto k = lc.known.find(key);
+  if (k == lc.known.end())
+    dest = home_pe(ref, key);
+  else
+    dest = k->second.deleted ? -1 : k->second.pe;
+  if (dest >= 0) lc.cache.remember_pe(key, dest);
+  return dest;
+}
+
 void send_element(const collection_ref& ref, message_ptr&& m) {
   if (ref.kind == collection_kind::group || ref.kind == collection_kind::nodegroup) [[unlikely]] {
     send_to_group_element(ref, std::move(m));
     return;
   }
-  // Where the element is: where this PE last saw it (the known table has
-  // every array element that lives here, too), else its home. One lookup.
   const index_key& key = header_of(*m).key;
   int dest = -1;
-  if (local_collection* lc = find_local(ref.id)) {
-    if (ref.kind == collection_kind::chare) {
-      if (lc->local.contains(key)) dest = my_pe();  // chares are not in the known table
-    } else if (dest = lc->cache.pe(key); dest < 0) {
-      // Not cached: the known location, else the home (also cached: the
-      // known table gaining the key drops the entry).
-      auto k = lc->known.find(key);
-      if (k == lc->known.end())
-        dest = home_pe(ref, key);
-      else if (!k->second.deleted)
-        dest = k->second.pe;
-      if (dest >= 0) lc->cache.remember_pe(key, dest);
-    }
+  if (local_collection* lc = find_local(ref.id)) [[likely]] {
+    // Chares are never cached by pe: their lookups all go the slow way.
+    dest = lc->cache.pe(key);
+    if (dest < 0) [[unlikely]]
+      dest = find_element_pe(*lc, ref, key);
   }
-  if (dest < 0) dest = home_pe(ref, key);
+  if (dest < 0) [[unlikely]]
+    dest = home_pe(ref, key);
   send_to(dest, std::move(m));
 }
 

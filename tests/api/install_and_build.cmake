@@ -9,8 +9,8 @@
 #         [-DBUILD_TYPE=<type>] -P install_and_build.cmake
 #
 # Steps: (a) cmake --install into WORK_DIR/prefix: headers, CMake package,
-# the three .pc files, static libraries and the shared ones with their
-# versioned SONAMEs; (b) configure the consumer project with
+# the three .pc files, static libraries, the shared ones with their
+# versioned SONAMEs and their transport plugins in lib/weft/; (b) configure the consumer project with
 # CMAKE_PREFIX_PATH=prefix (find_package(weft)); (c) build it -- no link line
 # may force -rdynamic; (d) run consumer (weft::weft + weft::omp: objects,
 # parallel_for, OpenMP on the PEs), consumer_shared (weft::shared: the same
@@ -86,6 +86,15 @@ foreach(lib weft weft-omp)
   endif()
 endforeach()
 message(STATUS "shared libraries: SONAMEs libweft.so.${soversion}, libweft-omp.so.${soversion}")
+# The transport plugins the shared libraries load from lib/weft/ (the build
+# tree's lib/weft/ holds those this build made).
+file(GLOB built_plugins RELATIVE ${WEFT_BUILD_DIR}/lib/weft ${WEFT_BUILD_DIR}/lib/weft/weft-net-*.so)
+foreach(plugin IN LISTS built_plugins)
+  if(NOT EXISTS ${prefix}/lib/weft/${plugin})
+    message(FATAL_ERROR "install: the transport plugin ${prefix}/lib/weft/${plugin} is missing")
+  endif()
+endforeach()
+message(STATUS "transport plugins installed: ${built_plugins}")
 
 # Runs a built program; every regex of EXPECT must match its output, and no
 # NEEDED entry of its dynamic section may match FORBID_NEEDED.

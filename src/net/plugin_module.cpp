@@ -1,0 +1,90 @@
+// The module side of a transport plugin (plugin.hpp): compiled into
+// weft-net-mpi.so with WEFT_HAVE_MPI_TRANSPORT, into weft-net-ucx.so with
+// WEFT_HAVE_UCX_TRANSPORT. Exports weft_net_plugin_v1 alone (plugin.map).
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include "backends.hpp"
+#include "plugin.hpp"
+#include "weft/base/error.hpp"
+#include "weft/config.hpp"
+
+namespace {
+
+// Set once at load, before any transport of the module exists.
+const weft::net::plugin::host_services* g_host = nullptr;
+
+[[noreturn]] void host_fatal(const char* text) {
+  if (g_host != nullptr && g_host->fatal != nullptr) g_host->fatal(text);
+  std::fprintf(stderr, "weft: fatal: %s\n", text);  // no runtime to tell: still loud
+  std::_Exit(weft::base::exit_fatal);
+}
+
+}  // namespace
+
+// The module's copies of the error functions its sources call: they format
+// here and report through the runtime that loaded the module.
+namespace weft::base {
+
+void fatal(const char* fmt, ...) {
+  char text[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  host_fatal(text);
+}
+
+void fatal_errno(int err, const char* what) {
+  char buf[256];
+  const char* reason = strerror_r(err, buf, sizeof buf);  // GNU variant
+  fatal("%s failed: %s (errno %d)", what, reason, err);
+}
+
+void warn(const char* fmt, ...) {
+  char text[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (g_host != nullptr && g_host->warn != nullptr)
+    g_host->warn(text);
+  else
+    std::fprintf(stderr, "weft: warning: %s\n", text);
+}
+
+}  // namespace weft::base
+
+namespace weft::net {
+namespace {
+
+#if WEFT_HAVE_MPI_TRANSPORT
+transport* make_mpi(bool watch_local_peers) {
+  return make_mpi_transport(watch_local_peers).release();
+}
+#endif
+#if WEFT_HAVE_UCX_TRANSPORT
+transport* make_ucx(const ucx_options& options) {
+  return make_ucx_transport(options).release();
+}
+#endif
+
+}  // namespace
+}  // namespace weft::net
+
+extern "C" __attribute__((visibility("default"))) const weft::net::plugin::module*
+weft_net_plugin_v1(const weft::net::plugin::host_services* host) {
+  static weft::net::plugin::module m;
+  if (host == nullptr || host->abi != weft::net::plugin::abi_version) return nullptr;
+  g_host = host;
+  m.weft_version = weft::build_info::version;
+  m.ucx_options_size = sizeof(weft::net::ucx_options);
+#if WEFT_HAVE_MPI_TRANSPORT
+  m.make_mpi = weft::net::make_mpi;
+#endif
+#if WEFT_HAVE_UCX_TRANSPORT
+  m.make_ucx = weft::net::make_ucx;
+#endif
+  return &m;
+}

@@ -97,7 +97,7 @@ long check_events(const fs::path& file, int pe, std::size_t cap, long handled, l
   EXPECT_EQ(std::memcmp(f.data(), "WEFTTRC\0", 8), 0);
   std::uint32_t header[6];
   std::memcpy(header, f.data() + 8, sizeof header);
-  EXPECT_EQ(header[0], 1u);   // version
+  EXPECT_EQ(header[0], 2u);   // format version (docs/design/trace-format.md)
   EXPECT_EQ(header[1], 24u);  // record bytes
   EXPECT_EQ(header[2], 0u);   // node
   EXPECT_EQ(int(header[3]), pe);

@@ -11,6 +11,7 @@ packages=(
   openmpi-bin libopenmpi-dev # MPI: the mpi transport, launch by mpirun, bench/mpi_pingpong
   libucx-dev libpmix-dev    # the ucx transport (UCP), and PMIx for its address exchange
   libboost-context-dev      # user-level threads (fibers) for libweft-omp's team members
+  libdw-dev                 # elfutils' libdwfl headers: the watchdog's backtraces name hidden frames (dlopen()ed, no link)
   nlohmann-json3-dev        # JSON strings escaped as valid UTF-8 (base: trace metadata, bench --json)
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks

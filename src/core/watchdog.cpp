@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include "base/symbolize.hpp"
 #include "core/node.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
@@ -49,6 +50,11 @@ void dump(node_state& node) {
   std::snprintf(line, sizeof line, "  node queue: %zu message(s); quiescence requested: %s\n", nq,
                 node.qd_requested.load() ? "yes" : "no");
   w = write(STDERR_FILENO, line, std::strlen(line));
+  // Names the frames from the objects' symbol tables, weft's hidden
+  // functions included; without libdw, backtrace_symbols_fd names only what
+  // the dynamic symbol tables export.
+  base::symbolizer symbols;
+  bool unnamed = false;
   for (auto& pe : node.pes) {
     // Counting the MPSC queue walks its links, which is safe only while the
     // PE does not pop (and free) messages: when it is inside a handler (the
@@ -79,17 +85,27 @@ void dump(node_state& node) {
     for (int i = 0; i < 200 && !pe->bt_ready.load(std::memory_order_acquire); ++i) usleep(1000);
     if (pe->bt_ready.load(std::memory_order_acquire)) {
       w = write(STDERR_FILENO, "    backtrace:\n", 15);
-      backtrace_symbols_fd(pe->bt_frames, pe->bt_depth.load(), STDERR_FILENO);
+      if (symbols.ok()) {
+        unnamed |= symbols.write(STDERR_FILENO, pe->bt_frames, pe->bt_depth.load()) > 0;
+      } else {
+        backtrace_symbols_fd(pe->bt_frames, pe->bt_depth.load(), STDERR_FILENO);
+        unnamed = true;
+      }
     } else {
       static const char no_bt[] = "    (no backtrace: the thread did not answer)\n";
       w = write(STDERR_FILENO, no_bt, sizeof no_bt - 1);  // not the terminating NUL
     }
   }
-  // weft's own functions are hidden symbols, so their frames print as
-  // binary(+offset); say how to turn those into names.
+  // Say how to name the frames left unnamed: without libdw they print as
+  // binary(+offset), and a frame no symbol covers as 0x...(object+offset).
   char exe[400];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
+  ssize_t n = unnamed && !symbols.ok() ? readlink("/proc/self/exe", exe, sizeof exe - 1) : 0;
+  if (unnamed && symbols.ok()) {
+    static const char hint[] =
+        "  (frames shown as 0x... (object+offset): addr2line -C -f -e <object> <offset> names "
+        "them)\n";
+    w = write(STDERR_FILENO, hint, sizeof hint - 1);
+  } else if (n > 0) {
     exe[n] = '\0';
     std::snprintf(
         line, sizeof line,

@@ -2,8 +2,8 @@
 # per MODE (cmake -P):
 #
 #   -DMODE=needed -DLIBS=<lib;...> [-DPLUGINS=<module;...>]
-#       no library of LIBS needs MPI, UCX or PMIx, directly or through another
-#       (ldd); each module of PLUGINS exists.
+#       no library of LIBS needs MPI, UCX, PMIx or libdw, directly or
+#       through another (ldd); each module of PLUGINS exists.
 #   -DMODE=missing -DLIB=<shared lib> -DPROGRAM=<program> -DTRANSPORT=<name>
 #       -DWORK_DIR=<scratch> [-DENV=<VAR=v;...>]
 #       PROGRAM, loading LIB from a directory without weft/ beside it, asked
@@ -29,7 +29,12 @@ if(MODE STREQUAL "needed")
       message(FATAL_ERROR "${lib} needs ${CMAKE_MATCH_1}; a transport library must be "
                           "loaded by its plugin only:\n${out}")
     endif()
-    message(STATUS "${lib}: no MPI, UCX or PMIx among:\n${out}")
+    # libdw is dlopen()ed by the watchdog's symbolizer (src/base/symbolize.hpp).
+    if(out MATCHES "(libdw[^ ]*|libelf[^ ]*)")
+      message(FATAL_ERROR "${lib} needs ${CMAKE_MATCH_1}; libdw must be loaded by the "
+                          "watchdog's symbolizer only:\n${out}")
+    endif()
+    message(STATUS "${lib}: no MPI, UCX, PMIx or libdw among:\n${out}")
   endforeach()
   foreach(module IN LISTS PLUGINS)
     if(NOT EXISTS ${module})

@@ -615,8 +615,9 @@ void net_start(node_state& node) {
   node.transport = net::create_transport(name);
   // weft::config().transport names what auto chose.
   node.cfg.transport = name;
-  // Errors during the bootstrap already name the process.
-  if (launch.size > 1) base::set_message_origin(launch.rank);
+  // Errors during the bootstrap already name the process (a local run is
+  // node 0 of a job of its own, whatever the launcher says).
+  if (launch.size > 1 && name != "local") base::set_message_origin(launch.rank);
   g_net_node = &node;
   net::hooks h;
   h.alloc = hook_alloc;
@@ -624,7 +625,14 @@ void net_start(node_state& node) {
   h.deliver_block = hook_deliver_block;
   h.release = hook_release;
   h.node_lost = hook_node_lost;
-  node.transport->init(launch, h, cfg.startup_timeout_s);
+  // An attached node (libweft-omp: a plain OpenMP program) runs each
+  // process of a launched job as a node of its own by default (team.cpp):
+  // OpenMP is per process. That is no surprise worth a warning, so the
+  // local transport is told it runs alone; the placement below still
+  // shares the host's CPUs among the processes.
+  net::launch_info told = launch;
+  if (node.attached && name == "local") told.size = 1, told.rank = 0;
+  node.transport->init(told, h, cfg.startup_timeout_s);
   node.node_id = node.transport->node_rank();
   node.num_nodes = node.transport->num_nodes();
   node.first_pe = node.node_id * int(node.pes.size());

@@ -643,7 +643,15 @@ int stop_attached_node() {
   if (r == nullptr) return 0;
   if (core::t_pe != r->node->pes[0].get())
     base::fatal("weft: the attached node is stopped by another thread than the one it runs on");
-  weft::exit(0);
+  // This process's program is done; the others' may not be (each process
+  // of a job of attached nodes runs its own OpenMP program): only this node
+  // stops, and the transport's finalize waits for the others. weft::exit
+  // would stop their PEs in the middle of their regions.
+  core::node_state& node = *r->node;
+  if (!node.exit_called.exchange(true, std::memory_order_acq_rel))
+    node.exit_code.store(0, std::memory_order_relaxed);
+  node.stop.store(true, std::memory_order_seq_cst);
+  core::wake_all(node);
   if (trace::on()) trace::detail::emit(trace::kind::handler_end, trace::main_handler, 0, 0, 0);
   core::pe_leave(*r->node, *r->node->pes[0]);
   const int code = finish_node(*r);

@@ -194,6 +194,10 @@ bool ensure_on_pe() {
   if (std::getenv("WEFT_THREADS") == nullptr && globals().initial.nthreads > 0)
     words.push_back("--weft:threads=" + std::to_string(globals().initial.nthreads));
   if (std::getenv("WEFT_QUIET") == nullptr) words.push_back("--weft:quiet");
+  // Under a launcher (mpirun of a hybrid MPI + OpenMP program), each process
+  // runs its OpenMP on a node of its own, on its slice of the host's CPUs;
+  // WEFT_TRANSPORT joins them into one weft job instead.
+  if (std::getenv("WEFT_TRANSPORT") == nullptr) words.push_back("--weft:transport=local");
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);

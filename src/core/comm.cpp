@@ -133,10 +133,8 @@ void handle_control(node_state& node, int src, message* m) {
     case ctl_exit: {
       int code = 0;
       std::memcpy(&code, m->data(), sizeof code);
-      if (!node.exit_called.exchange(true, std::memory_order_acq_rel))
-        node.exit_code.store(code, std::memory_order_relaxed);
-      node.stop.store(true, std::memory_order_seq_cst);
-      wake_all(node);
+      record_exit(node, code);
+      stop_pes(node);
       break;
     }
     case ctl_qd_probe: {

@@ -328,14 +328,10 @@ void exit(int code) {
   core::node_ref ref("weft::exit", /*tolerate_ended=*/true);
   if (!ref) return;
   core::node_state& node = *ref;
-  if (!node.exit_called.exchange(true, std::memory_order_acq_rel)) {
-    node.exit_code.store(code, std::memory_order_relaxed);
-    // The whole job ends: the other nodes hear it before this one stops
-    // driving the transport (net_stop sends what is queued).
-    if (node.num_nodes > 1) core::send_exit(node, code);
-  }
-  node.stop.store(true, std::memory_order_seq_cst);
-  core::wake_all(node);
+  // The whole job ends: the other nodes hear it before this one stops
+  // driving the transport (net_stop sends what is queued).
+  if (core::record_exit(node, code) && node.num_nodes > 1) core::send_exit(node, code);
+  core::stop_pes(node);
 }
 
 void on_quiescence(std::function<void()> fn) {
@@ -647,11 +643,8 @@ int stop_attached_node() {
   // of a job of attached nodes runs its own OpenMP program): only this node
   // stops, and the transport's finalize waits for the others. weft::exit
   // would stop their PEs in the middle of their regions.
-  core::node_state& node = *r->node;
-  if (!node.exit_called.exchange(true, std::memory_order_acq_rel))
-    node.exit_code.store(0, std::memory_order_relaxed);
-  node.stop.store(true, std::memory_order_seq_cst);
-  core::wake_all(node);
+  core::record_exit(*r->node, 0);
+  core::stop_pes(*r->node);
   if (trace::on()) trace::detail::emit(trace::kind::handler_end, trace::main_handler, 0, 0, 0);
   core::pe_leave(*r->node, *r->node->pes[0]);
   const int code = finish_node(*r);

@@ -374,6 +374,18 @@ inline void deliver_from_network(node_state& node, int pe, message* m) {
 void enqueue_node(node_state& node, message* m);
 void wake_one_sleeper(node_state& node);
 void wake_all(node_state& node);
+// The node's exit code becomes `code` unless one was set first; true if this
+// call set it (weft::exit, an exit from another node, an attached node's end).
+inline bool record_exit(node_state& node, int code) {
+  if (node.exit_called.exchange(true, std::memory_order_acq_rel)) return false;
+  node.exit_code.store(code, std::memory_order_relaxed);
+  return true;
+}
+// This node's PEs stop after their current handler; other nodes are not told.
+inline void stop_pes(node_state& node) {
+  node.stop.store(true, std::memory_order_seq_cst);
+  wake_all(node);
+}
 void release_message(message* m);
 void print_stats(node_state& node);
 void start_watchdog(node_state& node, std::thread& thread);

@@ -146,7 +146,8 @@ struct outbox {
 struct node_state {
   runtime_config cfg;
   std::unique_ptr<net::transport> transport;
-  std::vector<std::unique_ptr<pe_state>> pes;  // fixed once PEs start
+  // Fixed once PEs start; read by every send, on lines of its own.
+  std::vector<std::unique_ptr<pe_state>, base::line_allocator<std::unique_ptr<pe_state>>> pes;
 
   // --- the job (fixed before PEs start). PEs are numbered across the job:
   // node n has PEs first_pe .. first_pe + pes.size() - 1, every node the same

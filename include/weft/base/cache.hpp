@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <new>
 
 namespace weft::base {
 
@@ -20,6 +21,31 @@ struct alignas(cache_line) padded {
   const T& operator*() const { return value; }
   T* operator->() { return &value; }
   const T* operator->() const { return &value; }
+};
+
+// An allocator whose blocks start on a line and fill whole lines: for a
+// vector that every PE reads on its hot path (the node's PE table), which
+// must not share a line with whatever malloc puts next to it (a neighbour's
+// writes there would cost every reader a miss).
+template <class T>
+struct line_allocator {
+  using value_type = T;
+  line_allocator() = default;
+  template <class U>
+  line_allocator(const line_allocator<U>&) noexcept {}
+  static std::size_t bytes(std::size_t n) noexcept {
+    return (n * sizeof(T) + cache_line - 1) / cache_line * cache_line;
+  }
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(bytes(n), std::align_val_t(cache_line)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    ::operator delete(p, bytes(n), std::align_val_t(cache_line));
+  }
+  template <class U>
+  bool operator==(const line_allocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 // A spin-wait hint: tells the core it is spinning (pause on x86).

@@ -245,7 +245,9 @@ void deliver_local(node_state& node, int pe, message* m, bool from_network) {
 
 // ---- public API ---------------------------------------------------------------
 
-void send(int pe, message_ptr m) {
+namespace {
+// weft::send's body, in both entry points (no extra call for either).
+[[gnu::always_inline]] inline void send_one(int pe, message* m) {
   core::node_ref ref("weft::send");
   core::node_state& node = *ref;
   const int local = pe - node.first_pe;
@@ -256,7 +258,7 @@ void send(int pe, message_ptr m) {
     if (trace::on()) [[unlikely]]
       m->reserved_ = trace::detail::record_send(pe, m->size, m->handler, 0);
     core::count_send(node);
-    core::deliver_local(node, local, m.release());
+    core::deliver_local(node, local, m);
     return;
   }
   int dst_node = 0, dst_local = 0;
@@ -269,7 +271,16 @@ void send(int pe, message_ptr m) {
   if (trace::on()) [[unlikely]]
     m->reserved_ = trace::detail::record_send(pe, m->size, m->handler, trace::send_flags::to_remote);
   core::count_send(node);
-  core::send_remote(node, dst_node, m.release());
+  core::send_remote(node, dst_node, m);
+}
+}  // namespace
+
+void send(int pe, message_ptr m) {
+  send_one(pe, m.release());
+}
+
+void detail::send_released(int pe, message* m) {
+  send_one(pe, m);
 }
 
 void send_to_node(int node_id, message_ptr m) {

@@ -139,10 +139,13 @@ message_ptr new_control(const collection_ref& ref, const index_key& key, op_kind
 // Every object message leaves the PE here (or through send_to_node_of):
 // one packed for this process is packed again when its target is on
 // another node, wherever it was sent from or forwarded by.
-[[gnu::always_inline]] inline void send_to(int pe, message_ptr&& m) {
+[[gnu::always_inline]] inline void send_to(int pe, message* m) {
   if (num_nodes() > 1 && header_of(*m).in_process != 0 && !on_this_node(pe)) [[unlikely]]
-    m = for_another_node(std::move(m));
-  weft::send(pe, std::move(m));
+    m = for_another_node(message_ptr(m)).release();
+  detail::send_released(pe, m);
+}
+[[gnu::always_inline]] inline void send_to(int pe, message_ptr&& m) {
+  send_to(pe, m.release());
 }
 
 // To any PE of node `node` (nodegroups, chares placed by the runtime).
@@ -681,15 +684,25 @@ void after_entry(element_record& rec) {
     migrate(lc, rec);
 }
 
+// The trace records around an entry call, out of line: their code would
+// take registers from the delivery path, which runs them rarely.
+[[gnu::noinline, gnu::cold]] void trace_entry_begin(const element_record& rec,
+                                                    const entry_info& e) {
+  trace::detail::emit_adjacent(trace::kind::handler_begin, trace::kind::entry_begin,
+                               std::uint32_t(&e - g_entries.data()), rec.ref.type,
+                               std::uint32_t(rec.key.w[0]), 0);
+}
+[[gnu::noinline, gnu::cold]] void trace_entry_end(const entry_info& e) {
+  trace::detail::emit(trace::kind::entry_end, std::uint32_t(&e - g_entries.data()), 0, 0, 0);
+}
+
 // Runs entry `e` of the element with the arguments in `m` (the caller
 // frees `m` afterwards).
 [[gnu::always_inline]] inline void invoke(element_record& rec, const entry_info& e, message& m) {
   rec.contributed_now = false;
   rec.running = e.name.c_str();
-  const std::uint32_t id = std::uint32_t(&e - g_entries.data());
   if (trace::on()) [[unlikely]]
-    trace::detail::emit_adjacent(trace::kind::handler_begin, trace::kind::entry_begin, id,
-                                 rec.ref.type, std::uint32_t(rec.key.w[0]), 0);
+    trace_entry_begin(rec, e);
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
@@ -700,7 +713,7 @@ void after_entry(element_record& rec) {
                 element_name(rec).c_str(), my_pe(), ex.what());
   }
   if (trace::on()) [[unlikely]]
-    trace::detail::emit(trace::kind::entry_end, id, 0, 0, 0);
+    trace_entry_end(e);
   rec.running = nullptr;
 }
 
@@ -821,7 +834,9 @@ void hold_until_setup(message_ptr m);
   return rec;
 }
 
-void on_element_message(message_ptr m) {
+// Every case of an element message: on_element_message below takes the
+// common one itself.
+[[gnu::noinline]] void on_element_message_general(message_ptr m) {
   if (pe_state().gated) [[unlikely]] {
     hold_until_setup(std::move(m));
     return;
@@ -838,6 +853,33 @@ void on_element_message(message_ptr m) {
     return;
   }
   miss(lc, std::move(m));
+}
+
+// The common case, an entry call (not forwarded, not awaited) to an element
+// of the collection this PE used last, found in the route cache, runs here
+// with few registers to save; every other goes to the general path.
+void on_element_message(message_ptr m) {
+  pe_objects* s = t_obj;
+  const obj_header& h = header_of(*m);
+  if (s != nullptr && !s->gated) [[likely]] {
+    local_collection* lc = s->last;
+    if (lc != nullptr && lc->ref.id == h.collection && lc->created && (h.hops | h.op) == 0)
+        [[likely]] {
+      element_record* rec = lc->cache.rec(h.key);
+      if (rec != nullptr && rec->obj != nullptr) [[likely]] {
+        const entry_info& e = entry_of(h.entry);
+        if (!e.awaited) [[likely]] {
+          // The message is freed by whoever passed it (handle(): the
+          // parameter's destructor), on return.
+          invoke(*rec, e, *m);
+          if (rec->destroy_requested || rec->migrate_to >= 0) [[unlikely]]
+            after_entry(*rec);
+          return;
+        }
+      }
+    }
+  }
+  on_element_message_general(std::move(m));
 }
 
 // Kept messages are delivered here and now, in the order they came: queued
@@ -1653,7 +1695,7 @@ namespace {
   return dest;
 }
 
-void send_element(const collection_ref& ref, message_ptr&& m) {
+[[gnu::noinline]] void send_element_general(const collection_ref& ref, message_ptr&& m) {
   if (ref.kind == collection_kind::group || ref.kind == collection_kind::nodegroup) [[unlikely]] {
     send_to_group_element(ref, std::move(m));
     return;
@@ -1669,6 +1711,23 @@ void send_element(const collection_ref& ref, message_ptr&& m) {
   if (dest < 0) [[unlikely]]
     dest = home_pe(ref, key);
   send_to(dest, std::move(m));
+}
+
+// The common case, an element of the collection this PE used last whose
+// place the route cache knows, goes from here; every other goes through
+// send_element_general. (Only array elements are cached by PE.)
+void send_element(const collection_ref& ref, message* m) {
+  if (pe_objects* s = t_obj) [[likely]] {
+    local_collection* lc = s->last;
+    if (lc != nullptr && lc->ref.id == ref.id) [[likely]] {
+      const std::int32_t dest = lc->cache.pe(header_of(*m).key);
+      if (dest >= 0) [[likely]] {
+        send_to(dest, m);
+        return;
+      }
+    }
+  }
+  send_element_general(ref, message_ptr(m));
 }
 
 void broadcast_collection(const collection_ref& ref, message_ptr m) {

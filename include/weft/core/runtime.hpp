@@ -100,6 +100,12 @@ inline int node_of(int pe) noexcept {
 // caller's other messages to that node). Any thread. A bad PE or an
 // unregistered handler is a fatal error.
 WEFT_API void send(int pe, message_ptr m);
+namespace detail {
+// weft::send of a message already released from its message_ptr: the layers
+// above core send through it on every message, without the by-value
+// message_ptr's moves and the null test after the call.
+WEFT_API void send_released(int pe, message* m);
+}  // namespace detail
 // Delivers `m` to whichever PE of this node takes it first. Any thread.
 WEFT_API void send_node(message_ptr m);
 // The same on node `node` of the job. Any thread.

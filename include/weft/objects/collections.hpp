@@ -56,7 +56,9 @@ template <class M>
 using first_param_t = std::tuple_element_t<0, typename member_traits<M>::params>;
 
 // A proxy's target: one element (send, call, callback) of a collection.
-template <class T>
+// Dims: the dense dimensions its index type can have (0: none, as a
+// chare's), which bounds the range check's loop at compile time.
+template <class T, int Dims = 0>
 class target {
  public:
   target() = default;
@@ -73,7 +75,7 @@ class target {
     message_ptr m = pack_message<typename tr::params>(ref_, key_, entry_registered<T, M>, true,
                                                       std::forward<Args>(args)...);
     m->priority = priority_;
-    send_element(ref_, std::move(m));
+    send_element(ref_, m.release());
   }
 
   // As send, and the method's return value fills the returned future (on
@@ -119,12 +121,13 @@ class target {
  protected:
   [[gnu::always_inline]] void check(std::string_view method) const {
     bool bad = ref_.id == 0;
-    if (ref_.dims > 0) {
+    // A dense array's dims is its index type's (a sparse one's 0).
+    if (Dims > 0 && ref_.dims > 0) {
       // A fixed-size copy: a copy of dims * 4 bytes would be a variable-length
       // one, whose stores the loads below cannot be forwarded from.
       int c[3];
       std::memcpy(c, key_.w, sizeof c);
-      for (int d = 0; d < ref_.dims; ++d)
+      for (int d = 0; d < Dims; ++d)
         bad |= unsigned(c[d]) >= unsigned(ref_.bounds[d]);  // c < 0 too
     }
     if (bad) [[unlikely]]
@@ -353,11 +356,11 @@ struct array_options {
 };
 
 template <class T, class I>
-class element_proxy : public detail::target<T> {
+class element_proxy : public detail::target<T, index_dims<I>> {
  public:
   element_proxy() = default;
   element_proxy(const detail::collection_ref& ref, const I& i)
-      : detail::target<T>(ref, index_key::of(i), &detail::show_key<I>) {}
+      : detail::target<T, index_dims<I>>(ref, index_key::of(i), &detail::show_key<I>) {}
 
   // The same element, messages sent with priority `p` (larger runs first).
   element_proxy priority(int p) const {

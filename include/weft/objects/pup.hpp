@@ -97,7 +97,7 @@ class pupper {
       return;
     }
     if (n > size_ - pos_) [[unlikely]]
-      fail_truncated(n, what);
+      fail_truncated(unpacking(), n, pos_, size_, what);
     if (n == 0) return;
     if (pass_ == pass::packing)
       copy(buf_ + pos_, p, n);
@@ -112,7 +112,7 @@ class pupper {
                                               std::string_view what) {
     bytes(&n, sizeof n, what);
     if (unpacking() && min_element_bytes > 0 && n > remaining() / min_element_bytes) [[unlikely]]
-      fail_length(n, what);
+      fail_length(n, pos_, remaining(), what);
     return n;
   }
 
@@ -130,7 +130,7 @@ class pupper {
       return;
     }
     if (pad > size_ - pos_) [[unlikely]]
-      fail_truncated(pad, what);
+      fail_truncated(unpacking(), pad, pos_, size_, what);
     if (pass_ == pass::packing) std::memset(buf_ + pos_, 0, pad);
     pos_ += pad;
   }
@@ -139,7 +139,7 @@ class pupper {
   // them.
   [[gnu::always_inline]] const std::byte* view(std::size_t n, std::string_view what) {
     if (n > size_ - pos_) [[unlikely]]
-      fail_truncated(n, what);
+      fail_truncated(true, n, pos_, size_, what);
     const std::byte* at = buf_ + pos_;
     pos_ += n;
     return at;
@@ -155,8 +155,16 @@ class pupper {
 
   [[noreturn, gnu::cold, gnu::noinline]] void fail(const std::string& problem,
                                                    std::string_view what) const {
+    fail_at(pos_, problem, what);
+  }
+  // As fail, for a caller that keeps its pupper in registers: a member
+  // call takes the pupper's address, and the whole object then lives in
+  // memory on the fast path too.
+  [[noreturn, gnu::cold, gnu::noinline]] static void fail_at(std::size_t offset,
+                                                            const std::string& problem,
+                                                            std::string_view what) {
     throw serialization_error("corrupt buffer while unpacking " + std::string(what) +
-                              " at offset " + std::to_string(pos_) + ": " + problem);
+                              " at offset " + std::to_string(offset) + ": " + problem);
   }
 
   template <class T>
@@ -181,19 +189,25 @@ class pupper {
 
   pupper(pass p, std::byte* buf, std::size_t size, reach r)
       : pass_(p), reach_(r), buf_(buf), size_(size) {}
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_length(std::uint64_t n,
-                                                          std::string_view what) const {
-    fail("length " + std::to_string(n) + " is more than the " + std::to_string(remaining()) +
-             " bytes left could hold",
-         what);
+  // The failures of the inlined paths are static (see fail_at).
+  [[noreturn, gnu::cold, gnu::noinline]] static void fail_length(std::uint64_t n,
+                                                                 std::size_t pos,
+                                                                 std::size_t left,
+                                                                 std::string_view what) {
+    fail_at(pos,
+            "length " + std::to_string(n) + " is more than the " + std::to_string(left) +
+                " bytes left could hold",
+            what);
   }
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_truncated(std::size_t n,
-                                                             std::string_view what) const {
-    throw serialization_error(std::string(unpacking() ? "truncated buffer while unpacking "
-                                                      : "buffer too small while packing ") +
+  [[noreturn, gnu::cold, gnu::noinline]] static void fail_truncated(bool unpacking, std::size_t n,
+                                                                    std::size_t pos,
+                                                                    std::size_t size,
+                                                                    std::string_view what) {
+    throw serialization_error(std::string(unpacking ? "truncated buffer while unpacking "
+                                                    : "buffer too small while packing ") +
                               std::string(what) + ": need " + std::to_string(n) +
-                              " bytes at offset " + std::to_string(pos_) + ", have " +
-                              std::to_string(size_ - pos_));
+                              " bytes at offset " + std::to_string(pos) + ", have " +
+                              std::to_string(size - pos));
   }
 
   pass pass_;
@@ -293,7 +307,7 @@ template <class T, std::size_t E>
   }
   const std::byte* at = p.view(std::size_t(n) * sizeof(T), what);
   if (reinterpret_cast<std::uintptr_t>(at) % alignof(T) != 0) [[unlikely]]
-    p.fail("the buffer is not aligned for its elements (it must start aligned to " +
+    pupper::fail_at(p.offset(), "the buffer is not aligned for its elements (it must start aligned to " +
                std::to_string(alignof(T)) + " bytes)",
            what);
   s = std::span<const T>(reinterpret_cast<const T*>(at), std::size_t(n));

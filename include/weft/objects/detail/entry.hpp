@@ -116,9 +116,11 @@ template <class Tuple>
   pup_each(p, t, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
 }
 
-[[noreturn, gnu::cold, gnu::noinline]] inline void fail_left_over(const pupper& p,
+// Takes the offsets, not the pupper: see pupper::fail_at.
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail_left_over(std::size_t offset,
+                                                                  std::size_t left,
                                                                   std::string_view what) {
-  p.fail(std::to_string(p.remaining()) + " bytes left over after the arguments", what);
+  pupper::fail_at(offset, std::to_string(left) + " bytes left over after the arguments", what);
 }
 
 // Unpacks a tuple of arguments; the bytes must be consumed exactly.
@@ -126,7 +128,7 @@ template <class Tuple>
 [[gnu::always_inline]] inline void unpack_args(pupper& p, Tuple& args, std::string_view what) {
   pup_each(p, args);
   if (p.remaining() != 0) [[unlikely]]
-    fail_left_over(p, what);
+    fail_left_over(p.offset(), p.remaining(), what);
 }
 
 // Parameters unpacked as views into the message (valid while the call runs).

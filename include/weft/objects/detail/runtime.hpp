@@ -176,8 +176,13 @@ inline message_ptr new_element_message(const collection_ref& ref, const index_ke
   new (m->data()) obj_header{ref.id, index_key{{k0, k1, k2}}, entry, my_pe(), 0, 0, 0, -1, 0};
   return m;
 }
-// Routes it to the element of `ref` (wherever it lives now). PE.
-WEFT_API void send_element(const collection_ref& ref, message_ptr&& m);
+// Routes it to the element of `ref` (wherever it lives now), taking it
+// over (a pointer released from its message_ptr: no moves and no null test
+// around the call, which is on every send). PE.
+WEFT_API void send_element(const collection_ref& ref, message* m);
+inline void send_element(const collection_ref& ref, message_ptr&& m) {
+  send_element(ref, m.release());
+}
 // Delivers it to every element of `ref` exactly once. PE.
 WEFT_API void broadcast_collection(const collection_ref& ref, message_ptr m);
 

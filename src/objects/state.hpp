@@ -126,10 +126,15 @@ struct route_cache {
   static constexpr std::size_t size = 64;
   std::array<slot, size> slots{};
 
-  // Dense indices differ in their low bits: consecutive elements fill
-  // consecutive slots.
+  // On every send and delivery, so a few operations. A dense index is
+  // (x, y) in the first word and z in the second: the slot is about
+  // x + 8y + 21z, so consecutive elements fill consecutive slots and the 27
+  // points of a 3D stencil take 27 different ones; the third word (sparse
+  // keys only) is mixed in by a multiplication, and the fold brings high
+  // bits down.
   static std::size_t index_of(const index_key& k) noexcept {
-    std::uint64_t h = k.w[0] ^ (k.w[0] >> 29) ^ (k.w[1] * 0x9E3779B97F4A7C15ull) ^ (k.w[2] << 7);
+    const std::uint64_t h =
+        k.w[0] + (k.w[0] >> 29) + k.w[1] * 21 + k.w[2] * 0x9E3779B97F4A7C15ull;
     return std::size_t(h ^ (h >> 17)) & (size - 1);
   }
   slot& at(const index_key& k) noexcept { return slots[index_of(k)]; }

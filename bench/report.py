@@ -191,6 +191,8 @@ def header(out_dir):
         "Every figure is the median over repeats run in the same process, with the range (min–max) beside it; "
         "a ratio compares two things measured side by side in one run (DESIGN.md, \"Tests and benchmarks\").",
         "",
+        "Figures from the lent 16-core machine are not part of this run: docs/benchmarks-16core.md.",
+        "",
     ]
     return "\n".join(lines)
 

@@ -522,24 +522,28 @@ void report_dropped(element_record& rec, const char* why) {
 element_record& construct(local_collection& lc, const index_key& key, std::uint32_t ctor,
                           const std::byte* args, std::size_t n, std::uint32_t round,
                           std::uint32_t epoch) {
-  if (lc.local.count(key) != 0)
+  // One probe of the table, which both checks and inserts.
+  auto [slot, fresh] = lc.local.try_emplace(key);
+  if (!fresh)
     object_error("insert of " + key_string(lc.ref, key) + ", which already exists on PE " +
                  std::to_string(my_pe()));
-  auto owned = std::make_unique<element_record>();
-  element_record& rec = *owned;
+  slot->second = std::make_unique<element_record>();
+  element_record& rec = *slot->second;
   rec.ref = lc.ref;
   rec.key = key;
   rec.coll = &lc;
   rec.red_round = round;
   rec.epoch = epoch;
   rec.last_bcast = lc.bcast_count;
-  lc.local.emplace(key, std::move(owned));
   if (lc.ref.kind != collection_kind::chare) {
     // Chares neither reduce nor migrate: the local table is all they need.
     hist_add(lc, round);
     lc.known[key] = {my_pe(), epoch, false};
   }
-  lc.cache.drop(key);
+  // It is here: what the tables now say, in the route cache for the
+  // messages that follow (a constructor's first send to its own element,
+  // a new chare's first message), which would otherwise each miss.
+  lc.cache.remember_here(key, &rec, my_pe());
   const entry_info& e = entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing = &rec;
@@ -579,7 +583,8 @@ void apply_home_update(local_collection& lc, const index_key& key, int pe, std::
     lc.home.erase(key);
     return;
   }
-  location& l = lc.home[key];
+  auto at = lc.home.try_emplace(key).first;
+  location& l = at->second;
   if (kind == loc_inserted) {
     l = {pe, epoch, false, false};
   } else if (l.inserting) {
@@ -590,8 +595,8 @@ void apply_home_update(local_collection& lc, const index_key& key, int pe, std::
     l.epoch = epoch;
     l.deleted = kind == loc_deleted;
   }
-  if (!l.deleted && l.pe == my_pe() && lc.local.count(key) != 0) lc.home.erase(key);
-  if (kind != loc_deleted) {
+  if (!l.deleted && l.pe == my_pe() && lc.local.contains(key)) lc.home.erase(at);
+  if (kind != loc_deleted && !lc.waiting.empty()) {
     auto w = lc.waiting.find(key);
     if (w != lc.waiting.end()) {
       std::vector<message*> msgs = std::move(w->second);
@@ -1703,7 +1708,8 @@ namespace {
   const index_key& key = header_of(*m).key;
   int dest = -1;
   if (local_collection* lc = find_local(ref.id)) [[likely]] {
-    // Chares are never cached by pe: their lookups all go the slow way.
+    // A chare is cached by pe only from its construction here to its
+    // destruction (chares do not move); elsewhere its lookups go the slow way.
     dest = lc->cache.pe(key);
     if (dest < 0) [[unlikely]]
       dest = find_element_pe(*lc, ref, key);
@@ -1715,7 +1721,7 @@ namespace {
 
 // The common case, an element of the collection this PE used last whose
 // place the route cache knows, goes from here; every other goes through
-// send_element_general. (Only array elements are cached by PE.)
+// send_element_general. (Groups and nodegroups are never cached by PE.)
 void send_element(const collection_ref& ref, message* m) {
   if (pe_objects* s = t_obj) [[likely]] {
     local_collection* lc = s->last;

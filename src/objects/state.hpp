@@ -151,6 +151,10 @@ struct route_cache {
   // key.
   void remember_rec(const index_key& k, element_record* r) noexcept { claim(k).rec = r; }
   void remember_pe(const index_key& k, std::int32_t p) noexcept { claim(k).pe = p; }
+  // Both: the element is here, on PE `p` (this one).
+  void remember_here(const index_key& k, element_record* r, std::int32_t p) noexcept {
+    at(k) = {k, r, p};
+  }
   void drop(const index_key& k) noexcept {
     slot& s = at(k);
     if (s.key == k) {

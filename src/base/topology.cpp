@@ -41,6 +41,7 @@
 #include <thread>
 #include <utility>
 #include "weft/base/error.hpp"
+#include "weft/base/os.hpp"
 
 namespace weft::base {
 
@@ -373,13 +374,7 @@ constexpr int share_version = 1;
 // Keeps what goes into a file name to letters, digits, '.', '_' and '-':
 // '@' and '/' then separate and end the name's fields unambiguously.
 std::string sanitise(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' ||
-                    c == '_' || c == '-';
-    out += ok ? c : '_';
-  }
-  return out;
+  return os::file_name_safe(s);
 }
 
 std::string this_host() {
@@ -418,10 +413,7 @@ bool sharing_applies(const topology::host_share& share) {
   return share.local_size >= 2 && !hwloc_environment_chooses_machine();
 }
 
-// Whether process `pid` still runs (EPERM: it runs, as another user).
-bool process_alive(pid_t pid) {
-  return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
+using os::process_alive;
 
 using steady = std::chrono::steady_clock;
 

@@ -16,6 +16,7 @@
 #include "core/handler_table.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/mpsc_queue.hpp"
+#include "weft/base/os.hpp"
 #include "weft/base/spsc_pairs.hpp"
 #include "weft/core/runtime.hpp"
 #include "weft/net/transport.hpp"
@@ -291,8 +292,13 @@ extern constinit thread_local pe_state* t_pe;
 
 // Futex on a PE's sleep word. wait: sleeps while *word == expected, at most
 // timeout_ns (0: no limit). wake: wakes one sleeper.
-void futex_wait(std::atomic<int>* word, int expected, std::uint64_t timeout_ns);
-void futex_wake(std::atomic<int>* word);
+inline void futex_wait(std::atomic<int>* word, int expected, std::uint64_t timeout_ns) {
+  base::os::futex_wait(*word, expected, timeout_ns, base::os::futex_scope::this_process,
+                       "futex(FUTEX_WAIT)");
+}
+inline void futex_wake(std::atomic<int>* word) {
+  base::os::futex_wake(*word, 1, base::os::futex_scope::this_process, "futex(FUTEX_WAKE)");
+}
 
 void scheduler_loop(node_state& node, pe_state& pe);
 

@@ -21,12 +21,10 @@
 // scheduler_hooks::tasks_visible, the producer's publication is its deque
 // push followed by detail::wake_idle_pes (fence, then the sleep words).
 #include <execinfo.h>
-#include <linux/futex.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <cerrno>
 #include <climits>
@@ -41,26 +39,6 @@
 #include "weft/trace/hooks.hpp"
 
 namespace weft::core {
-
-void futex_wait(std::atomic<int>* word, int expected, std::uint64_t timeout_ns) {
-  timespec ts{};
-  timespec* tsp = nullptr;
-  if (timeout_ns != 0) {
-    ts.tv_sec = time_t(timeout_ns / 1000000000ull);
-    ts.tv_nsec = long(timeout_ns % 1000000000ull);
-    tsp = &ts;
-  }
-  long rc = syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAIT_PRIVATE, expected, tsp,
-                    nullptr, 0);
-  if (rc == -1 && errno != EAGAIN && errno != EINTR && errno != ETIMEDOUT)
-    base::fatal_errno(errno, "futex(FUTEX_WAIT)");
-}
-
-void futex_wake(std::atomic<int>* word) {
-  long rc =
-      syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-  if (rc == -1) base::fatal_errno(errno, "futex(FUTEX_WAKE)");
-}
 
 void wake_one_sleeper(node_state& node) {
   for (auto& pe : node.pes) {

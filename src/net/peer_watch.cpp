@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include "weft/base/error.hpp"
+#include "weft/base/os.hpp"
 
 namespace weft::net {
 
@@ -102,7 +103,7 @@ void peer_watch::run() {
     if (rc == -1 && errno != EINTR) base::fatal_errno(errno, "poll() on the peers' pidfds");
     if (rc > 0 && fds[0].revents != 0) return;  // stop()
     for (std::size_t i = 0; i < pidfds_.size(); ++i) {
-      if (pidfds_[i] != -1 ? fds[i + 1].revents != 0 : ::kill(pids_[i], 0) == -1 && errno == ESRCH)
+      if (pidfds_[i] != -1 ? fds[i + 1].revents != 0 : !base::os::process_alive(pids_[i]))
         lose(i);
     }
   }

@@ -58,7 +58,6 @@
 #include "peer_watch.hpp"
 
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -86,6 +85,7 @@
 #include "weft/base/cache.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/fence.hpp"
+#include "weft/base/os.hpp"
 #include "weft/base/timer.hpp"
 
 namespace weft::net {
@@ -237,17 +237,15 @@ void copy_out(void* dst, const unsigned char* data, std::uint64_t mask, std::uin
   if (n > first) std::memcpy(static_cast<unsigned char*>(dst) + first, data, n - first);
 }
 
+// The doorbell's futex: shared between the processes that map it; every
+// waiter is woken.
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::uint64_t ns) {
-  timespec ts{time_t(ns / 1'000'000'000u), long(ns % 1'000'000'000u)};
-  long rc = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, expected, &ts,
-                    nullptr, 0);
-  if (rc == -1 && errno != EAGAIN && errno != EINTR && errno != ETIMEDOUT)
-    base::fatal_errno(errno, "futex(FUTEX_WAIT) on the shm transport's doorbell");
+  base::os::futex_wait(*word, expected, ns, base::os::futex_scope::shared,
+                       "futex(FUTEX_WAIT) on the shm transport's doorbell");
 }
 void futex_wake(std::atomic<std::uint32_t>* word) {
-  long rc = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr,
-                    nullptr, 0);
-  if (rc == -1) base::fatal_errno(errno, "futex(FUTEX_WAKE) on the shm transport's doorbell");
+  base::os::futex_wake(*word, INT_MAX, base::os::futex_scope::shared,
+                       "futex(FUTEX_WAKE) on the shm transport's doorbell");
 }
 
 // The sender's half of a doorbell's Dekker pair: a full fence, or with
@@ -393,12 +391,7 @@ struct peer {
 };
 
 std::string sanitise(const std::string& job) {
-  std::string s;
-  for (char c : job) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    s += ok ? c : '_';
-  }
+  std::string s = base::os::file_name_safe(job);
   if (s.empty()) s = "job";
   if (s.size() > 120) {
     // Keep names under NAME_MAX and still unique per job.
@@ -632,7 +625,7 @@ bool shm_transport::remove_stale(const char* name) {
     }
   }
   close(fd);
-  if (owner > 0 && (kill(owner, 0) == 0 || errno == EPERM)) return false;
+  if (base::os::process_alive(owner)) return false;
   if (owner > 0)
     base::warn("shm transport: removing %s, left by an earlier job (process %d is gone)", name,
                int(owner));
@@ -1371,7 +1364,7 @@ int shm_transport::find_lost() {
       }
   } else {
     for (peer* p : others_)  // kernels without pidfd_open
-      if (kill(p->pid, 0) == -1 && errno == ESRCH &&
+      if (!base::os::process_alive(p->pid) &&
           p->hdr->aborted.load(std::memory_order_acquire) == 0) {
         gone = p->node;
         break;

@@ -1,13 +1,13 @@
-// Node startup and shutdown, and the sending API.
+// Node startup and shutdown, and the public API but the send family
+// (send.cpp).
 //
 // weft::run turns the calling thread into PE 0 and starts PEs 1..N-1 as
 // threads bound by the configured policy; it returns when weft::exit is
 // called. An attached node (detail::start_attached_node) is the same node
 // with PE 0's thread handed back to the program between the calls that
-// serve its messages. Intra-node sends push the message pointer on the destination PE's
-// queue and wake that PE only if it sleeps (scheduler.cpp explains the
-// protocol); the transport is never called for them.
+// serve its messages.
 #include "core/node.hpp"
+#include "core/node_ref.hpp"
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -46,19 +46,12 @@ namespace core {
 
 std::atomic<node_state*> g_node{nullptr};
 
-namespace {
-// Calls into the node from threads that are not PEs, still in progress. run()
-// joins its PEs, but it cannot join the program's own threads: a thread may
-// be inside weft::exit or weft::send (touching the node) when the run ends.
-// run() clears g_node and then waits for this count to drop to zero before
-// freeing the node.
 std::atomic<int> g_external_calls{0};
-// A node has run in this process (a late weft::exit after its end is benign).
 std::atomic<bool> g_ever_ran{false};
-// Runs started in this process (node_state::run_seq), and the last run the
-// calling thread (not a PE) has called into: it tells the node once per run.
-std::atomic<std::uint64_t> g_runs{0};
 constinit thread_local std::uint64_t t_caller_of_run = 0;
+namespace {
+// Runs started in this process (node_state::run_seq).
+std::atomic<std::uint64_t> g_runs{0};
 }  // namespace
 constinit thread_local pe_state* t_pe = nullptr;
 
@@ -87,63 +80,6 @@ const char* to_string(pe_phase p) {
 }
 
 namespace {
-
-// The running node for the duration of one API call. On a PE the node
-// outlives the call by construction; on any other thread the call is
-// counted, so that run() does not free the node under it.
-class node_ref {
- public:
-  explicit node_ref(const char* what, bool tolerate_ended = false) {
-    if (t_pe != nullptr) {
-      node_ = g_node.load(std::memory_order_relaxed);
-    } else {
-      external_ = true;
-      g_external_calls.fetch_add(1, std::memory_order_seq_cst);
-      node_ = g_node.load(std::memory_order_seq_cst);
-    }
-    if (node_ == nullptr && !(tolerate_ended && g_ever_ran.load())) {
-      release();
-      base::fatal("%s called while no node runs (call it inside weft::run)", what);
-    }
-    // A thread of the program that calls into the node may call again: the
-    // end-of-job check must know it (quiescent_exit.cpp).
-    if (external_ && node_ != nullptr && t_caller_of_run != node_->run_seq) {
-      t_caller_of_run = node_->run_seq;
-      note_caller(*node_);
-    }
-  }
-  ~node_ref() { release(); }
-  node_ref(const node_ref&) = delete;
-  node_ref& operator=(const node_ref&) = delete;
-  explicit operator bool() const { return node_ != nullptr; }
-  node_state& operator*() const { return *node_; }
-
- private:
-  void release() {
-    if (external_) g_external_calls.fetch_sub(1, std::memory_order_release);
-    external_ = false;
-  }
-  node_state* node_ = nullptr;
-  bool external_ = false;
-};
-
-void check_message(const node_state& node, const message& m, const char* what) {
-  const std::size_t n = node.num_handlers;
-  if (m.handler >= n)
-    base::fatal(
-        "%s: message for handler id %u, which was never registered (%zu handlers "
-        "registered: ids 0..%zu)",
-        what, m.handler, n, n == 0 ? 0 : n - 1);
-}
-
-// Counts a message sent from this thread (for quiescence detection).
-inline void count_send(node_state& node) {
-  if (pe_state* self = t_pe) {
-    self->sent.store(self->sent.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  } else {
-    node.external_sent.fetch_add(1, std::memory_order_acq_rel);
-  }
-}
 
 void pe_enter(node_state& node, pe_state& pe) {
   t_pe = &pe;
@@ -212,126 +148,10 @@ void print_startup(const node_state& node) {
 
 }  // namespace
 
-void deliver_local(node_state& node, int pe, message* m, bool from_network) {
-  pe_state& dst = *node.pes[std::size_t(pe)];
-  pe_state* self = t_pe;
-  // To itself: the PE's own FIFO; it is awake (it is sending). Not for
-  // messages from the network: others of the same source node may be
-  // delivered by another thread into the MPSC queue, and the two queues
-  // are not ordered against each other.
-  if (self == &dst && !from_network) {
-    append_own(dst.local_head, dst.local_tail, m);
-    dst.local_count.store(dst.local_count.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
-    return;
-  }
-  // (A message from the network for the PE that delivers it went to its
-  // net FIFO in deliver_from_network when it could.)
-  if (dst.pairs && self != nullptr && !from_network) {
-    dst.pairs->push(self->rank, m);
-    if (!dst.pairs->flush(self->rank)) self->pairs_backlog = true;
-    // The ring's release store is not enough to order it before the read of
-    // the sleep flag (wake-up protocol, scheduler.cpp). The light side of an
-    // asymmetric pair: the PE going to sleep pays (base/fence.hpp).
-    base::light_fence();
-  } else {
-    dst.queue.push(&m->link);  // seq_cst exchange
-  }
-  // A producer pays for a wake-up only when the consumer really sleeps.
-  wake_pe(node, dst);
-}
-
 }  // namespace core
 
 // ---- public API ---------------------------------------------------------------
-
-namespace {
-// weft::send's body, in both entry points (no extra call for either).
-[[gnu::always_inline]] inline void send_one(int pe, message* m) {
-  core::node_ref ref("weft::send");
-  core::node_state& node = *ref;
-  const int local = pe - node.first_pe;
-  if (local >= 0 && local < int(node.pes.size())) {
-    core::check_message(node, *m, "weft::send");
-    m->src_pe = my_pe();
-    m->flags &= std::uint16_t(~(message_flags::broadcast | message_flags::node));
-    if (trace::on()) [[unlikely]]
-      m->reserved_ = trace::detail::record_send(pe, m->size, m->handler, 0);
-    core::count_send(node);
-    core::deliver_local(node, local, m);
-    return;
-  }
-  int dst_node = 0, dst_local = 0;
-  if (!node.node_of_pe(pe, dst_node, dst_local))
-    base::fatal("weft::send to PE %d, but the job has PEs 0..%d", pe, node.total_pes - 1);
-  core::check_message(node, *m, "weft::send");
-  m->src_pe = my_pe();
-  m->flags &= std::uint16_t(~(message_flags::broadcast | message_flags::node));
-  m->bcast_root = pe;
-  if (trace::on()) [[unlikely]]
-    m->reserved_ = trace::detail::record_send(pe, m->size, m->handler, trace::send_flags::to_remote);
-  core::count_send(node);
-  core::send_remote(node, dst_node, m);
-}
-}  // namespace
-
-void send(int pe, message_ptr m) {
-  send_one(pe, m.release());
-}
-
-void detail::send_released(int pe, message* m) {
-  send_one(pe, m);
-}
-
-void send_to_node(int node_id, message_ptr m) {
-  core::node_ref ref("weft::send_to_node");
-  core::node_state& node = *ref;
-  if (node_id < 0 || node_id >= node.num_nodes)
-    base::fatal("weft::send_to_node to node %d, but the job has nodes 0..%d", node_id,
-                node.num_nodes - 1);
-  if (node_id == node.node_id) {
-    send_node(std::move(m));
-    return;
-  }
-  core::check_message(node, *m, "weft::send_to_node");
-  m->src_pe = my_pe();
-  m->flags = std::uint16_t((m->flags & ~message_flags::broadcast) | message_flags::node);
-  if (trace::on()) [[unlikely]]
-    m->reserved_ = trace::detail::record_send(
-        node_id, m->size, m->handler, trace::send_flags::node_queue | trace::send_flags::to_remote);
-  core::count_send(node);
-  core::send_remote(node, node_id, m.release());
-}
-
-void send_node(message_ptr m) {
-  core::node_ref ref("weft::send_node");
-  core::node_state& node = *ref;
-  core::check_message(node, *m, "weft::send_node");
-  m->src_pe = my_pe();
-  m->flags = std::uint16_t((m->flags & ~message_flags::broadcast) | message_flags::node);
-  if (trace::on()) [[unlikely]]
-    m->reserved_ = trace::detail::record_send(node.node_id, m->size, m->handler,
-                                              trace::send_flags::node_queue);
-  core::count_send(node);
-  core::enqueue_node(node, m.release());
-}
-
-void broadcast(message_ptr m) {
-  core::node_ref ref("weft::broadcast");
-  core::node_state& node = *ref;
-  core::check_message(node, *m, "weft::broadcast");
-  const int root = my_pe() >= 0 ? my_pe() : node.first_pe;
-  m->src_pe = my_pe();
-  m->flags = std::uint16_t((m->flags & ~message_flags::node) | message_flags::broadcast);
-  m->bcast_root = root;
-  // Priorities order sends only: a broadcast is never reordered
-  // (docs/design/scheduler.md), so its copies wait as priority 0.
-  m->priority = 0;
-  if (trace::on()) [[unlikely]]
-    m->reserved_ = trace::detail::record_send(root, m->size, m->handler, 0);
-  core::count_send(node);
-  core::deliver_local(node, root - node.first_pe, m.release());
-}
+// (The send family is in send.cpp.)
 
 void exit(int code) {
   // After the run has ended (another thread's exit won), a late exit has

@@ -1,0 +1,83 @@
+// What every call of the public API into a node goes through (node.cpp's
+// lifecycle calls and send.cpp's send family): the node, held for the call,
+// and the checks and counting of a send.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include "core/node.hpp"
+#include "weft/base/error.hpp"
+
+namespace weft::core {
+
+// Calls into the node from threads that are not PEs, still in progress. run()
+// joins its PEs, but it cannot join the program's own threads: a thread may
+// be inside weft::exit or weft::send (touching the node) when the run ends.
+// run() clears g_node and then waits for this count to drop to zero before
+// freeing the node.
+extern std::atomic<int> g_external_calls;
+// A node has run in this process (a late weft::exit after its end is benign).
+extern std::atomic<bool> g_ever_ran;
+// The last run (node_state::run_seq) the calling thread, not a PE, has
+// called into: it tells the node once per run.
+extern constinit thread_local std::uint64_t t_caller_of_run;
+
+
+// The running node for the duration of one API call. On a PE the node
+// outlives the call by construction; on any other thread the call is
+// counted, so that run() does not free the node under it.
+class node_ref {
+ public:
+  explicit node_ref(const char* what, bool tolerate_ended = false) {
+    if (t_pe != nullptr) {
+      node_ = g_node.load(std::memory_order_relaxed);
+    } else {
+      external_ = true;
+      g_external_calls.fetch_add(1, std::memory_order_seq_cst);
+      node_ = g_node.load(std::memory_order_seq_cst);
+    }
+    if (node_ == nullptr && !(tolerate_ended && g_ever_ran.load())) {
+      release();
+      base::fatal("%s called while no node runs (call it inside weft::run)", what);
+    }
+    // A thread of the program that calls into the node may call again: the
+    // end-of-job check must know it (quiescent_exit.cpp).
+    if (external_ && node_ != nullptr && t_caller_of_run != node_->run_seq) {
+      t_caller_of_run = node_->run_seq;
+      note_caller(*node_);
+    }
+  }
+  ~node_ref() { release(); }
+  node_ref(const node_ref&) = delete;
+  node_ref& operator=(const node_ref&) = delete;
+  explicit operator bool() const { return node_ != nullptr; }
+  node_state& operator*() const { return *node_; }
+
+ private:
+  void release() {
+    if (external_) g_external_calls.fetch_sub(1, std::memory_order_release);
+    external_ = false;
+  }
+  node_state* node_ = nullptr;
+  bool external_ = false;
+};
+
+inline void check_message(const node_state& node, const message& m, const char* what) {
+  const std::size_t n = node.num_handlers;
+  if (m.handler >= n)
+    base::fatal(
+        "%s: message for handler id %u, which was never registered (%zu handlers "
+        "registered: ids 0..%zu)",
+        what, m.handler, n, n == 0 ? 0 : n - 1);
+}
+
+// Counts a message sent from this thread (for quiescence detection).
+inline void count_send(node_state& node) {
+  if (pe_state* self = t_pe) {
+    self->sent.store(self->sent.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  } else {
+    node.external_sent.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+
+}  // namespace weft::core

@@ -12,6 +12,6 @@
 #include "weft/objects/pup.hpp"
 #include "weft/objects/readonly.hpp"
 #include "weft/objects/reduction.hpp"
-#include "weft/objects/task.hpp"
+#include "weft/objects/coroutine.hpp"
 #include "weft/tasks/parallel_for.hpp"
 #include "weft/trace/trace.hpp"

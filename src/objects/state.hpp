@@ -15,7 +15,7 @@
 #include <vector>
 #include "absl/container/flat_hash_map.h"
 #include "weft/objects/detail/runtime.hpp"
-#include "weft/objects/task.hpp"
+#include "weft/objects/coroutine.hpp"
 
 namespace weft::detail {
 

@@ -15,7 +15,7 @@
 #include "weft/core/runtime.hpp"
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/pup.hpp"
-#include "weft/objects/task.hpp"
+#include "weft/objects/coroutine.hpp"
 
 namespace weft {
 

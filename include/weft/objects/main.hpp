@@ -13,7 +13,7 @@
 #include <type_traits>
 #include "weft/core/runtime.hpp"
 #include "weft/objects/detail/runtime.hpp"
-#include "weft/objects/task.hpp"
+#include "weft/objects/coroutine.hpp"
 
 namespace weft {
 

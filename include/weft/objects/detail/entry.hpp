@@ -12,7 +12,7 @@
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/detail/type_name.hpp"
 #include "weft/objects/pup.hpp"
-#include "weft/objects/task.hpp"
+#include "weft/objects/coroutine.hpp"
 
 namespace weft {
 

@@ -1,5 +1,6 @@
 // Coroutines: weft::task<T>, the return type of coroutine entry methods and
-// of a coroutine main function.
+// of a coroutine main function. (The header is named after what the type is:
+// "task" also names the tasks layer's work and OpenMP's tasks.)
 //
 // A task starts at once, on the caller's PE, and runs until its first
 // suspension; it never moves to another PE or thread. What it awaits

@@ -283,8 +283,10 @@ struct node_state {
 };
 
 // The running node (null when none). Set by run before PEs start, cleared
-// after they stop.
-extern std::atomic<node_state*> g_node;
+// after they stop. Hidden, as its definition is: every send reads it, and a
+// declaration of default visibility is read through the GOT from files other
+// than node.cpp.
+[[gnu::visibility("hidden")]] extern std::atomic<node_state*> g_node;
 // This thread's PE (null on threads that are not PEs). constinit: read on
 // every send and delivery, and so read directly, not through the TLS
 // initialisation wrapper of a thread_local defined in another file.

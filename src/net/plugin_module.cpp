@@ -27,13 +27,24 @@ const weft::net::plugin::host_services* g_host = nullptr;
 // here and report through the runtime that loaded the module.
 namespace weft::base {
 
-void fatal(const char* fmt, ...) {
+namespace {
+// printf-style text, cut to what one report line holds.
+struct report_text {
   char text[1536];
+};
+report_text vformat(const char* fmt, va_list ap) {
+  report_text t;
+  std::vsnprintf(t.text, sizeof t.text, fmt, ap);
+  return t;
+}
+}  // namespace
+
+void fatal(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(text, sizeof text, fmt, ap);
+  const report_text t = vformat(fmt, ap);
   va_end(ap);
-  host_fatal(text);
+  host_fatal(t.text);
 }
 
 void fatal_errno(int err, const char* what) {
@@ -43,15 +54,14 @@ void fatal_errno(int err, const char* what) {
 }
 
 void warn(const char* fmt, ...) {
-  char text[1536];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(text, sizeof text, fmt, ap);
+  const report_text t = vformat(fmt, ap);
   va_end(ap);
   if (g_host != nullptr && g_host->warn != nullptr)
-    g_host->warn(text);
+    g_host->warn(t.text);
   else
-    std::fprintf(stderr, "weft: warning: %s\n", text);
+    std::fprintf(stderr, "weft: warning: %s\n", t.text);
 }
 
 }  // namespace weft::base

@@ -104,10 +104,23 @@ void set_fatal_hook(fatal_hook hook) {
   g_fatal_hook.store(hook);
 }
 
+const char* errno_text::describe(int err, char* buf, unsigned long size) noexcept {
+  return strerror_r(err, buf, size);  // GNU variant: may return a static string instead
+}
+
 void fatal_errno(int err, const char* what) {
-  char buf[256];
-  const char* text = strerror_r(err, buf, sizeof buf);  // GNU variant
-  fatal("%s failed: %s (errno %d)", what, text, err);
+  const errno_text text(err);
+  fatal("%s failed: %s (errno %d)", what, text.c_str(), err);
+}
+
+void fatal_sys(int err, const char* call, const char* fmt, ...) {
+  char purpose[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(purpose, sizeof purpose, fmt, ap);
+  va_end(ap);
+  const errno_text text(err);
+  fatal("%s failed %s: %s (errno %d)", call, purpose, text.c_str(), err);
 }
 
 }  // namespace weft::base

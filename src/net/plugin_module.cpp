@@ -47,10 +47,22 @@ void fatal(const char* fmt, ...) {
   host_fatal(t.text);
 }
 
+const char* errno_text::describe(int err, char* buf, unsigned long size) noexcept {
+  return strerror_r(err, buf, size);  // GNU variant
+}
+
 void fatal_errno(int err, const char* what) {
-  char buf[256];
-  const char* reason = strerror_r(err, buf, sizeof buf);  // GNU variant
-  fatal("%s failed: %s (errno %d)", what, reason, err);
+  const errno_text text(err);
+  fatal("%s failed: %s (errno %d)", what, text.c_str(), err);
+}
+
+void fatal_sys(int err, const char* call, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const report_text purpose = vformat(fmt, ap);
+  va_end(ap);
+  const errno_text text(err);
+  fatal("%s failed %s: %s (errno %d)", call, purpose.text, text.c_str(), err);
 }
 
 void warn(const char* fmt, ...) {

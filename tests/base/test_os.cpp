@@ -1,5 +1,5 @@
 // base/os.hpp: futex sleep and wake-up in both scopes, process liveness,
-// file-name-safe strings.
+// file-name-safe strings; the checked helper for failed system calls.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <thread>
+#include "weft/base/error.hpp"
 #include "weft/base/os.hpp"
 
 namespace os = weft::base::os;
@@ -72,4 +73,22 @@ TEST(FileNameSafe, KeepsLettersDigitsDotUnderscoreDashAndReplacesTheRest) {
   EXPECT_EQ(os::file_name_safe("a/b c@d:e"), "a_b_c_d_e");
   EXPECT_EQ(os::file_name_safe("\xc3\xa9t\xc3\xa9"), "__t__");  // each byte of "été"
   EXPECT_EQ(os::file_name_safe(""), "");
+}
+
+// The checked helper's message names the call, what it was for, the errno's
+// text and its number, and ends the job with the fatal exit code.
+TEST(CheckedCallDeathTest, NamesTheCallThePurposeAndTheErrno) {
+  EXPECT_EXIT(weft::base::fatal_sys(ENOENT, "shm_open", "for the segment %s", "/weft-x"),
+              ::testing::ExitedWithCode(weft::base::exit_fatal),
+              "fatal: shm_open failed for the segment /weft-x: No such file or directory "
+              "\\(errno 2\\)");
+  EXPECT_EXIT(weft::base::fatal_errno(EBADF, "eventfd()"),
+              ::testing::ExitedWithCode(weft::base::exit_fatal),
+              "fatal: eventfd\\(\\) failed: Bad file descriptor \\(errno 9\\)");
+}
+
+TEST(CheckedCall, ErrnoTextIsTheSystemsText) {
+  const weft::base::errno_text t(ENOENT);
+  EXPECT_STREQ(t.c_str(), "No such file or directory");
+  EXPECT_EQ(t.code(), ENOENT);
 }

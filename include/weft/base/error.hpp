@@ -42,8 +42,35 @@ WEFT_API const char* fatal_message() noexcept;
 // threads run.
 WEFT_API void set_message_origin(int node);
 
-// fatal() with strerror(errno) appended: for a failed system call.
+// The checked helper every failed system call goes through. Both name the
+// call and the errno, in one shape: "<call> failed: <strerror> (errno N)",
+// with fatal_sys adding what the call was for ("mmap failed for the shm
+// segment /weft-1-0 of 4096 bytes: ..."): the values a user needs to tell
+// which of many such calls it was.
+//
+// fatal() for a failed call whose `what` is the call itself ("eventfd()").
 [[noreturn]] WEFT_API void fatal_errno(int err, const char* what);
+// fatal() for a failed call `call`; `fmt` says what it was for.
+[[noreturn]] WEFT_API void fatal_sys(int err, const char* call, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// strerror's text for `err`, safe in any thread: for a failed call the caller
+// reports without ending the job (a hardware counter refused, a trace file
+// that cannot be written). Lives as long as the object.
+class errno_text {
+ public:
+  explicit errno_text(int err) noexcept : err_(err), text_(describe(err, buf_, sizeof buf_)) {}
+  errno_text(const errno_text&) = delete;
+  errno_text& operator=(const errno_text&) = delete;
+  const char* c_str() const noexcept { return text_; }
+  int code() const noexcept { return err_; }
+
+ private:
+  WEFT_API static const char* describe(int err, char* buf, unsigned long size) noexcept;
+  int err_;
+  char buf_[128];
+  const char* text_;
+};
 
 }  // namespace weft::base
 

@@ -6,13 +6,16 @@
 // happen there), else user space only for hardware events; a software
 // event that the kernel would only count in user space is refused, since
 // its count would be zero and look like a measurement.
+//
+// perf_event_open stays here, not in base/os: only this layer counts, and a
+// refusal is noted (errno_text), never fatal.
 #include "weft/trace/counters.hpp"
 
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <cerrno>
-#include <cstring>
+#include "weft/base/error.hpp"
 
 namespace weft::trace {
 
@@ -121,7 +124,7 @@ void counter_set::open(const std::vector<std::string>& list, perf_open_fn open_f
       err = fd < 0 ? errno : 0;
     }
     if (fd < 0) {
-      refused_.push_back(name + ": " + std::strerror(err));
+      refused_.push_back(name + ": " + base::errno_text(err).c_str());
       continue;
     }
     fds_.push_back(fd);

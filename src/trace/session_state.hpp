@@ -1,0 +1,187 @@
+// What the trace layer's files share: a node's session, its tracks, the
+// record format's constants, and the calls one file makes into another
+// (private to src/trace; the public face is weft/trace/session.hpp and the
+// hooks of weft/trace/hooks.hpp).
+//
+// One header for the state, not one per file: the session and its tracks are
+// one object graph that the recording path, the metadata, the session's
+// start and end, and the abort path all walk, each from its own thread and
+// under its own rules (written down on the fields). The split is by what
+// each file does to that state:
+//   session.cpp   a node's session from start_session to end_session
+//   track.cpp     a thread's track: its buffer, the writer, summary counts,
+//                 the hooks' slow paths
+//   metadata.cpp  nodeN.json, the name tables, nodeN.summary.json
+//   ending.cpp    end records, the abort path, SIGTERM and SIGINT
+//
+// Ownership and concurrency (the design in brief; session.cpp has the
+// whole story): every track (a PE, or a node's comm thread) owns its buffer
+// and its file; its thread alone appends and writes out, so recording takes
+// no lock and touches no line another thread writes. The session's mutex
+// guards only the list of tracks, taken when a track begins or ends and
+// when the metadata is written.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+#include "weft/base/json.hpp"
+#include "weft/trace/counters.hpp"
+#include "weft/trace/hooks.hpp"
+#include "weft/trace/session.hpp"
+
+namespace weft::trace::internal {
+
+using record = detail::raw_record;
+
+constexpr char magic[8] = {'W', 'E', 'F', 'T', 'T', 'R', 'C', 0};
+// 2: the end record (kind 24), the metadata's "end", tracks listed while
+// the run goes on (docs/design/trace-format.md says what changed from 1).
+constexpr std::uint32_t format_version = 2;
+
+// Summary mode: the histogram starts with 1 ms bins and doubles their width
+// whenever the run outgrows max_bins, so a run of any length keeps between
+// max_bins / 2 and max_bins of them.
+constexpr std::size_t max_bins = 1024;
+
+struct name_stat {
+  std::uint64_t count = 0, total = 0, self = 0, max = 0;
+};
+struct open_slice {
+  kind k;
+  std::uint32_t id;
+  std::uint64_t t0;
+  std::uint64_t nested = 0;  // time of slices that ran inside it
+};
+
+struct track {
+  track_kind what = track_kind::pe;
+  int pe = -1, local = -1;
+  // Full mode.
+  std::unique_ptr<record[]> buf;
+  std::uint32_t cap = 0;
+  // The owner thread's fast path: its `next` is where the next record goes.
+  detail::fast_path* fp = nullptr;
+  int fd = -1;
+  std::string path;
+  bool failed = false;               // a write failed: the track records no more
+  std::atomic<bool> writing{false};  // its buffer is being written out
+  // The tick of the last record in the file (its writer alone stores it):
+  // an end record written by another thread is not stamped before it.
+  std::atomic<std::uint64_t> written_tick{0};
+  // Both modes.
+  counter_set counters;
+  std::vector<std::uint64_t> final_counters;
+  std::uint64_t first_tick = 0, last_tick = 0;
+  // Summary mode.
+  std::vector<open_slice> stack;
+  std::unordered_map<std::uint64_t, name_stat> names;  // kind << 32 | id
+  int busy_depth = 0;
+  std::uint64_t busy_t0 = 0, idle_t0 = 0, busy = 0, idle = 0;
+  std::vector<std::uint64_t> bins;  // busy, idle interleaved, in ticks
+  std::uint64_t bin_ticks = 1;
+};
+
+struct session {
+  session_config cfg;
+  bool traces = false;
+  std::uint64_t tsc_base = 0;
+  std::uint64_t mono_base = 0, real_base = 0;
+  double ns_per_tick = 1.0;
+  std::uint32_t cap = 0;  // records per buffer
+  std::mutex mutex;       // guards tracks, the counter note, the metadata file
+  std::vector<std::unique_ptr<track>> tracks;
+  std::vector<std::string> counter_names;
+  std::string counter_note;
+  bool counters_known = false;
+  std::atomic<bool> aborted{false};
+  std::uint64_t end_tsc = 0, end_mono = 0;  // pes_ended
+  // What the metadata on disk lists, so that a track or a user name that
+  // came after it has it written again (guarded by mutex; read without it
+  // to skip the lock when nothing changed).
+  std::atomic<std::size_t> tracks_listed{0}, user_names_listed{0};
+  std::atomic<std::size_t> track_count{0};  // tracks.size()
+  // For the signal handler, which may use no lock and no allocation: the
+  // tracks in slots that never move, and the metadata as last written less
+  // its ending (the handler adds one). Retired texts stay until the end.
+  std::unique_ptr<std::atomic<track*>[]> slots;
+  std::size_t nslots = 0;
+  std::atomic<const std::string*> signal_meta{nullptr};
+  std::vector<std::unique_ptr<std::string>> signal_meta_all;  // guarded by mutex
+  std::string meta_path, signal_tmp_path;
+  // The time line starts when the last PE has begun its track: PE threads
+  // take milliseconds to start on a loaded machine, and a PE that did not
+  // exist yet was neither busy nor idle. Until then tracks wait.
+  std::atomic<int> pes_begun{0};
+  std::atomic<bool> base_ready{false};
+  // Likewise the end, when the last PE ends its track.
+  std::atomic<int> pes_ending{0};
+  std::atomic<bool> end_ready{false};
+};
+
+// Ticks since the time line began (0 for a time stamp taken before it).
+inline std::uint64_t tick_of(const session& s, std::uint64_t tsc) {
+  return tsc > s.tsc_base ? tsc - s.tsc_base : 0;
+}
+
+// The running session (null when none). Hidden, as its definition is: the
+// recording path reads it on every record that leaves the inline path, and
+// a declaration of default visibility would be read through the GOT.
+[[gnu::visibility("hidden")]] extern std::atomic<session*> g_session;
+
+// Records in the buffer (any thread: the abort path reads another's).
+inline std::uint32_t count(const track& t, std::memory_order order = std::memory_order_relaxed) {
+  return std::uint32_t(std::atomic_ref<record*>(t.fp->next).load(order) - t.buf.get());
+}
+
+// How the run ended: the metadata's "end".
+struct run_end {
+  end_how how = end_how::exit;
+  std::string message;
+  std::uint64_t tick = 0;
+};
+
+inline std::string json_string(const std::string& s) {
+  return base::json_quote(s);
+}
+
+// ---- session.cpp
+// Takes the time line's base (its clocks, now).
+void take_base(session& s);
+// DIR/nodeN<rest>.
+std::string node_file(const session& s, const std::string& rest);
+
+// ---- track.cpp
+// Writes all of [p, p + n) or returns the errno that stopped it.
+// Async-signal-safe: write(2) alone.
+int write_all(int fd, const void* p, std::size_t n);
+
+// ---- metadata.cpp
+// Writes `text` to `path` through a temporary file and a rename, so a
+// reader never sees half of it. Returns the errno of a failure and sets
+// *call to the call that failed.
+int write_file(const std::string& path, const std::string& text, const char** call);
+const char* how_name(end_how how);
+// Writes the metadata: while the run goes on (`end` null), or at its end
+// (exit: complete; otherwise aborted). The caller holds s.mutex, or is the
+// abort path (`end->how` other than exit).
+void write_metadata(session& s, const run_end* end);
+// Whether the metadata on disk lacks a track or a user name.
+bool metadata_stale(const session& s);
+// nodeN.summary.json: every PE's histogram at the widest bin any PE needed.
+std::string summary_json(session& s);
+
+// ---- ending.cpp
+// Appends the track's end record to its file, at `tick` or after the last
+// record written. The caller holds the file (the owner at its end, or the
+// `writing` flag). Async-signal-safe: write(2) alone.
+void write_end_record(track& t, end_how how, int signal, std::uint64_t tick);
+// Handles SIGTERM and SIGINT where nobody else does (the program, MPI).
+void install_signal_handlers();
+void remove_signal_handlers();
+
+}  // namespace weft::trace::internal

@@ -1,0 +1,444 @@
+// A thread's track: its event buffer and the writer that empties it into
+// the track's file, the summary mode's counts, and the hooks' slow paths
+// (what weft/trace/hooks.hpp calls when its inline path cannot store an
+// event). Format: docs/design/trace-format.md.
+//
+// Every track (a PE, or a node's comm thread) owns its buffer and its file;
+// its thread alone appends and writes out, so recording takes no lock and
+// touches no line another thread writes. After a fatal error the failing
+// thread writes out the other tracks' buffers too (ending.cpp): each
+// buffer's count is published with a release store after its record, and a
+// track's `writing` flag keeps the owner and the abort path from writing the
+// same buffer at once.
+//
+// Recording and the summary counts stay in this one file: in summary mode
+// every event comes through record() to put() and summarize(), and in full
+// mode every event the inline path cannot store does; kept in one
+// translation unit they inline into each other as they always have (a
+// summary file of their own would cost each event a call).
+//
+// The file calls (open, write) stay here, not in base/os: write_all is also
+// the signal handler's, which must use write(2) alone.
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+#include "session_state.hpp"
+#include "weft/base/error.hpp"
+#include "weft/base/timer.hpp"
+
+namespace weft::trace {
+
+namespace detail {
+std::atomic<bool> g_on{false};
+constinit thread_local fast_path t_fast;
+}
+
+namespace internal {
+
+// Writes all of [p, p + n) or returns the errno that stopped it.
+int write_all(int fd, const void* p, std::size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    c += w;
+    n -= std::size_t(w);
+  }
+  return 0;
+}
+
+namespace {
+
+bool is_busy(kind k) {
+  return k == kind::handler_begin || k == kind::entry_begin || k == kind::task_begin ||
+         k == kind::region_begin;
+}
+// Slices open with a kind of detail::begin_kinds and close with the next
+// kind (the format pairs them so).
+bool is_begin(kind k) {
+  return detail::begin_kinds >> std::uint32_t(k) & 1u;
+}
+bool is_end(kind k) {
+  return k != kind{} && (detail::begin_kinds >> (std::uint32_t(k) - 1) & 1u);
+}
+kind begin_of(kind end) {
+  return kind(std::uint8_t(end) - 1);
+}
+
+// The thread's track while it records (null when the session only counts).
+thread_local track* t_track = nullptr;
+// The thread's track in any case (its counters serve --weft:stats).
+thread_local track* t_own = nullptr;
+
+// Writes the first n records of the track's buffer to its file. Returns
+// false (and stops the track, once said) when the file cannot take them.
+bool write_records(track& t, std::uint32_t n) {
+  if (t.fd < 0 || t.failed) return false;
+  if (int err = write_all(t.fd, t.buf.get(), std::size_t(n) * sizeof(record)); err != 0) {
+    t.failed = true;
+    base::warn("trace: write failed for %s: %s (errno %d); this track records no more",
+               t.path.c_str(), base::errno_text(err).c_str(), err);
+    return false;
+  }
+  if (n > 0) t.written_tick.store(t.buf[n - 1].w >> 8, std::memory_order_relaxed);
+  return true;
+}
+
+// --- summary mode --------------------------------------------------------
+
+void add_to_bins(track& t, int which, std::uint64_t t0, std::uint64_t t1) {
+  if (t1 <= t0) return;
+  while (t1 >= t.bin_ticks * max_bins) {
+    // Halve the resolution: pairs of bins become one.
+    for (std::size_t i = 0; i < max_bins / 2; ++i) {
+      t.bins[2 * i] = t.bins[4 * i] + t.bins[4 * i + 2];
+      t.bins[2 * i + 1] = t.bins[4 * i + 1] + t.bins[4 * i + 3];
+    }
+    std::fill(t.bins.begin() + max_bins, t.bins.end(), 0);
+    t.bin_ticks *= 2;
+  }
+  while (t0 < t1) {
+    const std::uint64_t b = t0 / t.bin_ticks;
+    const std::uint64_t edge = (b + 1) * t.bin_ticks;
+    const std::uint64_t end = std::min(edge, t1);
+    t.bins[2 * b + std::uint64_t(which)] += end - t0;
+    t0 = end;
+  }
+}
+
+void summarize(track& t, kind k, std::uint64_t tick, std::uint32_t a) {
+  t.last_tick = tick;
+  if (k == kind::idle_begin) {
+    t.idle_t0 = tick;
+    return;
+  }
+  if (k == kind::idle_end) {
+    t.idle += tick - t.idle_t0;
+    add_to_bins(t, 1, t.idle_t0, tick);
+    return;
+  }
+  if (is_begin(k)) {
+    if (is_busy(k) && t.busy_depth++ == 0) t.busy_t0 = tick;
+    t.stack.push_back({k, a, tick, 0});
+    return;
+  }
+  if (!is_end(k) || t.stack.empty()) return;
+  const kind b = begin_of(k);
+  // An end closes the innermost open slice of its kind (the layers nest
+  // them; this only keeps a stray end from corrupting the totals).
+  std::size_t at = t.stack.size();
+  while (at > 0 && t.stack[at - 1].k != b) --at;
+  if (at == 0) return;
+  while (t.stack.size() >= at) {
+    open_slice s = t.stack.back();
+    t.stack.pop_back();
+    const std::uint64_t dur = tick - s.t0;
+    name_stat& st = t.names[std::uint64_t(s.k) << 32 | s.id];
+    ++st.count;
+    st.total += dur;
+    st.self += dur > s.nested ? dur - s.nested : 0;
+    st.max = std::max(st.max, dur);
+    if (!t.stack.empty()) t.stack.back().nested += dur;
+    if (is_busy(s.k) && --t.busy_depth == 0) {
+      t.busy += tick - t.busy_t0;
+      add_to_bins(t, 0, t.busy_t0, tick);
+    }
+  }
+}
+
+// --- recording -------------------------------------------------------------
+
+void flush(track& t, std::uint64_t now);
+
+void set_count(track& t, std::uint32_t n) {
+  std::atomic_ref<record*>(t.fp->next).store(t.buf.get() + n, std::memory_order_release);
+}
+
+inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
+                std::uint32_t c, std::uint32_t d) {
+  const session& s = *g_session.load(std::memory_order_relaxed);
+  std::uint64_t tick = tick_of(s, now);
+  if (s.cfg.mode == trace_mode::summary) {
+    summarize(t, k, tick, a);
+    return;
+  }
+  if (t.failed) return;
+  // A track's records never go back in time: callers that stamp two records
+  // with one `now` (idle_end then a begin) may see the first one fill the
+  // buffer, and the flush's own records come after `now`.
+  if (tick < t.last_tick) tick = t.last_tick;
+  const std::uint32_t i = count(t);
+  t.buf[i] = {tick << 8 | std::uint64_t(k), a, b, c, d};
+  set_count(t, i + 1);
+  t.last_tick = tick;
+  // Room stays for what a flush records into the full buffer (flush_begin);
+  // the inline path stops at the same mark (fast_path::limit).
+  if (i + 2 >= t.cap) flush(t, now);
+}
+
+void put_counters(track& t, std::uint64_t now) {
+  const std::vector<std::uint64_t> v = t.counters.read();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    put(t, kind::counter, now, std::uint32_t(i), 0, std::uint32_t(v[i]),
+        std::uint32_t(v[i] >> 32));
+}
+
+// Writes the full buffer out; the time it takes shows on the track as a
+// flush slice (overhead, not the program's).
+void flush(track& t, std::uint64_t now) {
+  session& s = *g_session.load(std::memory_order_relaxed);
+  std::uint32_t n = count(t);
+  const std::uint64_t tick = tick_of(s, now);
+  t.buf[n] = {tick << 8 | std::uint64_t(kind::flush_begin), 0, 0, 0, 0};
+  set_count(t, ++n);
+  // After an abort the failing thread owns every buffer: this track stops.
+  if (t.writing.exchange(true, std::memory_order_acquire)) {
+    t.failed = true;
+    t.fp->limit = t.fp->next;  // the inline path stops too
+    return;
+  }
+  write_records(t, n);
+  set_count(t, 0);
+  t.writing.store(false, std::memory_order_release);
+  if (t.failed) {
+    t.fp->limit = t.fp->next;
+    return;
+  }
+  // User names interned since the metadata was written: a run killed later
+  // has them named (rare: most are interned once, early).
+  if (metadata_stale(s)) {
+    std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
+    if (lock.owns_lock() && metadata_stale(s)) write_metadata(s, nullptr);
+  }
+  put(t, kind::flush_end, base::cycles(), n, 0, 0, 0);
+  put_counters(t, base::cycles());
+}
+
+inline void append(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
+                   std::uint32_t c, std::uint32_t d) {
+  if (t.fp->idle_open && is_begin(k)) {
+    t.fp->idle_open = false;
+    put(t, kind::idle_end, now, 0, 0, 0, 0);
+  }
+  put(t, k, now, a, b, c, d);
+}
+
+std::string counter_note(const std::vector<std::string>& refused) {
+  std::string note;
+  for (const auto& r : refused) note += (note.empty() ? "" : "; ") + r;
+  return note;
+}
+
+}  // namespace
+}  // namespace internal
+
+using namespace internal;
+
+// --- hooks -------------------------------------------------------------------
+
+namespace detail {
+
+void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) noexcept {
+  track* t = t_track;
+  if (t == nullptr) return;
+  // The summary counts slices: an instant costs it nothing, not even the time.
+  if (t->fp->next == nullptr && !is_begin(k) && !is_end(k)) return;
+  append(*t, k, base::cycles(), a, b, c, d);
+}
+
+void idle_enter_slow() noexcept {
+  track* t = t_track;
+  if (t == nullptr || t_fast.idle_open) return;
+  put(*t, kind::idle_begin, base::cycles(), 0, 0, 0, 0);
+  t_fast.idle_open = true;
+}
+
+void idle_leave_slow() noexcept {
+  track* t = t_track;
+  if (t == nullptr || !t_fast.idle_open) return;
+  t_fast.idle_open = false;
+  put(*t, kind::idle_end, base::cycles(), 0, 0, 0, 0);
+}
+
+void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept {
+  track* t = t_track;
+  if (t == nullptr || moved == 0) return;
+  append(*t, kind::progress_begin, t0, 0, 0, 0, 0);
+  append(*t, kind::progress_end, base::cycles(), moved, 0, 0, 0);
+}
+}  // namespace detail
+
+// --- a track's beginning and end -------------------------------------------
+
+void begin_track(track_kind what, int pe, int local) {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr || t_track != nullptr) return;
+  auto t = std::make_unique<track>();
+  t->what = what;
+  t->pe = pe;
+  t->local = local;
+  if (what == track_kind::pe && !s->cfg.counters.empty()) {
+    t->counters.open(s->cfg.counters, s->cfg.perf_open);
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (!s->counters_known) {
+      s->counters_known = true;
+      s->counter_names = t->counters.opened();
+      s->counter_note = counter_note(t->counters.refused());
+      // Nobody asked for counters (the default list of --weft:stats and
+      // --weft:trace): what the kernel refuses is noted in the metadata
+      // only, not said on every run of a machine without them.
+      if (!s->counter_note.empty() && s->cfg.counters_asked && !s->cfg.quiet) {
+        std::string have;
+        for (const auto& n : s->counter_names) have += (have.empty() ? "" : ", ") + n;
+        base::info("counters not available: %s; %s", s->counter_note.c_str(),
+                   have.empty() ? "no counters this run"
+                                : ("counting " + have + " only").c_str());
+      }
+    }
+  }
+  if (s->traces && s->cfg.mode == trace_mode::full) {
+    t->path = what == track_kind::pe
+                  ? node_file(*s, ".pe" + std::to_string(local) + ".events")
+                  : node_file(*s, ".comm.events");
+    t->fd = ::open(t->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (t->fd < 0) base::fatal_sys(errno, "open", "for the trace file %s", t->path.c_str());
+    unsigned char header[32] = {};
+    std::memcpy(header, magic, 8);
+    const std::uint32_t fields[6] = {format_version,
+                                     std::uint32_t(sizeof(record)),
+                                     std::uint32_t(s->cfg.node),
+                                     std::uint32_t(pe),
+                                     std::uint32_t(what),
+                                     0};
+    std::memcpy(header + 8, fields, sizeof fields);
+    if (int err = write_all(t->fd, header, sizeof header); err != 0)
+      base::fatal_sys(err, "write", "for the trace file %s (its header)", t->path.c_str());
+    t->cap = s->cap;
+    // Zeroed, so that every page is touched here, before the time line
+    // starts: left to the first records, a page fault every ~170 records
+    // (4 KiB pages: THP is madvise-only on common kernels) cost the traced
+    // run more than the records did.
+    t->buf.reset(new record[t->cap]());
+  }
+  if (s->traces && s->cfg.mode == trace_mode::summary) {
+    t->bins.assign(2 * max_bins, 0);
+    t->bin_ticks = std::max<std::uint64_t>(1, std::uint64_t(1e6 / s->ns_per_tick));
+  }
+  track* raw = t.get();
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    s->tracks.push_back(std::move(t));
+    s->track_count.store(s->tracks.size(), std::memory_order_relaxed);
+  }
+  t_own = raw;
+  if (!s->traces) return;  // counters only, for --weft:stats
+  bool took_base = false;
+  if (what == track_kind::pe && s->pes_begun.fetch_add(1) + 1 == s->cfg.pes) {
+    take_base(*s);
+    s->base_ready.store(true, std::memory_order_release);
+    took_base = true;
+  }
+  while (!s->base_ready.load(std::memory_order_acquire)) sched_yield();
+  // A PE waited here from before the time line began: its track starts
+  // with it (its first counts are read now, a moment later).
+  const std::uint64_t now = what == track_kind::pe ? s->tsc_base : base::cycles();
+  raw->first_tick = raw->last_tick = tick_of(*s, now);
+  detail::fast_path& f = detail::t_fast;
+  f = {};
+  f.base = s->tsc_base;
+  raw->fp = &f;
+  if (s->cfg.mode == trace_mode::full) {
+    f.next = f.first = raw->buf.get();
+    f.limit = raw->buf.get() + (raw->cap - 2);  // put()'s flush mark
+  }
+  t_track = raw;
+  if (s->cfg.mode == trace_mode::full) {
+    put_counters(*raw, now);
+    // Visible to the signal handler from here on (its buffer and file are).
+    for (std::size_t i = 0; i < s->nslots; ++i) {
+      track* empty = nullptr;
+      if (s->slots[i].compare_exchange_strong(empty, raw, std::memory_order_release)) break;
+    }
+  }
+  // The metadata of a run that is killed from here on: the time line's
+  // clock and every track. Written by the PE that took the base (the others
+  // began before it, so their tracks are listed) and by a track that began
+  // later (a comm thread); it costs that thread its first ~0.1 ms, overhead
+  // on its track.
+  if (took_base || (what != track_kind::pe && metadata_stale(*s))) {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (took_base || metadata_stale(*s)) write_metadata(*s, nullptr);
+  }
+}
+
+std::vector<std::uint64_t> track_counters() {
+  track* t = t_own;
+  if (t == nullptr) return {};
+  return t->final_counters.empty() ? t->counters.read() : t->final_counters;
+}
+
+void end_track() {
+  track* t = t_own;
+  session* s = g_session.load(std::memory_order_acquire);
+  if (t == nullptr || s == nullptr) return;
+  std::uint64_t now = base::cycles();
+  if (t_track != nullptr && t->what == track_kind::pe) {
+    // The time line ends when the last PE gets here; the others wait (idle,
+    // if they were) and end with it, so every PE track spans the same run.
+    if (s->pes_ending.fetch_add(1) + 1 == s->cfg.pes) {
+      s->end_tsc = base::cycles();
+      s->end_mono = base::wall_ns();
+      s->end_ready.store(true, std::memory_order_release);
+    }
+    while (!s->end_ready.load(std::memory_order_acquire)) sched_yield();
+    now = s->end_tsc;
+  }
+  if (t_track != nullptr) {
+    if (t->fp->idle_open) {
+      t->fp->idle_open = false;
+      put(*t, kind::idle_end, now, 0, 0, 0, 0);
+    }
+    if (s->cfg.mode == trace_mode::full) {
+      put_counters(*t, now);
+      // The file is complete with its end record: `writing` stays taken, so
+      // neither the abort path nor the signal handler touches it again.
+      if (!t->writing.exchange(true, std::memory_order_acquire)) {
+        if (write_records(*t, count(*t))) write_end_record(*t, end_how::exit, 0, tick_of(*s, now));
+        set_count(*t, 0);
+        ::close(t->fd);
+        t->fd = -1;
+      }
+    } else {
+      // Slices still open (a run that ended inside a handler: weft::exit)
+      // end here.
+      while (!t->stack.empty()) summarize(*t, kind(std::uint8_t(t->stack.back().k) + 1),
+                                          now - s->tsc_base, t->stack.back().id);
+    }
+  }
+  t->last_tick = tick_of(*s, now);
+  t->final_counters = t->counters.read();
+  t->counters.close();
+  if (t->fd >= 0) {
+    // The abort path may be writing this buffer: the file stays open then.
+    if (!t->writing.exchange(true, std::memory_order_acquire)) {
+      ::close(t->fd);
+      t->fd = -1;
+    }
+  }
+  detail::t_fast = {};
+  t_track = nullptr;
+  t_own = nullptr;
+}
+
+}  // namespace weft::trace

@@ -1,0 +1,255 @@
+// Tasks on the deques: how a loop's work is exposed as tasks that idle PEs
+// of the node steal, and the three schemes that work so (split,
+// adaptive_idle, adaptive_history). The loop's descriptor and the running
+// of a piece are loop.hpp's; the schemes by message are messages.cpp's.
+//
+// A `task` names a sub-range of a loop and sits on a PE's Chase-Lev deque
+// (base/chase_lev.hpp). The owner pushes and pops at the bottom; idle PEs of
+// the node steal the oldest at the top (the scheduler_hooks of core call
+// run_tasks each turn, and tasks_visible while backing off).
+//
+// The adaptive schemes follow the seeds' "create tasks only when someone is
+// idle to take them": adaptive_idle reads core's node-wide idle-PE count
+// (detail::idle_pes, a line written only when a PE enters or leaves an idle
+// period) before each chunk and exposes as many tasks as there are idle PEs
+// not yet served by an exposed task; with nobody idle, the loop costs one
+// relaxed load per chunk. adaptive_history exposes, of the tasks split would
+// create for the other PEs, the fraction it saw stolen lately.
+//
+// The schemes, the exposing and the taking stay in one file: a scheme
+// exposes and pops back a task per split, and these calls inline into it.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include "loop.hpp"
+#include "weft/base/error.hpp"
+#include "weft/trace/hooks.hpp"
+
+namespace weft::tasks::internal {
+
+void expose(loop& l, std::uint64_t lo, std::uint64_t hi) {
+  task* t = take(t_me->free_tasks, g_node->tasks);
+  t->l = &l;
+  t->lo = lo;
+  t->hi = hi;
+  if (l.scheme == tasks_scheme::adaptive_idle)
+    g_node->exposed.fetch_add(1, std::memory_order_relaxed);
+  t_me->deque.push(t);
+}
+
+
+namespace {
+
+// The newest task of this PE's deque if it belongs to `l` (the owner's pop
+// back of what was not stolen); a task of another loop goes back.
+task* pop_own_of(const loop& l) {
+  std::optional<task*> t = t_me->deque.pop();
+  if (!t) return nullptr;
+  if ((*t)->l != &l) {
+    t_me->deque.push(*t);
+    return nullptr;
+  }
+  note_taken(*t);
+  return *t;
+}
+
+std::uint64_t next_random(pe_tasks& me) {
+  // xorshift64*: victims need to be spread, not unpredictable.
+  me.rng ^= me.rng >> 12;
+  me.rng ^= me.rng << 25;
+  me.rng ^= me.rng >> 27;
+  return me.rng * 0x2545F4914F6CDD1Dull;
+}
+
+}  // namespace
+
+// One task stolen from a random victim of the node (every victim tried once
+// from a random start, a few retries on a lost race), or null.
+task* steal_one(pe_tasks& me) {
+  const int pes = g_node->pes;
+  if (pes < 2) return nullptr;
+  const int start = int(next_random(me) % std::uint64_t(pes));
+  for (int k = 0; k < pes; ++k) {
+    pe_tasks& victim = *g_node->pe[std::size_t((start + k) % pes)];
+    if (&victim == &me || victim.deque.empty()) continue;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      task* t = nullptr;
+      const base::steal_status s = victim.deque.steal(t);
+      if (s == base::steal_status::success) {
+        note_taken(t);
+        if (trace::on()) [[unlikely]]
+          trace::detail::emit(trace::kind::steal,
+                                std::uint32_t(my_pe() - my_rank() + (start + k) % pes), 1, 0, 0);
+        return t;
+      }
+      if (s == base::steal_status::empty) break;
+    }
+  }
+  return nullptr;
+}
+
+
+namespace {
+
+// split: push the upper half, go on with the lower, down to one chunk; run
+// it; pop back the upper halves nobody stole and split them in turn.
+std::uint64_t run_split(loop& l, std::uint64_t lo, std::uint64_t hi) {
+  std::uint64_t done = 0;
+  for (;;) {
+    if (l.failed.load(std::memory_order_relaxed)) {
+      done += hi - lo;
+    } else {
+      while (hi - lo > l.grain) {
+        // Halves of whole chunks, so leaves stay grain-aligned.
+        const std::uint64_t chunks = (hi - lo + l.grain - 1) / l.grain;
+        const std::uint64_t mid = lo + (chunks / 2) * l.grain;
+        expose(l, mid, hi);
+        weft::detail::wake_idle_pes(1);
+        hi = mid;
+      }
+      done += run_chunks(l, lo, hi);
+    }
+    task* t = pop_own_of(l);
+    if (t == nullptr) return done;
+    lo = t->lo;
+    hi = t->hi;
+    give(t_me->free_tasks, g_node->tasks, t);
+  }
+}
+
+// Splits [lo, hi) into k + 1 parts of whole chunks, exposes the upper ones
+// (the farthest first, so thieves take far and the owner pops back near)
+// and returns the end of the part kept; `exposed` tells how many went out
+// (fewer than k when rounding to chunks leaves trailing parts empty).
+std::uint64_t expose_parts(loop& l, std::uint64_t lo, std::uint64_t hi, std::uint64_t k,
+                           std::uint64_t& exposed) {
+  const std::uint64_t chunks = (hi - lo + l.grain - 1) / l.grain;
+  const std::uint64_t part = ((chunks + k) / (k + 1)) * l.grain;
+  exposed = 0;
+  for (std::uint64_t j = k; j >= 1; --j) {
+    const std::uint64_t a = lo + j * part;
+    if (a >= hi) continue;
+    expose(l, a, std::min(hi, a + part));
+    ++exposed;
+  }
+  weft::detail::wake_idle_pes(int(exposed));
+  return std::min(hi, lo + part);
+}
+
+// adaptive_idle: before each chunk, offer a task to each idle PE that has
+// none yet; nothing is created while no PE is idle.
+std::uint64_t run_adaptive_idle(loop& l, std::uint64_t lo, std::uint64_t hi) {
+  std::uint64_t done = 0;
+  for (;;) {
+    while (lo < hi) {
+      if (l.failed.load(std::memory_order_relaxed)) {
+        done += hi - lo;
+        break;
+      }
+      if (hi - lo > l.grain) {
+        const int idle = weft::detail::idle_pes();
+        if (idle > 0) {
+          const int want = idle - g_node->exposed.load(std::memory_order_relaxed);
+          const std::uint64_t chunks = (hi - lo + l.grain - 1) / l.grain;
+          std::uint64_t exposed = 0;
+          if (want > 0)
+            hi = expose_parts(l, lo, hi, std::min<std::uint64_t>(std::uint64_t(want), chunks - 1),
+                              exposed);
+        }
+      }
+      const std::uint64_t e = std::min(hi, lo + l.grain);
+      run_body(l, lo, e);
+      done += e - lo;
+      lo = e;
+    }
+    task* t = pop_own_of(l);
+    if (t == nullptr) return done;
+    lo = t->lo;
+    hi = t->hi;
+    give(t_me->free_tasks, g_node->tasks, t);
+  }
+}
+
+// adaptive_history: of the tasks split would offer the other PEs (one each),
+// expose the fraction this PE saw stolen lately (at least one, so the
+// estimate can rise again); run the rest locally; learn from what came back.
+std::uint64_t run_adaptive_history(loop& l, std::uint64_t lo, std::uint64_t hi) {
+  pe_tasks& me = *t_me;
+  std::uint64_t done = 0;
+  const std::uint64_t chunks = (hi - lo + l.grain - 1) / l.grain;
+  const std::uint64_t potential = std::min<std::uint64_t>(chunks - 1, std::uint64_t(l.pes - 1));
+  std::uint64_t exposed = 0;
+  if (potential > 0 && !l.failed.load(std::memory_order_relaxed)) {
+    std::uint64_t k = std::uint64_t(me.stolen_avg * double(potential) + 0.5);
+    k = std::clamp<std::uint64_t>(k, 1, potential);
+    hi = expose_parts(l, lo, hi, k, exposed);
+  }
+  done += run_chunks(l, lo, hi);
+  std::uint64_t back = 0;
+  while (task* t = pop_own_of(l)) {
+    ++back;
+    done += run_chunks(l, t->lo, t->hi);
+    give(me.free_tasks, g_node->tasks, t);
+  }
+  if (exposed > 0) {
+    const double stolen = double(exposed - std::min(back, exposed)) / double(exposed);
+    me.stolen_avg = 0.75 * me.stolen_avg + 0.25 * stolen;
+  }
+  return done;
+}
+}  // namespace
+
+std::uint64_t run_range(loop& l, std::uint64_t lo, std::uint64_t hi) {
+  switch (l.scheme) {
+    case tasks_scheme::split: return run_split(l, lo, hi);
+    case tasks_scheme::adaptive_idle: return run_adaptive_idle(l, lo, hi);
+    case tasks_scheme::adaptive_history: return run_adaptive_history(l, lo, hi);
+    default: break;
+  }
+  base::fatal("tasks: a task of a %s loop on a deque", to_string(l.scheme));
+}
+
+// Runs a task this PE took (popped or stolen), then accounts for it.
+void run_task(task* t) {
+  loop& l = *t->l;
+  const std::uint64_t lo = t->lo, hi = t->hi;
+  give(t_me->free_tasks, g_node->tasks, t);
+  const bool traced = trace::on();
+  if (traced) [[unlikely]]
+    trace::detail::emit(trace::kind::task_begin, std::uint32_t(l.caller_pe), std::uint32_t(lo),
+                          std::uint32_t(hi - lo), l.caller_pe != my_pe());
+  // `l` may be gone once accounted (the caller returns).
+  account(l, run_range(l, lo, hi));
+  if (traced) [[unlikely]]
+    trace::detail::emit(trace::kind::task_end, 0, 0, 0, 0);
+}
+
+// ---- scheduler hooks -------------------------------------------------------------------
+
+int hook_run_tasks(bool idle) {
+  pe_tasks* me = t_me;
+  if (me == nullptr) return 0;
+  if (std::optional<task*> t = me->deque.pop()) {
+    note_taken(*t);
+    run_task(*t);
+    return 1;
+  }
+  if (!idle) return 0;
+  if (task* t = steal_one(*me)) {
+    weft::detail::end_idle_period();
+    run_task(t);
+    return 1;
+  }
+  return 0;
+}
+
+bool hook_tasks_visible() {
+  node_tasks* node = g_node;
+  if (node == nullptr) return false;
+  for (const auto& p : node->pe)
+    if (!p->deque.empty()) return true;
+  return false;
+}
+
+}  // namespace weft::tasks::internal

@@ -17,7 +17,7 @@
 // One discovery per host: in a job of several processes on one host, the
 // process of local rank 0 asks hwloc and writes the machine as XML to a file
 // private to the user; the others load that file instead of walking /proc and
-// /sys themselves (topology.cpp has the protocol). The machine tree is then
+// /sys themselves (topology_share.cpp has the protocol). The machine tree is then
 // the same in every process of the host; the inherited CPU set and the
 // cgroup's allowed CPUs are still each process's own.
 #pragma once

@@ -34,7 +34,7 @@ struct ucx_options {
   // (peer_watch.hpp). The composite turns it off: its shm watches the host.
   bool watch_local_peers = true;
   // Eager messages name their sender by UCX active-message id and carry no
-  // header of weft's (ucx.cpp, "Order"); false sends the 8-byte header that
+  // header of weft's (ucx/ucx_transport.hpp, "Order"); false sends the 8-byte header that
   // jobs of more than 65,000 nodes need, so tests reach that path.
   bool eager_source_ids = true;
 };

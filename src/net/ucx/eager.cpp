@@ -21,8 +21,8 @@
 //    through the completion list and handle_callback_work().
 //  - An eager message that is next in order from its source, with nothing
 //    of that source waiting before it, arriving inside progress(), goes to
-//    hooks.deliver from the callback: the window and deliver_ready cost a
-//    tenth of a small message's time (docs/net.md). Only out-of-order
+//    hooks.deliver from the callback, sparing it the window and
+//    deliver_ready (docs/net.md has what they cost). Only out-of-order
 //    arrivals (behind a rendezvous or a channel note) wait in the window.
 //  - Active messages are sent eagerly always: large messages have their own
 //    rendezvous (rendezvous.cpp), and an eager message is whole when its

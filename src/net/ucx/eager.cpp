@@ -75,6 +75,8 @@ ucs_status_t set_am_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callba
 // callbacks are compiled with the receive path they call.
 void ucx_transport::register_am_handlers() {
   using t = ucx_transport;
+  // In am_id order (protocol.hpp).
+  static_assert(am_count == 8, "a handler for every am_id");
   static constexpr ucp_am_recv_callback_t handlers[am_count] = {
       &on_eager_with_header,
       &on_control<am_rndv, &t::receive_rendezvous>,

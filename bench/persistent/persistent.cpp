@@ -37,7 +37,7 @@
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
 #if WEFT_BENCH_HAVE_UCX
-#include "net/ucx.hpp"
+#include "net/ucx/ucx.hpp"
 #endif
 
 namespace {

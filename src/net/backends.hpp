@@ -16,7 +16,7 @@ std::unique_ptr<transport> make_shm_transport();  // shm.cpp
 std::unique_ptr<transport> make_mpi_transport(bool watch_local_peers = true);  // mpi.cpp
 #endif
 #if WEFT_HAVE_UCX_TRANSPORT
-std::unique_ptr<transport> make_ucx_transport();  // ucx.cpp
+std::unique_ptr<transport> make_ucx_transport();  // ucx/ucx_transport.cpp
 #endif
 
 }  // namespace weft::net

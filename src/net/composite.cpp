@@ -67,7 +67,7 @@
 #include "backends.hpp"
 #include "shm.hpp"
 #if WEFT_HAVE_UCX_TRANSPORT
-#include "ucx.hpp"
+#include "ucx/ucx.hpp"
 #endif
 #include "weft/base/error.hpp"
 

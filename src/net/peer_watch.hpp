@@ -2,11 +2,12 @@
 // under this kernel and in this pid namespace, for the backends whose library
 // does not report such a peer when it dies. Open MPI without the
 // fault-tolerance extension (ULFM) reports nothing at all, and UCX's
-// shared-memory endpoints are made without peer error handling (ucx.cpp,
-// "Failures"); both then left it to the launcher, and a job under a launcher
-// that does not end it (mpirun --enable-recovery, or a process that dies
-// outside the launcher's view) hung forever. The shm transport watches its
-// peers itself, from its progress loop.
+// shared-memory endpoints are made without peer error handling
+// (ucx/ucx_transport.hpp, "Failures"); both then left it to the launcher,
+// and a job under a launcher that does not end it (mpirun
+// --enable-recovery, or a process that dies outside the launcher's view)
+// hung forever. The shm transport watches its peers itself, from its
+// progress loop.
 //
 // A thread sleeps in poll() on the peers' pidfds (on kernels without
 // pidfd_open, it looks with kill(pid, 0) every 100 ms) and turns the first

@@ -30,7 +30,7 @@
 // hook, one exit).
 #pragma once
 #include <cstddef>
-#include "ucx.hpp"
+#include "ucx/ucx.hpp"
 #include "weft/net/transport.hpp"
 
 namespace weft::net::plugin {

@@ -1,4 +1,4 @@
-# The ucx transport (src/net/ucx.cpp): the conformance program of
+# The ucx transport (src/net/ucx/): the conformance program of
 # mp_transport.cmake at 2, 3 and 4 processes with the transports UCX picks
 # itself, and at 2 with TCP alone (what a job across hosts without RDMA gets);
 # mp_ucx.cpp checks what only this backend has (pool and per-message

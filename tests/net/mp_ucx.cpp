@@ -47,7 +47,7 @@
 #include <unordered_map>
 #include <vector>
 #include "mp_fail.hpp"
-#include "net/ucx.hpp"
+#include "net/ucx/ucx.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
 

@@ -13,7 +13,7 @@ namespace weft::net {
 struct ucx_options {
   // Large messages leave from a send pool registered once at init (lessons
   // 5 and 8): core writes its large messages there (message_memory), and
-  // the transport copies any other into a pool slot. false: no pool; each
+  // the transport copies any other into a pool block. false: no pool; each
   // large message's own buffer is registered instead (one ucp_mem_map per
   // message), the variant a benchmark compares the pool against.
   bool pooled = true;
@@ -21,7 +21,7 @@ struct ucx_options {
   // GET rendezvous.
   std::size_t eager_max = 16 * 1024;
   // Size of the registered send pool (pooled only). A message that finds no
-  // free slot is registered on its own (counted in pool_fallbacks).
+  // free block is registered on its own (counted in pool_fallbacks).
   std::size_t pool_bytes = std::size_t(32) << 20;
   // A peer on another host that dies is always reported (hooks.node_lost).
   // On this host, asking UCX 1.13 for that report rules out its shared-memory
@@ -34,7 +34,7 @@ struct ucx_options {
   // (peer_watch.hpp). The composite turns it off: its shm watches the host.
   bool watch_local_peers = true;
   // Eager messages name their sender by UCX active-message id and carry no
-  // header of weft's (ucx.cpp, "Order"); false sends the 8-byte header that
+  // header of weft's (ucx/ucx_transport.hpp, "Order"); false sends the 8-byte header that
   // jobs of more than 65,000 nodes need, so tests reach that path.
   bool eager_source_ids = true;
 };
@@ -47,7 +47,7 @@ struct ucx_counters {
   std::uint64_t eager_at_once = 0;         // of those, to hooks.deliver from UCX's callback
                                            // (next in order, nothing of the source waiting)
   std::uint64_t rndv_in_place = 0;         // rendezvous of a message written in the send pool
-  std::uint64_t rndv_pooled = 0;           // rendezvous from a send-pool slot it was copied to
+  std::uint64_t rndv_pooled = 0;           // rendezvous from a send-pool block it was copied to
   std::uint64_t rndv_registered = 0;       // rendezvous from a buffer registered for it
   std::uint64_t pool_fallbacks = 0;        // of those, because the pool had no room
   std::uint64_t persistent_puts = 0;       // send_persistent into the channel's remote buffer

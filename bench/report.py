@@ -1057,7 +1057,7 @@ def judge(what, ok, text, why=None):
     return v
 
 
-# plain-mpi and plain-ucx (bench/mpi_pingpong, bench/ucx_pingpong) are the
+# plain-mpi and plain-ucx (mpi_pingpong and ucx_pingpong, bench/pingpong/) are the
 # baselines: MPI and UCX alone, no weft.
 PP_ORDER = ("plain-mpi", "plain-ucx", "shm", "mpi", "ucx")
 
@@ -1088,12 +1088,12 @@ def sec_pingpong_nodes(rows):
         return "\n".join(o for o in out if o)
     # Every column but plain-mpi gets its ratio to plain-mpi (plain-ucx's too).
     others = [t for t in transports if t != "plain-mpi"]
-    plain_ucx = (", and plain UCP active messages between two ranks (bench/ucx_pingpong, the same "
+    plain_ucx = (", and plain UCP active messages between two ranks (ucx_pingpong, bench/pingpong/ucx.cpp, the same "
                  "UCX as weft's ucx transport and the same UCP features, MPI only to exchange the "
                  "addresses)" if "plain-ucx" in transports else "")
     out.append("Two processes on this host, PE 0 of node 0 and the first PE of node 1 (one PE per "
                "process, default binding: the two processes take different CPUs), beside plain MPI_Send/MPI_Recv between two ranks "
-               "(bench/mpi_pingpong, the same Open MPI)%s; the programs ran one after another, "
+               "(mpi_pingpong, bench/pingpong/mpi.cpp, the same Open MPI)%s; the programs ran one after another, "
                "interleaved, %s. %s Each cell: median over the rounds of each run's median "
                "(min–max over the rounds); ÷ plain-mpi is formed per round.\n"
                % (plain_ucx, rounds_note(pp), touch_note(pp)))

@@ -18,8 +18,9 @@
 # transports), then the runs of several processes ("nodes") on this host,
 # under mpirun --oversubscribe --bind-to none (see "multi-process runs"
 # below): pingpong_nodes (weft's pingpong over each transport beside plain
-# MPI, bench/mpi_pingpong, and plain UCX, bench/ucx_pingpong, interleaved
-# per round), one_to_all, kneighbor_modes, comm_modes, persistent; then
+# MPI, mpi_pingpong, and plain UCX, ucx_pingpong: the three programs of
+# bench/pingpong/, interleaved per round), one_to_all, kneighbor_modes,
+# comm_modes, persistent; then
 # trace_overhead (kneighbor with --weft:trace off, full and
 # summary, interleaved per round). A missing binary is skipped with a note; a benchmark that
 # fails is reported and the others still run; the report is written from
@@ -238,9 +239,9 @@ for name in "${names[@]}"; do
     done
   elif [[ $name == pingpong_nodes ]]; then
     # weft's pingpong between two processes over each transport, beside
-    # plain MPI (bench/mpi_pingpong, the same MPI) and plain UCX
-    # (bench/ucx_pingpong, UCP active messages, the same UCX), interleaved
-    # per round.
+    # plain MPI (mpi_pingpong, bench/pingpong/mpi.cpp, the same MPI) and plain
+    # UCX (ucx_pingpong, bench/pingpong/ucx.cpp, UCP active messages, the same
+    # UCX), interleaved per round.
     # --touch=true on all: every payload is written whole and read whole,
     # so a transport that lends its buffers moves the data like one that
     # copies (without it shm's large messages would be a descriptor's

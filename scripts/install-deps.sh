@@ -8,7 +8,7 @@ packages=(
   libhwloc-dev hwloc        # topology and binding
   libmimalloc-dev           # scalable allocator
   libabsl-dev               # flat hash maps (objects: element and location tables)
-  openmpi-bin libopenmpi-dev # MPI: the mpi transport, launch by mpirun, bench/mpi_pingpong
+  openmpi-bin libopenmpi-dev # MPI: the mpi transport, launch by mpirun, bench/pingpong/mpi.cpp
   libucx-dev libpmix-dev    # the ucx transport (UCP), and PMIx for its address exchange
   libboost-context-dev      # user-level threads (fibers) for libweft-omp's team members
   libdw-dev                 # elfutils' libdwfl headers: the watchdog's backtraces name hidden frames (dlopen()ed, no link)

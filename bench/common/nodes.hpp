@@ -51,8 +51,9 @@ inline int run_across_processes(const char* name, const runtime_config& cfg, int
 
 // The two rows a ping-pong gives per size, each starting with `ident`:
 // one-way latency (ns) and bandwidth (bytes / one-way time, MB/s), medians
-// and ranges over the measurements. weft's pingpong and bench/mpi_pingpong
-// write the same rows, so the report compares them field by field.
+// and ranges over the measurements. weft's pingpong and mpi_pingpong
+// (bench/pingpong/weft.cpp, mpi.cpp) write the same rows, so the report
+// compares them field by field.
 inline void latency_bandwidth_rows(reporter& out, const std::vector<field>& ident, long bytes,
                                    const std::vector<double>& oneway_ns) {
   std::vector<double> mbps;
@@ -67,7 +68,7 @@ inline void latency_bandwidth_rows(reporter& out, const std::vector<field>& iden
 
 // Round trips for one measurement of `bytes`: `iters` for small messages,
 // fewer for large ones (about 64 MiB moved per measurement), at least 20.
-// The same rule as bench/mpi_pingpong, so both move the same amount of data.
+// The same rule as mpi_pingpong (bench/pingpong/mpi.cpp), so both move the same amount of data.
 inline long round_trips(long iters, long bytes) {
   const long by_volume = (64l << 20) / std::max(1l, 2 * bytes);
   return std::max(20l, std::min(iters, by_volume));

@@ -7,7 +7,7 @@
 //   mpirun --oversubscribe --bind-to none -n 4 build/release/bench/one_to_all --json
 //
 // Each size is warmed up once; a measurement makes fewer rounds for large
-// messages (the rule of bench/mpi_pingpong: about 64 MiB moved by each peer),
+// messages (the rule of bench/pingpong/mpi.cpp: about 64 MiB moved by each peer),
 // and the repeats interleave the sizes. With --touch=true every payload is
 // written whole by its sender and read whole by its receiver (see
 // common/nodes.hpp, touch_arg).

@@ -17,7 +17,8 @@
 # without OpenMP, on libweft.so) and plain_omp (weft::omp_shared: a plain
 # OpenMP program on libweft-omp.so, without libgomp); (e) the same three
 # built with pkg-config's flags alone (weft, weft-shared, weft-omp);
-# (f) run the installed weft-topo.
+# (f) run the installed weft-topo; (g) the installed weft-trace reads a
+# trace of the consumer, also from a moved copy.
 cmake_minimum_required(VERSION 3.22)
 
 foreach(v WEFT_BUILD_DIR WORK_DIR CONSUMER_DIR GENERATOR)
@@ -276,6 +277,41 @@ if(EXISTS ${prefix}/bin/weft-topo)
   run_step("installed weft-topo" ${prefix}/bin/weft-topo --weft:threads=2)
   if(NOT step_output MATCHES "\nPE 1 -> ")
     message(FATAL_ERROR "installed weft-topo: no 'PE 1 -> ' line in:\n${step_output}")
+  endif()
+endif()
+
+# (g) the installed weft-trace (tools/, unless WEFT_BUILD_TOOLS=OFF): the
+# launcher finds its package in lib/weft/python (no __pycache__ installed),
+# reads a trace that the installed consumer writes, and still does from a
+# copy of the two moved elsewhere.
+file(STRINGS ${WEFT_BUILD_DIR}/CMakeCache.txt tools_line REGEX "^WEFT_BUILD_TOOLS:BOOL=")
+if(NOT tools_line MATCHES "=(OFF|0|FALSE|NO)$")
+  foreach(f bin/weft-trace lib/weft/python/weft_trace/__init__.py lib/weft/python/weft_trace/cli.py
+            lib/weft/python/weft_trace/format.py)
+    if(NOT EXISTS ${prefix}/${f})
+      message(FATAL_ERROR "install: ${prefix}/${f} is missing")
+    endif()
+  endforeach()
+  file(GLOB_RECURSE python_files RELATIVE ${prefix}/lib/weft/python ${prefix}/lib/weft/python/*)
+  foreach(f IN LISTS python_files)
+    if(NOT f MATCHES "^weft_trace/[a-z_]+\\.py$")
+      message(FATAL_ERROR "install: ${prefix}/lib/weft/python/${f} installed (expected the package's .py files only)")
+    endif()
+  endforeach()
+  if(EXISTS ${prefix}/lib/weft/python/weft_trace/__pycache__)
+    message(FATAL_ERROR "install: ${prefix}/lib/weft/python/weft_trace/__pycache__ installed")
+  endif()
+  run_step("run pkg-config weft build with a trace" ${WORK_DIR}/consumer-pkgconfig
+           --weft:threads=2 --weft:bind=none --weft:trace=${WORK_DIR}/trace)
+  run_step("installed weft-trace check" ${prefix}/bin/weft-trace check ${WORK_DIR}/trace)
+  if(NOT step_output MATCHES "\nresult: OK")
+    message(FATAL_ERROR "installed weft-trace check: no 'result: OK' line in:\n${step_output}")
+  endif()
+  file(COPY ${prefix}/bin/weft-trace DESTINATION ${WORK_DIR}/moved/bin)
+  file(COPY ${prefix}/lib/weft/python DESTINATION ${WORK_DIR}/moved/lib/weft)
+  run_step("moved weft-trace summary" ${WORK_DIR}/moved/bin/weft-trace summary ${WORK_DIR}/trace)
+  if(NOT step_output MATCHES "\nPer PE ")
+    message(FATAL_ERROR "moved weft-trace summary: no 'Per PE' line in:\n${step_output}")
   endif()
 endif()
 

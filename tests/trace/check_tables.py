@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""The tables that tools/weft-trace and the format's spec hold a copy of,
-checked against the runtime's headers: the event kinds (trace/hooks.hpp
-`enum class kind`; the spec's record table), the send and handler_begin flag
-bits (`send_flags`), the ids of what runs without a message (main_handler,
-callback_handler) and the ways a run ends (trace/session.hpp `end_how`). A
-kind added to one side only fails here.
+"""The tables that tools/weft-trace (its module tools/weft_trace/format.py)
+and the format's spec hold a copy of, checked against the runtime's
+headers: the event kinds (trace/hooks.hpp `enum class kind`; the spec's
+record table), the send and handler_begin flag bits (`send_flags`), the ids
+of what runs without a message (main_handler, callback_handler) and the
+ways a run ends (trace/session.hpp `end_how`). A kind added to one side
+only fails here. FORMAT_PY is loaded on its own (it imports nothing of its
+package).
 
-usage: check_tables.py HOOKS_HPP SESSION_HPP WEFT_TRACE TRACE_FORMAT_MD
+usage: check_tables.py HOOKS_HPP SESSION_HPP FORMAT_PY TRACE_FORMAT_MD
 """
 import importlib.machinery
 import importlib.util
@@ -15,8 +17,8 @@ import sys
 
 
 def load_tool(path):
-    loader = importlib.machinery.SourceFileLoader("weft_trace_tool", path)
-    spec = importlib.util.spec_from_loader("weft_trace_tool", loader)
+    loader = importlib.machinery.SourceFileLoader("weft_trace_format", path)
+    spec = importlib.util.spec_from_loader("weft_trace_format", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
@@ -60,7 +62,7 @@ def main():
     spec = open(sys.argv[4]).read()
     problems = []
 
-    def same(what, runtime, copy, holder="weft-trace"):
+    def same(what, runtime, copy, holder="tools/weft_trace/format.py"):
         if runtime != copy:
             problems.append("%s differ:\n  runtime: %s\n  %s: %s" % (what, runtime, holder, copy))
 
@@ -83,17 +85,17 @@ def main():
                         ("MARK", "mark")):
         if tool.KIND_NAMES.get(getattr(tool, name)) != value:
             got = getattr(tool, name)
-            problems.append("weft-trace's %s is %d, which names %r, not %r"
+            problems.append("weft_trace/format.py's %s is %d, which names %r, not %r"
                             % (name, got, tool.KIND_NAMES.get(got), value))
     kinds = set(tool.KIND_NAMES)
     for table in ("BEGINS", "ENDS"):
         extra = set(getattr(tool, table)) - kinds
         if extra:
-            problems.append("weft-trace's %s names kinds that do not exist: %s"
+            problems.append("weft_trace/format.py's %s names kinds that do not exist: %s"
                             % (table, sorted(extra)))
     for begin, pair in tool.BEGINS.items():
         if tool.KIND_NAMES[begin] != pair + "_begin" or tool.ENDS.get(begin + 1) != pair:
-            problems.append("weft-trace's pair %r: begin %d, end %s" % (pair, begin, tool.ENDS))
+            problems.append("weft_trace/format.py's pair %r: begin %d, end %s" % (pair, begin, tool.ENDS))
     if problems:
         print("\n".join(problems))
         sys.exit(1)

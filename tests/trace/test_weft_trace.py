@@ -211,7 +211,11 @@ def write_job(root, pe0=PE0, pe1=PE1, pe2=PE2, pe3=PE3, **node0_kw):
 
 
 def run(*args):
-    p = subprocess.run([TOOL] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return run_tool(TOOL, *args)
+
+
+def run_tool(tool, *args):
+    p = subprocess.run([tool] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
 
@@ -895,6 +899,29 @@ class ErrorTest(Base):
                 rc, out, err = run(cmd, "--help")
                 self.assertEqual(rc, 0, err)
                 self.assertIn("usage: weft-trace " + cmd, out)
+
+
+class LauncherTest(Base):
+    """The command is a launcher of the package weft_trace (tools/weft_trace/;
+    installed in lib/weft/python/): it finds the package from its own real
+    path, so a symbolic link to it elsewhere works, and where the package is
+    not there it says so in one line."""
+
+    def test_symbolic_link(self):
+        td = self.job()
+        link = os.path.join(self.tmp, "bin", "weft-trace")
+        os.makedirs(os.path.dirname(link))
+        os.symlink(os.path.abspath(TOOL), link)
+        res = run_tool(link, "summary", td.root)
+        self.assertOk(res)
+        self.assertIn("Per PE", res[1])
+
+    def test_package_missing(self):
+        td = self.job()
+        copy = os.path.join(self.tmp, "alone", "weft-trace")
+        os.makedirs(os.path.dirname(copy))
+        shutil.copy(TOOL, copy)
+        self.assertBadInput(run_tool(copy, "summary", td.root), "the package weft_trace")
 
 
 if __name__ == "__main__":

@@ -1,3 +1,7 @@
+// pingpong: weft's program of the ping-pong workload; bench/pingpong/ holds
+// one program per competitor (weft.cpp, mpi.cpp: plain MPI, ucx.cpp: plain
+// UCX), each built under its own name (bench/CMakeLists.txt).
+//
 // Intra-node ping-pong: one-way latency of a message between PE 0 and PE 1,
 // next to the physical floor between the same two cores — a cache line
 // bounced by a tight spin on one atomic flag (no pause instruction), measured
@@ -15,8 +19,8 @@
 // transport: there is no cache-line floor then (the two PEs are in different
 // processes); each size reports the one-way latency (round trip / 2) and the
 // bandwidth (bytes / one-way time), with the transport's name, in the rows
-// bench/mpi_pingpong prints for plain MPI, measured in the same order as
-// bench/mpi_pingpong and bench/ucx_pingpong measure: size after size, each
+// mpi_pingpong (mpi.cpp) prints for plain MPI, measured in the same order as
+// mpi_pingpong and ucx_pingpong (ucx.cpp) measure: size after size, each
 // warmed up once and then repeated (a measurement makes fewer round trips
 // for large messages, about 64 MiB moved), so that the ratios to them
 // compare like with like. (The sizes used to interleave, as the one-node
@@ -24,7 +28,7 @@
 // VM the 8-byte ratios did not measurably change with the order.) With
 // --touch=true each side reads the
 // whole payload it received and writes it whole before sending it on (as
-// bench/mpi_pingpong --touch=true does): a transport that lends large
+// mpi_pingpong --touch=true does): a transport that lends large
 // messages in place must then move the data through memory like one that
 // copies it.
 #include <algorithm>

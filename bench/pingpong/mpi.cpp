@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
-#include "common/mpi_baseline.hpp"
+#include "pingpong/baseline.hpp"
 
 namespace {
 

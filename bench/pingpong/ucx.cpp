@@ -1,5 +1,5 @@
 // ucx_pingpong: the plain UCX baseline for weft's cross-node pingpong, beside
-// bench/mpi_pingpong. Ranks 0 and 1 bounce a message of each size with UCP
+// mpi_pingpong (mpi.cpp). Ranks 0 and 1 bounce a message of each size with UCP
 // active messages; the one-way time is half a round trip. It uses no weft
 // runtime at all, only the benchmark harness for its flags and its output,
 // so that weft's ucx transport can be compared with the UCX it runs over, in
@@ -38,7 +38,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
-#include "common/mpi_baseline.hpp"
+#include "pingpong/baseline.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// What bench/mpi_pingpong and bench/ucx_pingpong, the plain baselines of
-// the ping-pong across processes, share: MPI's start and their flags
+// What mpi_pingpong and ucx_pingpong (mpi.cpp, ucx.cpp), the plain baselines
+// of the ping-pong across processes, share: MPI's start and their flags
 // (--bytes, --iters, --touch and the harness's), the same in both so that
 // run_all.sh passes them the same arguments.
 #pragma once

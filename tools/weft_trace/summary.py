@@ -1,0 +1,120 @@
+"""weft-trace summary: a text report (or one JSON object) of time per name,
+per PE busy / idle / overhead, and the imbalance. It reads both modes: a
+full trace through the walk (walk.pe_times), a summary-mode trace from its
+summary files (walk.summary_mode_times); the report is the same.
+"""
+
+import json
+
+from .reader import end_where, load_trace, node_ending, trace_ending
+from .walk import pe_times, summary_mode_times
+
+
+def cmd_summary(args, issues):
+    trace = load_trace(args.dir, issues)
+    if trace.mode == "full":
+        pes, names = pe_times(trace, issues)
+    else:
+        pes, names = summary_mode_times(trace)
+    pes.sort(key=lambda p: p["pe"])
+    rows = sorted(names.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    busy = [p["busy_ns"] for p in pes]
+    mean_busy = sum(busy) / len(busy) if busy else 0.0
+    imbalance = max(busy) / mean_busy if mean_busy > 0 else None
+    by_busy = sorted(pes, key=lambda p: (-p["busy_ns"], p["pe"]))
+    least = sorted(pes, key=lambda p: (p["busy_ns"], p["pe"]))
+    wall = max((n.wall_ns for n in trace.nodes if n.wall_ns is not None), default=None)
+    job_ns = trace.end_ns()
+    ending = trace_ending(trace)
+
+    if args.json:
+        out = {
+            "dir": trace.dir, "mode": trace.mode, "argv": trace.argv,
+            "nodes": len(trace.nodes), "total_pes": trace.total_pes,
+            "complete": trace.complete,
+            "aborted": any(n.aborted for n in trace.nodes),
+            "ended_early": ending,
+            "end": [{"node": n.n, "how": n.end_how or ("killed" if n.unfinished else "exit"),
+                     "text": node_ending(n), "message": n.end_message,
+                     "tracks": [{"file": t.file, "pe": t.pe, "records": t.nrec,
+                                 "last_ns": t.node.ns(t.last_tick) if t.nrec else None,
+                                 "end_record": t.end[0] if t.end else None,
+                                 "open": trace.open_at_end.get(id(t), [])}
+                                for t in n.tracks]}
+                    for n in trace.nodes],
+            "wall_ns": job_ns,
+            "node_wall_ns": {str(n.n): n.wall_ns for n in trace.nodes},
+            "pes": [{"pe": p["pe"], "node": p["node"], "busy_ns": p["busy_ns"], "idle_ns": p["idle_ns"],
+                     "overhead_ns": p["overhead_ns"], "wall_ns": p["wall_ns"], "counters": p["counters"]}
+                    for p in pes],
+            "names": [{"space": sp, "name": nm, "count": s[0], "total_ns": s[1], "self_ns": s[2],
+                       "max_ns": s[3], "mean_ns": s[1] / s[0] if s[0] else 0.0}
+                      for (sp, nm), s in rows],
+            "imbalance": {"max_over_mean_busy": imbalance, "mean_busy_ns": mean_busy,
+                          "busiest": [p["pe"] for p in by_busy[:3]],
+                          "least_busy": [p["pe"] for p in least[:3]]},
+        }
+        print(json.dumps(out, indent=1))
+        return 0
+
+    ms = lambda ns: ns / 1e6
+    lines = []
+    status = "complete" if trace.complete else (
+        "ABORTED" if any(n.aborted for n in trace.nodes) else "INCOMPLETE")
+    lines.append("weft trace %s: %s" % (trace.dir, " ".join(trace.argv) or "?"))
+    lines.append("mode %s, %d node%s, %d PEs, %s, wall %.3f ms (node wall %s)"
+                 % (trace.mode, len(trace.nodes), "" if len(trace.nodes) == 1 else "s",
+                    trace.total_pes, status, ms(job_ns),
+                    "%.3f ms" % ms(wall) if wall is not None else "unknown"))
+    if ending:
+        lines.append("The run ended early: " + ending)
+        for w in end_where(trace, trace.open_at_end):
+            lines.append("  " + w)
+    lines.append("")
+    shown = rows if args.all else rows[:30]
+    lines.append("Time per name (%s of %d, by total)%s"
+                 % ("all" if len(shown) == len(rows) else "top %d" % len(shown), len(rows),
+                    "" if len(shown) == len(rows) else "; --all for every row"))
+    if rows:
+        width = max(24, min(60, max(len(nm) for (_, nm), _ in shown)))
+        lines.append("  %-8s %-*s %9s %11s %11s %11s %11s"
+                     % ("space", width, "name", "count", "total ms", "self ms", "mean µs", "max µs"))
+        for (sp, nm), (cnt, tot, slf, mx) in shown:
+            lines.append("  %-8s %-*s %9d %11.3f %11.3f %11.3f %11.3f"
+                         % (sp, width, nm[:width], cnt, ms(tot), ms(slf),
+                            tot / cnt / 1e3 if cnt else 0.0, mx / 1e3))
+    else:
+        lines.append("  (no handler, entry, task or region)")
+    lines.append("")
+    lines.append("Per PE (busy: outermost handler, task or region; idle: idle periods; "
+                 "overhead: the rest of the PE's time)")
+    lines.append("  %5s %4s %11s %6s %11s %6s %11s %6s %11s"
+                 % ("PE", "node", "busy ms", "%", "idle ms", "%", "overhead ms", "%", "wall ms"))
+
+    def pct(x, w):
+        return 100.0 * x / w if w > 0 else 0.0
+    for p in pes:
+        w = p["wall_ns"]
+        lines.append("  %5d %4d %11.3f %6.1f %11.3f %6.1f %11.3f %6.1f %11.3f"
+                     % (p["pe"], p["node"], ms(p["busy_ns"]), pct(p["busy_ns"], w), ms(p["idle_ns"]),
+                        pct(p["idle_ns"], w), ms(p["overhead_ns"]), pct(p["overhead_ns"], w), ms(w)))
+    if pes:
+        tw = sum(p["wall_ns"] for p in pes)
+        tb, ti, to = (sum(p[k] for p in pes) for k in ("busy_ns", "idle_ns", "overhead_ns"))
+        lines.append("  %5s %4s %11.3f %6.1f %11.3f %6.1f %11.3f %6.1f %11.3f"
+                     % ("all", "", ms(tb), pct(tb, tw), ms(ti), pct(ti, tw), ms(to), pct(to, tw), ms(tw)))
+    lines.append("")
+    if imbalance is not None:
+        lines.append("Imbalance: max busy / mean busy = %.3f (mean busy %.3f ms)" % (imbalance, ms(mean_busy)))
+        lines.append("  busiest:    " + ", ".join("PE %d (%.3f ms)" % (p["pe"], ms(p["busy_ns"])) for p in by_busy[:3]))
+        lines.append("  least busy: " + ", ".join("PE %d (%.3f ms)" % (p["pe"], ms(p["busy_ns"])) for p in least[:3]))
+    else:
+        lines.append("Imbalance: no busy time on any PE")
+    counters = [p for p in pes if p["counters"]]
+    if counters:
+        lines.append("")
+        lines.append("Counters (per PE, since its start)")
+        for p in counters:
+            lines.append("  PE %d: " % p["pe"] + ", ".join("%s %d" % kv for kv in p["counters"].items()))
+    print("\n".join(lines))
+    return 0

@@ -7,8 +7,11 @@
 // inline into drain and drain and flush into poll_once, as they were when
 // the transport was one file: these are every message's instructions
 // (callgrind counts them). The handlers of the large messages (rendezvous,
-// pool loans, acks) are calls into rendezvous.cpp; a call is nothing beside
-// 16 KiB or more.
+// pool loans, acks) are calls into rendezvous.cpp, marked unlikely so that
+// the eager case keeps its registers; a call is nothing beside 16 KiB or
+// more. drain passes the ring's size to the inline handlers because a
+// value reloaded from the peer after each hook call costs instructions on
+// every message.
 //
 // Send never blocks: when the ring is full the message waits in a per-peer
 // FIFO that progress() pushes later. The receiver handles one sender's
@@ -226,10 +229,10 @@ void shm_transport::start_receive(peer& p, rx_mode mode, std::uint64_t remote,
 
 // k_eager: the whole message, copied out into a buffer of core's.
 [[gnu::always_inline]] inline bool shm_transport::on_eager(peer& p, std::uint64_t at,
-                                                           std::size_t bytes) {
+                                                           std::size_t bytes, std::uint64_t cap) {
   void* buf = hooks_.alloc(bytes);
   copy_out(buf, p.rx_data, p.rx_mask, at, bytes);
-  publish_head_lazily(p);
+  publish_head_lazily(p, cap);
   hooks_.deliver(p.node, buf, bytes);
   return true;
 }
@@ -237,7 +240,8 @@ void shm_transport::start_receive(peer& p, rx_mode mode, std::uint64_t remote,
 // k_chunk_first, k_chunk: the next piece of a message too large for one
 // record, copied out where it goes; delivered with its last piece.
 [[gnu::always_inline]] inline bool shm_transport::on_chunk(peer& p, std::uint32_t kind,
-                                                           std::uint64_t at, std::size_t bytes) {
+                                                           std::uint64_t at, std::size_t bytes,
+                                                           std::uint64_t cap) {
   std::size_t piece = bytes;
   std::uint64_t from = at;
   if (kind == k_chunk_first) {
@@ -251,7 +255,7 @@ void shm_transport::start_receive(peer& p, rx_mode mode, std::uint64_t remote,
     ring_corrupt(p.node, "stray chunk");
   copy_out(p.rx_buf + p.rx_done, p.rx_data, p.rx_mask, from, piece);
   p.rx_done += piece;
-  publish_head_lazily(p);
+  publish_head_lazily(p, cap);
   if (p.rx_done == p.rx_total) {
     p.rx = rx_mode::idle;
     hooks_.deliver(p.node, p.rx_buf, p.rx_total);
@@ -289,13 +293,13 @@ void shm_transport::start_receive(peer& p, rx_mode mode, std::uint64_t remote,
     ++n;
     bool more;
     switch (kind) {
-      case k_eager: more = on_eager(p, at, bytes); break;
-      case k_ack: more = on_ack(p, at); break;
-      case k_rndv: more = on_rndv(p, at); break;
-      case k_pool: more = on_pool(p, at); break;
-      case k_return: more = on_return(p, at); break;
+      case k_eager: [[likely]] more = on_eager(p, at, bytes, cap); break;
+      case k_ack: [[unlikely]] more = on_ack(p, at); break;
+      case k_rndv: [[unlikely]] more = on_rndv(p, at); break;
+      case k_pool: [[unlikely]] more = on_pool(p, at); break;
+      case k_return: [[unlikely]] more = on_return(p, at); break;
       case k_chunk_first:
-      case k_chunk: more = on_chunk(p, kind, at, bytes); break;
+      case k_chunk: more = on_chunk(p, kind, at, bytes, cap); break;
       default: ring_corrupt(p.node, "record kind %u", kind);
     }
     if (!more) {

@@ -223,13 +223,17 @@ class shm_transport final : public transport {
   // handler per kind. A handler returns false when p's later records must
   // wait behind the message it started (a rendezvous or a pool copy).
   int drain(peer& p);
-  bool on_eager(peer& p, std::uint64_t at, std::size_t bytes);
-  bool on_chunk(peer& p, std::uint32_t kind, std::uint64_t at, std::size_t bytes);
+  // `cap`: the bytes of p's ring (drain's, kept in a register).
+  bool on_eager(peer& p, std::uint64_t at, std::size_t bytes, std::uint64_t cap);
+  bool on_chunk(peer& p, std::uint32_t kind, std::uint64_t at, std::size_t bytes,
+                std::uint64_t cap);
   void publish_head(peer& p);
-  void publish_head_lazily(peer& p) {
-    // A quarter ring consumed: the sender gets the room before we deliver.
-    if (p.rx_head - p.rx_published >= (p.rx_mask + 1) / 4) publish_head(p);
+  // A quarter of p's ring (of `cap` bytes) consumed: the sender gets the
+  // room now, before we deliver.
+  void publish_head_lazily(peer& p, std::uint64_t cap) {
+    if (p.rx_head - p.rx_published >= cap / 4) publish_head(p);
   }
+  void publish_head_lazily(peer& p) { publish_head_lazily(p, p.rx_mask + 1); }
   descriptor read_descriptor(const peer& p, std::uint64_t at) const {
     descriptor d;
     copy_out(&d, p.rx_data, p.rx_mask, at, sizeof d);

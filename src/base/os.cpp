@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -165,6 +166,34 @@ std::ptrdiff_t read_process_memory(pid_t pid, void* local, std::uint64_t remote,
   iovec from{reinterpret_cast<void*>(remote), bytes};
   const ssize_t n = process_vm_readv(pid, &to, 1, &from, 1, 0);
   return n >= 0 ? std::ptrdiff_t(n) : -std::ptrdiff_t(errno);
+}
+
+namespace {
+long membarrier_call(int cmd) {
+  return syscall(SYS_membarrier, cmd, 0, 0);
+}
+}  // namespace
+
+const char* membarrier_register(membarrier_scope scope) noexcept {
+  const bool mine = scope == membarrier_scope::this_process;
+  const int cmd = mine ? MEMBARRIER_CMD_PRIVATE_EXPEDITED : MEMBARRIER_CMD_GLOBAL_EXPEDITED;
+  const long cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
+  if (cmds < 0) return "membarrier(2) is not available (kernel, or blocked by a seccomp filter)";
+  if ((cmds & cmd) == 0)
+    return mine ? "membarrier(2) lacks MEMBARRIER_CMD_PRIVATE_EXPEDITED (Linux 4.14 or newer has it)"
+                : "membarrier(2) lacks MEMBARRIER_CMD_GLOBAL_EXPEDITED (Linux 4.16 or newer has it)";
+  if (membarrier_call(mine ? MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED
+                           : MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0)
+    return "membarrier(2) refused the registration";
+  return "";
+}
+
+void membarrier(membarrier_scope scope, const char* what) {
+  const int cmd = scope == membarrier_scope::this_process ? MEMBARRIER_CMD_PRIVATE_EXPEDITED
+                                                          : MEMBARRIER_CMD_GLOBAL_EXPEDITED;
+  while (membarrier_call(cmd) != 0) {
+    if (errno != EINTR) fatal_errno(errno, what);
+  }
 }
 
 }  // namespace weft::base::os

@@ -247,3 +247,18 @@ TEST(ReadProcessMemory, ReadsAChildsWordAndNamesTheFailures) {
   EXPECT_EQ(os::read_process_memory(child, &v, remote, sizeof v), -ESRCH);
   for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) close(fd);
 }
+
+// ---------------------------------------------------------------- membarrier
+
+TEST(Membarrier, ARegisteredBarrierReturnsOrTheRegistrationSaysWhyNot) {
+  for (auto scope : {os::membarrier_scope::this_process, os::membarrier_scope::registered_processes}) {
+    const char* why = os::membarrier_register(scope);
+    ASSERT_NE(why, nullptr);
+    if (*why != '\0') {
+      EXPECT_NE(std::strstr(why, "membarrier(2)"), nullptr) << why;  // names what is missing
+      continue;
+    }
+    os::membarrier(scope, "test");
+    os::membarrier(scope, "test");
+  }
+}

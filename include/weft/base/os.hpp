@@ -7,7 +7,7 @@
 // futex wait that returns early, a process that is gone, a segment name that
 // exists or does not yet) are results, which the caller reports through
 // base::fatal_sys when they end the job.
-// (Asymmetric fences and their membarrier registration: weft/base/fence.hpp.)
+// (The asymmetric fences built on membarrier: weft/base/fence.hpp.)
 #pragma once
 #include <sys/types.h>
 
@@ -127,5 +127,25 @@ WEFT_API void allow_memory_reads_by_any_process() noexcept;
 // mapped, -EINTR a signal (try again).
 WEFT_API std::ptrdiff_t read_process_memory(pid_t pid, void* local, std::uint64_t remote,
                                             std::size_t bytes) noexcept;
+
+// --------------------------------------------------------------- membarrier
+
+// Whose threads an expedited membarrier(2) reaches: those of this process
+// (MEMBARRIER_CMD_PRIVATE_EXPEDITED, Linux 4.14), or those of every process
+// registered for it (MEMBARRIER_CMD_GLOBAL_EXPEDITED, Linux 4.16).
+enum class membarrier_scope { this_process, registered_processes };
+
+// Registers this process for the expedited membarrier of `scope`. Returns ""
+// once registered, else why not, as a sentence: the system call is missing
+// (kernel, or a seccomp filter), the kernel lacks the command (naming the
+// Linux version that has it), or the registration was refused.
+WEFT_API const char* membarrier_register(membarrier_scope scope) noexcept;
+
+// A full memory barrier in every running thread that `scope` reaches (not
+// necessarily the caller's: surround it with fences). Precondition:
+// membarrier_register(scope) succeeded, so that it cannot fail with EPERM. A
+// signal is retried; any other failure would leave a thread's stores unseen
+// and is fatal, naming `what`.
+WEFT_API void membarrier(membarrier_scope scope, const char* what);
 
 }  // namespace weft::base::os

@@ -180,8 +180,9 @@ const char* membarrier_register(membarrier_scope scope) noexcept {
   const long cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
   if (cmds < 0) return "membarrier(2) is not available (kernel, or blocked by a seccomp filter)";
   if ((cmds & cmd) == 0)
-    return mine ? "membarrier(2) lacks MEMBARRIER_CMD_PRIVATE_EXPEDITED (Linux 4.14 or newer has it)"
-                : "membarrier(2) lacks MEMBARRIER_CMD_GLOBAL_EXPEDITED (Linux 4.16 or newer has it)";
+    return mine
+               ? "membarrier(2) lacks MEMBARRIER_CMD_PRIVATE_EXPEDITED (Linux 4.14 or newer has it)"
+               : "membarrier(2) lacks MEMBARRIER_CMD_GLOBAL_EXPEDITED (Linux 4.16 or newer has it)";
   if (membarrier_call(mine ? MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED
                            : MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0)
     return "membarrier(2) refused the registration";

@@ -251,7 +251,8 @@ TEST(ReadProcessMemory, ReadsAChildsWordAndNamesTheFailures) {
 // ---------------------------------------------------------------- membarrier
 
 TEST(Membarrier, ARegisteredBarrierReturnsOrTheRegistrationSaysWhyNot) {
-  for (auto scope : {os::membarrier_scope::this_process, os::membarrier_scope::registered_processes}) {
+  for (auto scope :
+       {os::membarrier_scope::this_process, os::membarrier_scope::registered_processes}) {
     const char* why = os::membarrier_register(scope);
     ASSERT_NE(why, nullptr);
     if (*why != '\0') {

@@ -190,7 +190,8 @@ void shm_transport::probe_cma() {
   for (peer* p : others_) {
     if (!ok) break;
     std::uint64_t v = 0;
-    const std::ptrdiff_t n = base::os::read_process_memory(p->pid, &v, p->hdr->probe_addr, sizeof v);
+    const std::ptrdiff_t n =
+        base::os::read_process_memory(p->pid, &v, p->hdr->probe_addr, sizeof v);
     ok = n == std::ptrdiff_t(sizeof v) && v == p->hdr->probe_value;
   }
   own_.load()->cma_ok = ok ? 1 : 0;

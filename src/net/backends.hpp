@@ -8,7 +8,7 @@ namespace weft::net {
 
 std::unique_ptr<transport> make_local_transport();  // local.cpp
 #if WEFT_HAVE_SHM_TRANSPORT
-std::unique_ptr<transport> make_shm_transport();  // shm.cpp
+std::unique_ptr<transport> make_shm_transport();  // shm/transport.cpp
 #endif
 #if WEFT_HAVE_MPI_TRANSPORT
 // watch_local_peers: a thread reports a process of this host that dies

@@ -65,7 +65,7 @@
 #include <string>
 #include <vector>
 #include "backends.hpp"
-#include "shm.hpp"
+#include "shm/shm.hpp"
 #if WEFT_HAVE_UCX_TRANSPORT
 #include "ucx/ucx.hpp"
 #endif

@@ -24,7 +24,7 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include "net/shm.hpp"
+#include "net/shm/shm.hpp"
 #include "test_scale.hpp"
 #include "weft/base/fence.hpp"
 #include "weft/base/memory.hpp"

@@ -1,4 +1,5 @@
-// The "shm" transport's knobs, private to weft_net and its tests. Production
+// The "shm" transport's knobs, private to weft_net and its tests (the
+// transport itself: the other files of this folder, transport.cpp first). Production
 // code reaches the backend through create_transport("shm"), which uses the
 // defaults; tests build it with make_shm_transport(options) to force the
 // chunked path (allow_cma = false) or the sender's overflow queue (tiny rings).
@@ -24,21 +25,19 @@ struct shm_options {
   // Bytes of each incoming ring (one per sender), rounded up to a power of
   // two, at least 4 KiB. A process's segment holds one ring per peer.
   // 0 (the default): 32 MiB shared among the peers, from 64 KiB to 1 MiB
-  // each (1 MiB up to 32 peers, 64 KiB from 512). Measured here (2
-  // processes, kNeighbor non-SMP, 3 messages each way in flight): 64 KiB
-  // rings left 16 KiB and 64 KiB messages waiting for room (16 and 56 us
-  // per iteration); 1 MiB rings take them whole (11.5 and 36 us), and
-  // 1 MiB ping-pong moves 13 GB/s instead of 9.7 (chunks of 256 KiB).
+  // each (1 MiB up to 32 peers, 64 KiB from 512): rings of 64 KiB left
+  // messages of 16 and 64 KiB waiting for room, 1 MiB rings take them whole
+  // (measured: docs/net.md, "The shm transport's defaults").
   std::size_t ring_bytes = 0;
   // Largest message copied whole through a ring; above it, rendezvous (CMA)
   // or chunks. Capped at a quarter of the receiver's ring.
   std::size_t eager_max = std::size_t(16) << 10;
   // Smallest message sent by cross-memory attach; smaller large messages go
-  // in chunks through the ring. Measured here (bench/pingpong across
-  // processes, 2 cores): the chunks, copied by both sides at once while the
-  // ring stays in cache, move 30-45 GB/s up to 4 MiB against CMA's 10-13
-  // (CMA pins the pages it reads). CMA keeps the single copy for messages
-  // too large to stream through the caches.
+  // in chunks through the ring. The chunks, copied by both sides at once
+  // while the ring stays in cache, are faster up to 4 MiB (CMA pins the
+  // pages it reads; measured: docs/net.md, "The shm transport's defaults").
+  // CMA keeps the single copy for messages too large to stream through the
+  // caches.
   std::size_t cma_min = std::size_t(4) << 20;
   // The message pool: a segment the peers map, where core writes messages
   // of more than eager_max bytes (transport::message_memory). Such a

@@ -3,7 +3,7 @@
 // of a host map), handed out in power-of-two slots -- to the transport for
 // its own copies, and to core for its large message blocks
 // (base::registered_memory), so that a large message is written where it
-// leaves from. Private to weft_net (ucx.cpp, shm.cpp).
+// leaves from. Private to weft_net (ucx/ and shm/).
 #pragma once
 #include <algorithm>
 #include <cstddef>

@@ -319,7 +319,7 @@ void flush_backlog(node_state& node, pe_state& pe) {
 inline bool has_work(node_state& node, pe_state& pe) {
   return own_queue_has_work(pe) || !pe.prioritized.empty() ||
          node.node_queue_size.load(std::memory_order_relaxed) != 0 ||
-         (node.comm == comm_mode::workers &&
+         (node.policy.pes_drive &&
           node.outbox_count.load(std::memory_order_relaxed) != 0) ||
          (!pe.timers.empty() && pe.timers.top().deadline_ns <= base::wall_ns()) ||
          node.stop.load(std::memory_order_relaxed) ||
@@ -369,7 +369,7 @@ std::uint64_t sleep_limit_ns(node_state& node, pe_state& pe) {
   // when no PE sleeps inside the transport (it cannot wait, or another
   // thread held it when this PE went to sleep). comm=thread keeps a poller
   // awake instead.
-  if (pe.rank == 0 && node.comm == comm_mode::workers && (limit == 0 || limit > workers_poll_ns))
+  if (pe.rank == 0 && node.policy.pes_drive && (limit == 0 || limit > workers_poll_ns))
     limit = workers_poll_ns;
   if (node.qe_watch && pe.rank == 0) {
     const std::uint64_t q = quiescent_check_limit_ns(node, pe);
@@ -520,7 +520,7 @@ inline bool spin_in_transport(node_state& node, pe_state& pe, idle_step& s) {
 // One round of the spin phase. Returns whether the idle step ends.
 inline bool spin_round(node_state& node, pe_state& pe, idle_step& s) {
   pe.phase.store(int(pe_phase::spinning), std::memory_order_relaxed);
-  if (workers_progress(node) && !s.polling && take_transport(node))
+  if (node.policy.idle_pes_poll && !s.polling && take_transport(node))
     return spin_in_transport(node, pe, s);
   // Poll the queue after every pause (a pause is ~10-140 cycles depending
   // on the core): the message that ends the spin must be seen at once,
@@ -529,13 +529,13 @@ inline bool spin_round(node_state& node, pe_state& pe, idle_step& s) {
   // network does so after every pause: a message from another node must
   // be seen as soon (bench/pingpong across processes: 4 pauses between
   // polls cost ~50 ns of one-way latency).
-  const int polls = workers_progress(node) ? 1 : 64;
+  const int polls = node.policy.idle_pes_poll ? 1 : 64;
   for (int i = 0; i < polls; ++i) {
     if (own_queue_has_work(pe)) break;
     base::cpu_relax();
   }
   // An idle PE drives the network (comm=workers|hybrid).
-  if (workers_progress(node) && try_progress(node) != 0) return true;
+  if (node.policy.idle_pes_poll && try_progress(node) != 0) return true;
   return s.polling;
 }
 
@@ -545,7 +545,7 @@ inline bool yield_round(node_state& node, pe_state& pe, idle_step& s) {
   pe.phase.store(int(pe_phase::yielding), std::memory_order_relaxed);
   s.clock_in = 0;  // a yield takes long enough: read the clock every round
   sched_yield();
-  if (workers_progress(node) && try_progress(node) != 0) return true;
+  if (node.policy.idle_pes_poll && try_progress(node) != 0) return true;
   return s.polling;
 }
 
@@ -562,7 +562,7 @@ inline void sleep_until_woken(node_state& node, pe_state& pe) {
   // comm=workers over a transport that can wait: one PE sleeps inside it
   // (it holds the transport meanwhile), so a message from another node
   // wakes it at once; the others sleep on their futex as usual.
-  if (node.comm == comm_mode::workers && node.transport_waits && sleep_in_transport(node, pe))
+  if (node.policy.idle_pe_waits_in_it && sleep_in_transport(node, pe))
     return;
   node.sleepers.fetch_add(1, std::memory_order_seq_cst);
   pe.sleeping.store(1, std::memory_order_seq_cst);
@@ -573,7 +573,7 @@ inline void sleep_until_woken(node_state& node, pe_state& pe) {
   }
   pe.sleeping.store(0, std::memory_order_seq_cst);
   node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-  if (node.comm == comm_mode::workers) try_progress(node);
+  if (node.policy.pes_drive) try_progress(node);
 }
 
 void idle(node_state& node, pe_state& pe) {
@@ -591,7 +591,7 @@ void idle(node_state& node, pe_state& pe) {
     if (work_found(node, pe, s, first)) break;
     if (--s.clock_in < 0) {
       s.now = base::wall_ns();
-      s.clock_in = workers_progress(node) ? 15 : 0;
+      s.clock_in = node.policy.idle_pes_poll ? 15 : 0;
     }
     if (s.now < s.spin_end) {
       if (spin_round(node, pe, s)) break;
@@ -690,7 +690,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     run_conditions(node, pe);
     flush_backlog(node, pe);
     // comm=workers: the PEs are the progress engine, a turn each.
-    if (node.comm == comm_mode::workers) did += try_progress(node);
+    if (node.policy.pes_drive) did += try_progress(node);
     // The tasks layer: a task of the PE's own each turn, so tasks and
     // messages share the PE; a stolen one only when the turn found nothing
     // (DESIGN.md: steal before backing off).

@@ -27,6 +27,7 @@ int open_pidfd(pid_t pid) {
 #endif
 }
 
+// An id that cannot be read stays empty (0): start() then watches nothing.
 peer_watch::record peer_watch::mine() {
   record r{};
   if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {

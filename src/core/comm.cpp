@@ -714,8 +714,7 @@ void net_start(node_state& node) {
 }
 
 void net_start_threads(node_state& node) {
-  if (node.policy.comm_thread)
-    g_comm_thread = std::thread(comm_thread_main, std::ref(node));
+  if (node.policy.comm_thread) g_comm_thread = std::thread(comm_thread_main, std::ref(node));
 }
 
 void net_stop(node_state& node) {

@@ -147,10 +147,10 @@ const char* to_string(comm_mode m);
 // functions they call stay inline (docs/design/scheduler.md, "The comm mode
 // and the queue kind: chosen once").
 struct comm_policy {
-  bool pes_drive = false;           // workers: each scheduler turn and each send to
-                                    // another node drive the transport themselves
-  bool idle_pes_poll = false;       // workers, hybrid: idle PEs poll the network
-  bool comm_thread = false;         // thread, hybrid: a comm thread drives it
+  bool pes_drive = false;            // workers: each scheduler turn and each send to
+                                     // another node drive the transport themselves
+  bool idle_pes_poll = false;        // workers, hybrid: idle PEs poll the network
+  bool comm_thread = false;          // thread, hybrid: a comm thread drives it
   bool idle_pe_waits_in_it = false;  // workers over a transport that can wait: one
                                      // idle PE sleeps inside it
 };

@@ -82,8 +82,7 @@ void* map_stack(std::size_t usable, std::size_t& bytes) {
     }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (base == MAP_FAILED)
-    base::fatal_sys(errno, "mmap", "for a fiber stack of %zu bytes", bytes);
+  if (base == MAP_FAILED) base::fatal_sys(errno, "mmap", "for a fiber stack of %zu bytes", bytes);
   if (::mprotect(base, page, PROT_NONE) != 0)
     base::fatal_sys(errno, "mprotect", "for the guard page of the fiber stack at %p (%zu bytes)",
                     base, bytes);

@@ -470,9 +470,9 @@ inline idle_step begin_idle_step(node_state& node, pe_state& pe) {
       pe.guests.load(std::memory_order_relaxed) != 0 ? 0 : std::uint64_t(node.cfg.idle_spin_us);
   s.spin_end = pe.idle_since_ns + spin_us * 1000;
   s.yield_end = s.spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
-  s.polling = !pe.conditions.empty() || pe.pairs_backlog ||
-              (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) ||
-                                node.qe_active));
+  s.polling =
+      !pe.conditions.empty() || pe.pairs_backlog ||
+      (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) || node.qe_active));
   return s;
 }
 
@@ -562,8 +562,7 @@ inline void sleep_until_woken(node_state& node, pe_state& pe) {
   // comm=workers over a transport that can wait: one PE sleeps inside it
   // (it holds the transport meanwhile), so a message from another node
   // wakes it at once; the others sleep on their futex as usual.
-  if (node.policy.idle_pe_waits_in_it && sleep_in_transport(node, pe))
-    return;
+  if (node.policy.idle_pe_waits_in_it && sleep_in_transport(node, pe)) return;
   node.sleepers.fetch_add(1, std::memory_order_seq_cst);
   pe.sleeping.store(1, std::memory_order_seq_cst);
   base::heavy_fence();  // pairs with the producers' light_fence (base/fence.hpp)

@@ -154,7 +154,7 @@ int symbolizer::write(int fd, void* const* frames, int depth) {
     }
     for (std::size_t done = 0; done < out.size();) {
       const ssize_t w = ::write(fd, out.data() + done, out.size() - done);
-      if (w <= 0) break;
+      if (w <= 0) break;  // stderr is gone: nowhere left to report it
       done += std::size_t(w);
     }
   }

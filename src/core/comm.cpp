@@ -45,6 +45,15 @@ const char* to_string(comm_mode m) {
   return "?";
 }
 
+comm_policy comm_policy_of(comm_mode m, bool transport_waits) {
+  comm_policy p;
+  p.pes_drive = m == comm_mode::workers;
+  p.idle_pes_poll = m == comm_mode::workers || m == comm_mode::hybrid;
+  p.comm_thread = m == comm_mode::thread || m == comm_mode::hybrid;
+  p.idle_pe_waits_in_it = m == comm_mode::workers && transport_waits;
+  return p;
+}
+
 namespace {
 
 // The node the transport's hooks deliver to: set before init, cleared after
@@ -450,7 +459,7 @@ void send_remote(node_state& node, int dst, message* m) {
   // comm=workers, transport free, nothing of ours queued for that node:
   // straight to the transport (order is kept: an empty outbox means every
   // earlier message to that node has been handed over).
-  if (node.comm == comm_mode::workers && !node.comm_busy.load(std::memory_order_relaxed) &&
+  if (node.policy.pes_drive && !node.comm_busy.load(std::memory_order_relaxed) &&
       !node.comm_busy.exchange(true, std::memory_order_acquire)) {
     outbox& box = node.outboxes[std::size_t(dst)];
     const bool direct = !node.net_closed.load(std::memory_order_relaxed) && box.queue.empty();
@@ -463,7 +472,7 @@ void send_remote(node_state& node, int dst, message* m) {
   }
   node.outboxes[std::size_t(dst)].queue.push(&m->link);
   node.outbox_count.fetch_add(1, std::memory_order_seq_cst);
-  if (node.comm == comm_mode::workers) {
+  if (node.policy.pes_drive) {
     // A PE asleep in the transport holds it: ring it instead.
     if (node.transport_sleeping.load(std::memory_order_seq_cst) != 0)
       node.transport->wake_waiter();
@@ -637,6 +646,7 @@ void net_start(node_state& node) {
   node.total_pes = node.num_nodes * int(node.pes.size());
   if (node.num_nodes == 1) {
     node.comm = comm_mode::none;
+    node.policy = comm_policy{};
     // --weft:transport=local under a launcher that started several
     // processes: each is a job of its own, but they share the host's CPUs
     // as a job's processes would (else every PE 0 is bound to CPU 0).
@@ -696,6 +706,7 @@ void net_start(node_state& node) {
   if (cfg.commap >= 0 && node.comm == comm_mode::workers)
     base::usage_error("--weft:commap=%d: comm=workers has no comm thread to bind", cfg.commap);
   node.transport_waits = node.transport->can_wait();
+  node.policy = comm_policy_of(node.comm, node.transport_waits);
   node.transport_pauses = node.transport->pause_between_polls();
   // Large messages are written where the transport can send them from
   // without a copy (lesson 5). No PE runs yet.
@@ -703,8 +714,7 @@ void net_start(node_state& node) {
 }
 
 void net_start_threads(node_state& node) {
-  if (node.comm == comm_mode::thread || node.comm == comm_mode::hybrid)
-    g_comm_thread = std::thread(comm_thread_main, std::ref(node));
+  if (node.policy.comm_thread) g_comm_thread = std::thread(comm_thread_main, std::ref(node));
 }
 
 void net_stop(node_state& node) {

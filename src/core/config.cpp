@@ -280,6 +280,8 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   }
   c.wake_fence_membarrier = base::asymmetric_fences_enabled();
 
+  // Without memory for the stream the text stays empty: config() then
+  // prints nothing, the run itself is unaffected. Not a fatal error.
   char* text = nullptr;
   std::size_t len = 0;
   if (std::FILE* f = open_memstream(&text, &len)) {

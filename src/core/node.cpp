@@ -87,6 +87,8 @@ void pe_enter(node_state& node, pe_state& pe) {
   local = {node.first_pe + pe.rank, node.total_pes, node.node_id,
            node.num_nodes,          pe.rank,        int(node.pes.size())};
   pe.thread = pthread_self();
+  // Without a CPU clock (the call fails only for a thread that ended) the
+  // PE's CPU time reads as 0 (pe_cpu_time_ns): nothing to report.
   clockid_t clock;
   if (pthread_getcpuclockid(pe.thread, &clock) == 0)
     pe.cpu_clock.store(int(clock), std::memory_order_relaxed);

@@ -137,6 +137,25 @@ struct pe_state {
 enum class comm_mode { none, thread, workers, hybrid };
 const char* to_string(comm_mode m);
 
+// What the comm mode asks of the node's threads, chosen once with the mode
+// (comm_policy_of, net_start, before the PEs start) and read where the
+// modes differ, so that the scheduler and the send path ask what to do,
+// never which mode runs. Flags, not a function table (Argobots' pool and
+// scheduler defs): the sites are on the path of every scheduler turn and of
+// every message to another node, where a flag costs the one load and
+// branch the mode's test did and an indirect call would cost more, and the
+// functions they call stay inline (docs/design/scheduler.md, "The comm mode
+// and the queue kind: chosen once").
+struct comm_policy {
+  bool pes_drive = false;            // workers: each scheduler turn and each send to
+                                     // another node drive the transport themselves
+  bool idle_pes_poll = false;        // workers, hybrid: idle PEs poll the network
+  bool comm_thread = false;          // thread, hybrid: a comm thread drives it
+  bool idle_pe_waits_in_it = false;  // workers over a transport that can wait: one
+                                     // idle PE sleeps inside it
+};
+comm_policy comm_policy_of(comm_mode m, bool transport_waits);
+
 // Messages for another node wait here until whoever drives the transport
 // hands them to it: one lock-free queue per destination node, so the node
 // needs no room in the message header while it waits.
@@ -163,6 +182,7 @@ struct node_state {
   const handler_entry* handler_entries = nullptr;
   std::size_t num_handlers = 0;
   comm_mode comm = comm_mode::none;
+  comm_policy policy;  // follows from comm (fixed before PEs start)
   std::unique_ptr<outbox[]> outboxes;  // one per node (this node's stays empty)
   // Messages in the outboxes (a hint that spares the scan when zero).
   alignas(base::cache_line) std::atomic<std::int64_t> outbox_count{0};
@@ -336,9 +356,6 @@ int try_progress(node_state& node);
 bool take_transport(node_state& node);
 int progress_held(node_state& node);
 void give_transport(node_state& node);
-inline bool workers_progress(const node_state& node) {
-  return node.comm == comm_mode::workers || node.comm == comm_mode::hybrid;
-}
 // Tells every other node to stop with `code` (weft::exit on this node).
 void send_exit(node_state& node, int code);
 // Quiescence across nodes, on PE 0 of node 0: true once two waves over every

@@ -78,7 +78,9 @@ constexpr std::uint64_t max_waves = 4;
 std::mutex g_guests_mutex;
 std::vector<int> g_guest_tids;  // guarded by g_guests_mutex
 
-// The process's threads now (sorted); false if /proc cannot say.
+// The process's threads now (sorted); false if /proc cannot say. (Here, not
+// in base/os: only this check lists threads, and a failure is an answer:
+// in doubt the job keeps running.)
 bool list_threads(std::vector<int>& tids) {
   tids.clear();
   DIR* dir = opendir("/proc/self/task");

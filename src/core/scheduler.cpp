@@ -20,16 +20,7 @@
 // Tasks exposed by the tasks layer follow the same protocol: the "queue" is
 // scheduler_hooks::tasks_visible, the producer's publication is its deque
 // push followed by detail::wake_idle_pes (fence, then the sleep words).
-#include <execinfo.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <time.h>
 #include <sched.h>
-#include <unistd.h>
-#include <cerrno>
-#include <climits>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include "core/handler_table.hpp"
 #include "core/node.hpp"
@@ -328,7 +319,7 @@ void flush_backlog(node_state& node, pe_state& pe) {
 inline bool has_work(node_state& node, pe_state& pe) {
   return own_queue_has_work(pe) || !pe.prioritized.empty() ||
          node.node_queue_size.load(std::memory_order_relaxed) != 0 ||
-         (node.comm == comm_mode::workers &&
+         (node.policy.pes_drive &&
           node.outbox_count.load(std::memory_order_relaxed) != 0) ||
          (!pe.timers.empty() && pe.timers.top().deadline_ns <= base::wall_ns()) ||
          node.stop.load(std::memory_order_relaxed) ||
@@ -378,7 +369,7 @@ std::uint64_t sleep_limit_ns(node_state& node, pe_state& pe) {
   // when no PE sleeps inside the transport (it cannot wait, or another
   // thread held it when this PE went to sleep). comm=thread keeps a poller
   // awake instead.
-  if (pe.rank == 0 && node.comm == comm_mode::workers && (limit == 0 || limit > workers_poll_ns))
+  if (pe.rank == 0 && node.policy.pes_drive && (limit == 0 || limit > workers_poll_ns))
     limit = workers_poll_ns;
   if (node.qe_watch && pe.rank == 0) {
     const std::uint64_t q = quiescent_check_limit_ns(node, pe);
@@ -431,138 +422,185 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
   return true;
 }
 
-// The idle back-off. Returns when there may be work, when stop is set, or —
+// The idle back-off, in its phases: a step of the idle period begins
+// (begin_idle_step), then rounds of spin (spin_round, or
+// spin_in_transport for a PE that can hold the transport), yield
+// (yield_round) and at last sleep (sleep_until_woken), each round first
+// looking for work (work_found). The phases are functions of this file,
+// inlined into idle(): the spin's rounds cost what they did as one function.
+//
+// One step of it. Returns when there may be work, when stop is set, or —
 // for a PE with conditions, overflow to flush or quiescence to detect — after
 // one step, so the loop can poll them. pe.idle_since_ns marks where the
 // current idle period began (reset by the loop when it finds work), so the
 // spin and yield budgets span the whole idle period, not one step.
-void idle(node_state& node, pe_state& pe) {
-  const std::uint64_t c0 = node.cfg.stats ? base::cycles() : 0;
-  if (trace::on()) [[unlikely]]
-    trace::detail::idle_enter();
+
+// What one step of the idle period knows: its budgets, fixed as it begins,
+// and the loop's last clock reading.
+struct idle_step {
+  std::uint64_t now;        // the last clock reading
+  int clock_in;             // rounds until the next one (below 0: read it)
+  std::uint64_t spin_end;   // the spin phase ends here (wall_ns) ...
+  std::uint64_t yield_end;  // ... and the yield phase here
+  bool polling;             // one round, then back to the loop to poll
+};
+
+// Starts a step: a new idle period counts the PE idle and notes when it
+// last ran something; the budgets follow from where the period began.
+inline idle_step begin_idle_step(node_state& node, pe_state& pe) {
   // A new idle period's start is also the loop's first clock reading: a PE
   // that polls the network is back at it one clock read (~20 ns) sooner
   // after the send that ended its last turn.
-  std::uint64_t now = 0;
-  int clock_in = 0;
+  idle_step s{};
   if (pe.idle_since_ns == 0) {
-    pe.idle_since_ns = now = base::wall_ns();
+    pe.idle_since_ns = s.now = base::wall_ns();
     node.idle_pes.fetch_add(1, std::memory_order_relaxed);
-    clock_in = 1;
+    s.clock_in = 1;
     // The PE ran something since its last idle period (not only transport
     // progress): this is about when it finished.
     const std::uint64_t done = pe.processed.load(std::memory_order_relaxed);
     if (done != pe.idle_mark) {
       pe.idle_mark = done;
-      pe.last_run_ns.store(now, std::memory_order_relaxed);
+      pe.last_run_ns.store(s.now, std::memory_order_relaxed);
     }
   }
   // A carrier runnable on this PE's CPUs (layer threads) needs the CPU this
   // PE would spin on: the back-off starts at its yield phase.
   const std::uint64_t spin_us =
       pe.guests.load(std::memory_order_relaxed) != 0 ? 0 : std::uint64_t(node.cfg.idle_spin_us);
-  const std::uint64_t spin_end = pe.idle_since_ns + spin_us * 1000;
-  const std::uint64_t yield_end = spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
-  const bool polling = !pe.conditions.empty() || pe.pairs_backlog ||
-                       (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) ||
-                                         node.qe_active));
+  s.spin_end = pe.idle_since_ns + spin_us * 1000;
+  s.yield_end = s.spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
+  s.polling =
+      !pe.conditions.empty() || pe.pairs_backlog ||
+      (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) || node.qe_active));
+  return s;
+}
+
+// Each round's first look. Work seen on entry (first round) means the pop
+// just failed: a producer is between its exchange and its link store. Pause
+// (or yield, past the spin budget) instead of bouncing through the loop at
+// full speed.
+inline bool work_found(node_state& node, pe_state& pe, const idle_step& s, bool first) {
+  if (!has_work(node, pe)) return false;
+  if (first) {
+    if (base::wall_ns() < s.spin_end)
+      base::cpu_relax();
+    else
+      sched_yield();
+  }
+  return true;
+}
+
+// The spin phase for a PE that drives the network, while it can take the
+// transport: it spins inside it. Taking and giving it back every round,
+// with a pause between, made a round ~60 ns against ~20 for a bare
+// ucp_worker_progress, and a message from another node waits half a round
+// on average. Held, a round is one progress() and a look at the PE's own
+// queue, and a pause if the transport asks for one (pause_between_polls);
+// the rest of has_work and the clock come every 16th round. Other PEs'
+// sends queue meanwhile and every round drains them (progress_held).
+// Caller took the transport; this gives it back. Returns whether the
+// transport delivered or sent something (the idle step ends).
+inline bool spin_in_transport(node_state& node, pe_state& pe, idle_step& s) {
+  int did = 0;
+  for (unsigned round = 1;; ++round) {
+    did = progress_held(node);
+    if (did != 0 || own_queue_has_work(pe)) break;
+    if (node.transport_pauses) base::cpu_relax();
+    if (round % 16 == 0) {
+      if (has_work(node, pe)) break;
+      s.now = base::wall_ns();
+      if (s.now >= s.spin_end) break;
+    }
+  }
+  give_transport(node);
+  return did != 0;
+}
+
+// One round of the spin phase. Returns whether the idle step ends.
+inline bool spin_round(node_state& node, pe_state& pe, idle_step& s) {
+  pe.phase.store(int(pe_phase::spinning), std::memory_order_relaxed);
+  if (node.policy.idle_pes_poll && !s.polling && take_transport(node))
+    return spin_in_transport(node, pe, s);
+  // Poll the queue after every pause (a pause is ~10-140 cycles depending
+  // on the core): the message that ends the spin must be seen at once,
+  // since this phase exists to make its latency one cache-line transfer.
+  // The clock is read only every 64 polls. A PE that also polls the
+  // network does so after every pause: a message from another node must
+  // be seen as soon (bench/pingpong across processes: 4 pauses between
+  // polls cost ~50 ns of one-way latency).
+  const int polls = node.policy.idle_pes_poll ? 1 : 64;
+  for (int i = 0; i < polls; ++i) {
+    if (own_queue_has_work(pe)) break;
+    base::cpu_relax();
+  }
+  // An idle PE drives the network (comm=workers|hybrid).
+  if (node.policy.idle_pes_poll && try_progress(node) != 0) return true;
+  return s.polling;
+}
+
+// One round of the yield phase: other runnable threads of an
+// oversubscribed node get the core. Returns whether the idle step ends.
+inline bool yield_round(node_state& node, pe_state& pe, idle_step& s) {
+  pe.phase.store(int(pe_phase::yielding), std::memory_order_relaxed);
+  s.clock_in = 0;  // a yield takes long enough: read the clock every round
+  sched_yield();
+  if (node.policy.idle_pes_poll && try_progress(node) != 0) return true;
+  return s.polling;
+}
+
+// The sleep phase, the end of the step: on the futex until a producer
+// wakes the PE (protocol at the top of this file) or sleep_limit_ns passes,
+// or inside the transport.
+inline void sleep_until_woken(node_state& node, pe_state& pe) {
+  // A PE with spsc-pairs overflow never sleeps: its consumers drain the
+  // rings without knowing about it, so it must keep flushing.
+  if (pe.pairs_backlog) {
+    sched_yield();
+    return;
+  }
+  // comm=workers over a transport that can wait: one PE sleeps inside it
+  // (it holds the transport meanwhile), so a message from another node
+  // wakes it at once; the others sleep on their futex as usual.
+  if (node.policy.idle_pe_waits_in_it && sleep_in_transport(node, pe)) return;
+  node.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  pe.sleeping.store(1, std::memory_order_seq_cst);
+  base::heavy_fence();  // pairs with the producers' light_fence (base/fence.hpp)
+  if (!has_work(node, pe)) {
+    pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
+    futex_wait(&pe.sleeping, 1, sleep_limit_ns(node, pe));
+  }
+  pe.sleeping.store(0, std::memory_order_seq_cst);
+  node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  if (node.policy.pes_drive) try_progress(node);
+}
+
+void idle(node_state& node, pe_state& pe) {
+  const std::uint64_t c0 = node.cfg.stats ? base::cycles() : 0;
+  if (trace::on()) [[unlikely]]
+    trace::detail::idle_enter();
+  idle_step s = begin_idle_step(node, pe);
   // A PE that polls the network spins inside the transport when it can
-  // take it (below), else in rounds of one pause and one poll; a clock read
+  // take it, else in rounds of one pause and one poll; a clock read
   // (~20 ns through the vDSO) in each would lengthen the round, and so the
   // time until an arriving message is seen, by half again: it reads the
   // clock every 16th round. Other PEs pause 64 times per round and read it
   // every round.
   for (bool first = true;; first = false) {
-    if (has_work(node, pe)) {
-      // Work seen on entry means the pop just failed: a producer is between
-      // its exchange and its link store. Pause (or yield, past the spin
-      // budget) instead of bouncing through the loop at full speed.
-      if (first) {
-        if (base::wall_ns() < spin_end)
-          base::cpu_relax();
-        else
-          sched_yield();
-      }
-      break;
+    if (work_found(node, pe, s, first)) break;
+    if (--s.clock_in < 0) {
+      s.now = base::wall_ns();
+      s.clock_in = node.policy.idle_pes_poll ? 15 : 0;
     }
-    if (--clock_in < 0) {
-      now = base::wall_ns();
-      clock_in = workers_progress(node) ? 15 : 0;
-    }
-    if (now < spin_end) {
-      pe.phase.store(int(pe_phase::spinning), std::memory_order_relaxed);
-      // A PE that drives the network spins inside the transport while it
-      // can take it. Taking and giving it back every round, with a pause
-      // between, made a round ~60 ns against ~20 for a bare
-      // ucp_worker_progress, and a message from another node waits half a
-      // round on average. Held, a round is one progress() and a look at
-      // the PE's own queue, and a pause if the transport asks for one
-      // (pause_between_polls); the rest of has_work and the clock come
-      // every 16th round. Other PEs' sends queue meanwhile and every round
-      // drains them (progress_held).
-      if (workers_progress(node) && !polling && take_transport(node)) {
-        int did = 0;
-        for (unsigned round = 1;; ++round) {
-          did = progress_held(node);
-          if (did != 0 || own_queue_has_work(pe)) break;
-          if (node.transport_pauses) base::cpu_relax();
-          if (round % 16 == 0) {
-            if (has_work(node, pe)) break;
-            now = base::wall_ns();
-            if (now >= spin_end) break;
-          }
-        }
-        give_transport(node);
-        if (did != 0) break;
-        continue;
-      }
-      // Poll the queue after every pause (a pause is ~10-140 cycles depending
-      // on the core): the message that ends the spin must be seen at once,
-      // since this phase exists to make its latency one cache-line transfer.
-      // The clock is read only every 64 polls. A PE that also polls the
-      // network does so after every pause: a message from another node must
-      // be seen as soon (bench/pingpong across processes: 4 pauses between
-      // polls cost ~50 ns of one-way latency).
-      const int polls = workers_progress(node) ? 1 : 64;
-      for (int i = 0; i < polls; ++i) {
-        if (own_queue_has_work(pe)) break;
-        base::cpu_relax();
-      }
-      // An idle PE drives the network (comm=workers|hybrid).
-      if (workers_progress(node) && try_progress(node) != 0) break;
-      if (polling) break;
+    if (s.now < s.spin_end) {
+      if (spin_round(node, pe, s)) break;
       continue;
     }
-    if (now < yield_end) {
-      pe.phase.store(int(pe_phase::yielding), std::memory_order_relaxed);
-      clock_in = 0;  // a yield takes long enough: read the clock every round
-      sched_yield();
-      if (workers_progress(node) && try_progress(node) != 0) break;
-      if (polling) break;
+    if (s.now < s.yield_end) {
+      if (yield_round(node, pe, s)) break;
       continue;
     }
-    // A PE with spsc-pairs overflow never sleeps: its consumers drain the
-    // rings without knowing about it, so it must keep flushing.
-    if (pe.pairs_backlog) {
-      sched_yield();
-      break;
-    }
-    // comm=workers over a transport that can wait: one PE sleeps inside it
-    // (it holds the transport meanwhile), so a message from another node
-    // wakes it at once; the others sleep on their futex as usual.
-    if (node.comm == comm_mode::workers && node.transport_waits && sleep_in_transport(node, pe))
-      break;
-    // Sleep (protocol at the top of this file).
-    node.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    pe.sleeping.store(1, std::memory_order_seq_cst);
-    base::heavy_fence();  // pairs with the producers' light_fence (base/fence.hpp)
-    if (!has_work(node, pe)) {
-      pe.phase.store(int(pe_phase::sleeping), std::memory_order_relaxed);
-      futex_wait(&pe.sleeping, 1, sleep_limit_ns(node, pe));
-    }
-    pe.sleeping.store(0, std::memory_order_seq_cst);
-    node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    if (node.comm == comm_mode::workers) try_progress(node);
+    sleep_until_woken(node, pe);
     break;
   }
   pe.phase.store(int(pe_phase::running), std::memory_order_relaxed);
@@ -651,7 +689,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
     run_conditions(node, pe);
     flush_backlog(node, pe);
     // comm=workers: the PEs are the progress engine, a turn each.
-    if (node.comm == comm_mode::workers) did += try_progress(node);
+    if (node.policy.pes_drive) did += try_progress(node);
     // The tasks layer: a task of the PE's own each turn, so tasks and
     // messages share the PE; a stolen one only when the turn found nothing
     // (DESIGN.md: steal before backing off).
@@ -704,64 +742,6 @@ int serve_messages(int max) {
   core::pe_state* pe = core::t_pe;
   if (node == nullptr || pe == nullptr) return 0;
   return core::run_own_queue(*node, *pe, max);
-}
-
-void add_pe_guests(int rank, int delta) noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return;
-  node->pes[std::size_t(rank)]->guests.fetch_add(delta, std::memory_order_relaxed);
-}
-
-bool pe_has_guests(int rank) noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return false;
-  return node->pes[std::size_t(rank)]->guests.load(std::memory_order_relaxed) != 0;
-}
-
-std::uint64_t pe_progress(int rank) noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return 0;
-  const core::pe_state& pe = *node->pes[std::size_t(rank)];
-  const bool inside = pe.current_handler.load(std::memory_order_relaxed) != -1;
-  return pe.processed.load(std::memory_order_relaxed) * 2 + (inside ? 1 : 0);
-}
-
-std::uint64_t pe_cpu_time_ns(int rank) noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return 0;
-  // The clock id was taken by the PE itself as it started: reading it
-  // needs no handle of a thread that may have ended meanwhile (the clock of
-  // an ended thread reads as an error, 0 here).
-  const int clock = node->pes[std::size_t(rank)]->cpu_clock.load(std::memory_order_relaxed);
-  timespec ts{};
-  if (clock == -1 || clock_gettime(clockid_t(clock), &ts) != 0) return 0;
-  return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
-}
-
-bool pe_blocked(int rank) noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  if (node == nullptr || rank < 0 || rank >= int(node->pes.size())) return false;
-  const int tid = node->pes[std::size_t(rank)]->tid.load(std::memory_order_relaxed);
-  if (tid < 0) return false;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[256];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  // "tid (comm) S ...": the state follows the last ')' (comm may hold any).
-  const char* close = std::strrchr(buf, ')');
-  if (close == nullptr || close[1] != ' ') return false;
-  return close[2] == 'S' || close[2] == 'D';
-}
-
-int pe_cpu(int rank) noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  if (node == nullptr || rank < 0 || rank >= int(node->cfg.pe_cpus.size())) return -1;
-  return node->cfg.pe_cpus[std::size_t(rank)];
 }
 
 void pending_work_begin() noexcept {

@@ -39,6 +39,9 @@ const char* current_text(std::int64_t h, char* buf, std::size_t n) {
   return buf;
 }
 
+// Plain write(2) to stderr, on the way to an abort: a failed write has
+// nowhere to be reported, and the dump goes on. A PE whose thread cannot be
+// signalled (pthread_kill fails: it ended) gets no backtrace.
 void dump(node_state& node) {
   char line[512];
   std::snprintf(line, sizeof line,
@@ -142,7 +145,9 @@ void install_backtrace_handler() {
   sa.sa_handler = on_backtrace_signal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  WEFT_CHECK_SYS(sigaction(backtrace_signal(), &sa, nullptr));
+  if (sigaction(backtrace_signal(), &sa, nullptr) != 0)
+    base::fatal_sys(errno, "sigaction", "for the watchdog's backtrace signal %d",
+                    backtrace_signal());
 }
 
 void start_watchdog(node_state& node, std::thread& thread) {

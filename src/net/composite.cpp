@@ -79,6 +79,9 @@ namespace {
 // about 80.
 constexpr std::size_t key_bytes = 256;
 
+// A file that cannot be read or looked at gives an empty or "-" part of the
+// host key instead of an error (the hostname and the other parts still go
+// into it).
 std::string read_first_line(const char* path) {
   std::string s;
   if (FILE* f = std::fopen(path, "r")) {

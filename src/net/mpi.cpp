@@ -550,6 +550,8 @@ void mpi_transport::abort(int code, const char* why) {
   char line[1024];
   int n = std::snprintf(line, sizeof line, "weft: fatal: %s\n", why != nullptr ? why : "abort");
   if (n > 0) {
+    // Unchecked: the process is ending, and a failed write to stderr has
+    // nowhere to be reported.
     ssize_t w = ::write(STDERR_FILENO, line, std::min(std::size_t(n), sizeof line - 1));
     (void)w;
   }

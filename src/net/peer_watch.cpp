@@ -15,6 +15,8 @@
 
 namespace weft::net {
 
+// pidfd_open, eventfd and poll stay here rather than in base/os: only the
+// peer watch uses them (base/os holds what several layers share).
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return int(syscall(SYS_pidfd_open, pid, 0));
@@ -25,6 +27,7 @@ int open_pidfd(pid_t pid) {
 #endif
 }
 
+// An id that cannot be read stays empty (0): start() then watches nothing.
 peer_watch::record peer_watch::mine() {
   record r{};
   if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
@@ -68,18 +71,20 @@ void peer_watch::start(const record* all, int size, int rank, void (*node_lost)(
   // The thread takes no signal meant for the process.
   sigset_t all_signals, old;
   sigfillset(&all_signals);
-  pthread_sigmask(SIG_SETMASK, &all_signals, &old);
+  WEFT_CHECK_RC(pthread_sigmask(SIG_SETMASK, &all_signals, &old));
   thread_ = std::thread([this] { run(); });
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  WEFT_CHECK_RC(pthread_sigmask(SIG_SETMASK, &old, nullptr));
 }
 
 void peer_watch::stop() {
   if (thread_.joinable()) {
     const std::uint64_t one = 1;
-    const ssize_t w = ::write(stop_fd_, &one, sizeof one);
-    (void)w;
+    // Unwritten, the join below would wait for ever.
+    if (::write(stop_fd_, &one, sizeof one) != ssize_t(sizeof one))
+      base::fatal_sys(errno, "write", "to the peer watch's stop eventfd (fd %d)", stop_fd_);
     thread_.join();
   }
+  // A failed close of a descriptor of ours loses nothing: not checked.
   for (int fd : pidfds_)
     if (fd != -1) ::close(fd);
   if (stop_fd_ != -1) ::close(stop_fd_);

@@ -14,14 +14,14 @@
 // (__tsan_create_fiber, __tsan_switch_to_fiber before each jump).
 //
 // Stacks are mmap'd with a guard page below and cached per thread (capped),
-// so starting a fiber in steady state costs no system call.
+// so starting a fiber in steady state costs no system call. (mmap, mprotect
+// and munmap stay here, not in base/os: no other layer maps stacks.)
 #include "weft/threads/fiber.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
 #include <boost/context/detail/fcontext.hpp>
 #include <cerrno>
-#include <cstring>
 #include <vector>
 #include "weft/base/error.hpp"
 
@@ -47,6 +47,12 @@ std::size_t page_bytes() {
   return p;
 }
 
+// Unmaps a stack of ours: a failure is a program error (a bad address).
+void unmap(void* base, std::size_t bytes) noexcept {
+  if (::munmap(base, bytes) != 0)
+    base::fatal_sys(errno, "munmap", "for the fiber stack at %p (%zu bytes)", base, bytes);
+}
+
 // Stacks of one size class kept by a thread for its next fibers.
 struct stack_cache {
   struct entry {
@@ -57,7 +63,7 @@ struct stack_cache {
   static constexpr std::size_t keep = 64;
   ~stack_cache() { release(); }
   void release() noexcept {
-    for (const entry& e : stacks) ::munmap(e.base, e.bytes);
+    for (const entry& e : stacks) unmap(e.base, e.bytes);
     stacks.clear();
   }
 };
@@ -76,12 +82,10 @@ void* map_stack(std::size_t usable, std::size_t& bytes) {
     }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (base == MAP_FAILED)
-    base::fatal("weft::threads: cannot map a %zu-byte fiber stack: %s", bytes,
-                std::strerror(errno));
+  if (base == MAP_FAILED) base::fatal_sys(errno, "mmap", "for a fiber stack of %zu bytes", bytes);
   if (::mprotect(base, page, PROT_NONE) != 0)
-    base::fatal("weft::threads: cannot protect a fiber stack's guard page: %s",
-                std::strerror(errno));
+    base::fatal_sys(errno, "mprotect", "for the guard page of the fiber stack at %p (%zu bytes)",
+                    base, bytes);
   return base;
 }
 
@@ -89,7 +93,7 @@ void unmap_stack(void* base, std::size_t bytes) noexcept {
   if (t_stacks.stacks.size() < stack_cache::keep)
     t_stacks.stacks.push_back({base, bytes});
   else
-    ::munmap(base, bytes);
+    unmap(base, bytes);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "objects/internal.hpp"
 #include "weft/objects/collections.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 namespace {
 
@@ -100,4 +100,4 @@ void broadcast_collection(const collection_ref& ref, message_ptr m) {
   send_object_to_pe(ref.root_pe, std::move(m));
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

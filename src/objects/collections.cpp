@@ -13,7 +13,7 @@
 #include "weft/objects/collections.hpp"
 #include "weft/trace/session.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 constinit thread_local element_record* t_constructing_record = nullptr;
 
@@ -521,4 +521,4 @@ void send_destroy(const collection_ref& ref, const index_key& key) {
   send_element(ref, std::move(m));
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

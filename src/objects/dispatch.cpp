@@ -8,7 +8,7 @@
 #include "objects/internal.hpp"
 #include "weft/objects/collections.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 message_ptr new_control_message(const collection_ref& ref, const index_key& key, op_kind op,
                                 std::size_t payload) {
@@ -64,4 +64,4 @@ void dispatch_object_message(message_ptr m) {
     on_control(std::move(m));
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

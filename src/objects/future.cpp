@@ -12,7 +12,7 @@
 #include "objects/internal.hpp"
 #include "weft/objects/collections.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& p,
                 const char* what) {
@@ -127,4 +127,4 @@ void receive_future_value(message_ptr m) {
   if (f.h) resume(f.waiter ? f.waiter->effective_owner() : nullptr, std::exchange(f.h, {}));
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

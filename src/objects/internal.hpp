@@ -36,7 +36,7 @@
 #include "weft/core/runtime.hpp"
 #include "weft/trace/hooks.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 // ---- state ---------------------------------------------------------------------
 
@@ -120,7 +120,7 @@ message_ptr new_control_message(const collection_ref& ref, const index_key& key,
 [[gnu::always_inline]] inline void send_object_to_pe(int pe, message* m) {
   if (num_nodes() > 1 && header_of(*m).in_process != 0 && !pe_on_this_node(pe)) [[unlikely]]
     m = repack_for_another_node(message_ptr(m)).release();
-  detail::send_released(pe, m);
+  weft::detail::send_released(pe, m);
 }
 [[gnu::always_inline]] inline void send_object_to_pe(int pe, message_ptr&& m) {
   send_object_to_pe(pe, m.release());
@@ -299,4 +299,4 @@ void receive_allreduce_result(message_ptr m); // reduction.cpp
 void receive_future_value(message_ptr m);     // future.cpp
 void receive_setup_done(message_ptr m);            // lifecycle.cpp
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

@@ -10,7 +10,7 @@
 #include "weft/objects/collections.hpp"
 #include "weft/trace/session.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 node_objects* g_node_objects = nullptr;
 handler_id nodegroup_handler_id = 0;
@@ -29,7 +29,8 @@ std::string guest_text() {
 }  // namespace
 
 [[noreturn, gnu::cold, gnu::noinline]] void off_pe_error() {
-  if (detail::on_guest_thread()) object_error("the weft objects API was called" + guest_text());
+  if (weft::detail::on_guest_thread())
+    object_error("the weft objects API was called" + guest_text());
   object_error("the weft objects API was called off a PE (or while no node runs)");
 }
 
@@ -188,8 +189,8 @@ const bool registered = [] {
   element_handler_id = register_handler("objects.element", &on_element_message);
   nodegroup_handler_id = register_handler("objects.nodegroup", &on_nodegroup_message);
   control_handler_id = register_handler("objects.control", &on_control);
-  register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop, &main_returned,
-                  &registry_fingerprint});
+  weft::detail::register_layer({"objects", &node_start, &pe_start, &pe_stop, &node_stop,
+                                &main_returned, &registry_fingerprint});
   return true;
 }();
 
@@ -200,9 +201,9 @@ void object_error(const std::string& what) {
 }
 
 void require_pe(const char* what) {
-  if (t_pe_objects == nullptr && detail::on_guest_thread())
+  if (t_pe_objects == nullptr && weft::detail::on_guest_thread())
     object_error(std::string(what) + " was called" + guest_text());
   if (t_pe_objects == nullptr) object_error(std::string(what) + " was called off a PE");
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

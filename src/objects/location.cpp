@@ -25,7 +25,7 @@
 #include "weft/core/handler.hpp"
 #include "weft/objects/collections.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 handler_id element_handler_id = 0;
 constinit thread_local pe_objects* t_pe_objects = nullptr;
@@ -400,4 +400,4 @@ void send_element(const collection_ref& ref, message* m) {
   send_element_general(ref, message_ptr(m));
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

@@ -12,7 +12,7 @@
 #include "objects/internal.hpp"
 #include "weft/objects/collections.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 namespace {
 
@@ -112,4 +112,4 @@ void request_migration(element_record& rec, int pe) {
   rec.migrate_to = pe;
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

@@ -9,7 +9,7 @@
 #include "objects/internal.hpp"
 #include "weft/objects/collections.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 namespace {
 
@@ -107,4 +107,4 @@ element_base* nodegroup_local_element(const collection_ref& ref) {
   return g.created ? g.rec->obj : nullptr;
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

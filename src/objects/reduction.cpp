@@ -13,7 +13,7 @@
 #include "objects/internal.hpp"
 #include "weft/objects/collections.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 namespace {
 
@@ -422,4 +422,4 @@ std::uint64_t reduction_partials_received(const collection_ref& ref) {
   return lc->root->partials_received;
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

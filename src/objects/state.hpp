@@ -17,7 +17,7 @@
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/coroutine.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 void freeze_registries(bool frozen);
 std::uint64_t registry_fingerprint();
@@ -245,4 +245,4 @@ struct node_objects {
   bool readonlies_set = false;  // the readonly values from node 0 are in place
 };
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

@@ -21,7 +21,7 @@ namespace weft {
 template <auto... Ms>
 struct entries {};
 
-namespace detail {
+namespace objects::detail {
 
 class element_base {
  public:
@@ -311,5 +311,5 @@ std::vector<std::byte> pack_ctor_args(Args&&... args) {
   return std::apply([](auto&... v) { return to_bytes(v...); }, values);
 }
 
-}  // namespace detail
+}  // namespace objects::detail
 }  // namespace weft

@@ -23,7 +23,7 @@
 #include "weft/objects/index.hpp"
 #include "weft/objects/pup.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 struct promise_base;
 class element_base;
@@ -274,4 +274,4 @@ WEFT_API void unregister_readonly(void* self) noexcept;
 [[noreturn]] WEFT_API void object_error(const std::string& what);
 WEFT_API void require_pe(const char* what);
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

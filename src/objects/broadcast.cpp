@@ -42,7 +42,7 @@ void handle_bcast(local_collection& lc, message_ptr m) {
     lc.early.push_back(m.release());
     return;
   }
-  const std::uint64_t seq = header_of(*m).reply_id;
+  const std::uint64_t seq = header_of(*m).args.bcast_seq;
   lc.bcast_ahead.emplace(seq, std::move(m));
   while (!lc.bcast_ahead.empty() && lc.bcast_ahead.begin()->first == lc.bcast_count + 1) {
     auto node = lc.bcast_ahead.extract(lc.bcast_ahead.begin());
@@ -75,7 +75,7 @@ void receive_bcast_request(message_ptr m) {
   obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
   h.op = op_bcast;
-  h.reply_id = ++lc.root_bcast_next;
+  h.args.bcast_seq = ++lc.root_bcast_next;
   if (lc.ref.kind == collection_kind::nodegroup) {
     h.op = op_entry;
     m->handler = nodegroup_handler_id;

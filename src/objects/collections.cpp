@@ -91,7 +91,7 @@ void destroy_element(local_collection& lc, element_record& rec) {
   tell_home(lc, key, my_pe(), epoch, loc_deleted);
   if (lc.ref.kind == collection_kind::array) {
     message_ptr m = new_control_message(lc.ref, key, op_red_leave, 0);
-    header_of(*m).reply_id = round;
+    header_of(*m).args.round = round;
     send_object_to_pe(lc.ref.root_pe, std::move(m));
   }
   reduction_flush(lc);
@@ -317,11 +317,11 @@ void receive_insert(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
   element_record& rec = construct_element(lc, h.key, h.entry, args_of(*m), args_size(*m),
-                                          std::uint32_t(h.reply_id & 0xffffffffu), 0);
+                                          h.args.insert.first_round, 0);
   const index_key key = h.key;
   tell_home(lc, key, my_pe(), 0, loc_inserted);
   if (lc.ref.kind == collection_kind::array) {
-    rec.last_bcast = h.reply_id >> 32;
+    rec.last_bcast = h.args.insert.bcasts_before;
     if (rec.last_bcast < lc.bcast_count) bcast_catch_up(lc, rec);
   }
   // The constructor may have asked to migrate or be destroyed.
@@ -360,12 +360,12 @@ void receive_insert_at_root(message_ptr m) {
   const std::uint32_t start =
       std::uint32_t(std::max<std::int64_t>(r.max_seen + 1, r.next_deliver));
   r.deltas[start] += 1;
-  int to = h.reply_pe;
+  int to = h.arg_pe;
   if (to == -1) to = home_pe(lc.ref, h.key);
   h.op = op_insert;
   // Likewise for broadcasts: the element gets those numbered after this
   // point, and none before, whatever reaches its PE first.
-  h.reply_id = start | (lc.root_bcast_next << 32);
+  h.args.insert = {start, std::uint32_t(lc.root_bcast_next)};
   send_object_to_pe(to, std::move(m));
 }
 
@@ -462,7 +462,7 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
     // first reduction round), then the target PE.
     message_ptr m = new_control_message(ref, key, op_insert_home, args.size());
     header_of(*m).entry = ctor;
-    header_of(*m).reply_pe = pe == -2 ? -1 : pe;
+    header_of(*m).arg_pe = pe == -2 ? -1 : pe;
     if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
     send_object_to_pe(home_pe(ref, key), std::move(m));
     return;

@@ -82,7 +82,7 @@ void future_set(int pe, std::uint64_t id, std::vector<std::byte> value) {
     object_error("set of a weft::future owned by PE " + std::to_string(pe) +
                  ", which does not exist (an unset or corrupt future)");
   message_ptr m = new_control_message(collection_ref{}, index_key{}, op_future_set, value.size());
-  header_of(*m).reply_id = id;
+  header_of(*m).args.future_id = id;
   if (!value.empty()) std::memcpy(args_of(*m), value.data(), value.size());
   send_object_to_pe(pe, std::move(m));
 }
@@ -117,7 +117,7 @@ void future_cancel(std::uint64_t id) noexcept {
 void receive_future_value(message_ptr m) {
   const obj_header& h = header_of(*m);
   pe_objects& s = this_pe_objects();
-  auto it = s.futures.find(h.reply_id);
+  auto it = s.futures.find(h.args.future_id);
   if (it == s.futures.end() || it->second.has)
     object_error("a weft::future of PE " + std::to_string(my_pe()) +
                  " was set twice (or after its value was taken)");

@@ -24,8 +24,10 @@
 // behind a short mutex. Every message goes through core's send: a message to
 // an element on this PE is queued like any other, never called inline.
 //
-// The names here share weft::detail with core's: each says what it is for
-// (no bare send_to, pe_state or dispatch).
+// Everything here is in weft::objects::detail, apart from core's
+// weft::detail (whose names are written in full here); the names are
+// shared by ten files, so each says what it is for (no bare send_to,
+// pe_state or dispatch).
 #pragma once
 #include <cstdint>
 #include <span>

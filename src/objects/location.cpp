@@ -91,17 +91,16 @@ void tell_home(local_collection& lc, const index_key& key, int pe, std::uint32_t
     return;
   }
   message_ptr m = new_control_message(lc.ref, key, op_location, 0);
-  header_of(*m).reply_pe = pe;
-  header_of(*m).reply_id = std::uint64_t(epoch) | (std::uint64_t(kind) << 32);
+  header_of(*m).arg_pe = pe;
+  header_of(*m).args.location = {epoch, kind};
   send_object_to_pe(home, std::move(m));
 }
 
 void receive_location(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
-  const int pe = h.reply_pe;
-  const auto epoch = std::uint32_t(h.reply_id & 0xffffffffu);
-  const auto kind = location_kind(h.reply_id >> 32);
+  const int pe = h.arg_pe;
+  const auto [epoch, kind] = h.args.location;
   if (home_pe(lc.ref, h.key) == my_pe()) {
     apply_home_update(lc, h.key, pe, epoch, kind);
   } else {
@@ -130,8 +129,8 @@ void receive_location(message_ptr m) {
   obj_header& h = header_of(*m);
   if (h.hops > 0 && h.origin_pe >= 0 && h.origin_pe != my_pe()) {
     message_ptr u = new_control_message(rec.ref, rec.key, op_location, 0);
-    header_of(*u).reply_pe = my_pe();
-    header_of(*u).reply_id = rec.epoch;
+    header_of(*u).arg_pe = my_pe();
+    header_of(*u).args.location = {rec.epoch, loc_moved};
     send_object_to_pe(h.origin_pe, std::move(u));
   }
   h.hops = 0;

@@ -57,7 +57,7 @@ void send_partial(const collection_ref& ref, std::uint32_t round, partial&& p) {
   pupper sizer = pupper::sizer();
   sizer | p.reducer | p.cb | p.count | p.value;
   message_ptr m = new_control_message(ref, index_key{}, op_red_partial, sizer.offset());
-  header_of(*m).reply_id = round;
+  header_of(*m).args.round = round;
   pupper packer = pupper::packer(args_of(*m), args_size(*m));
   packer | p.reducer | p.cb | p.count | p.value;
   send_object_to_pe(ref.root_pe, std::move(m));
@@ -217,7 +217,7 @@ void deliver_result(const collection_ref& ref, std::uint32_t round, partial&& p)
       break;
     case callback_kind::all_reduce: {
       message_ptr m = new_control_message(ref, index_key{}, op_allreduce_done, p.value.size());
-      header_of(*m).reply_id = round;
+      header_of(*m).args.round = round;
       std::memcpy(args_of(*m), p.value.data(), p.value.size());
       weft::broadcast(std::move(m));
       break;
@@ -367,7 +367,7 @@ void receive_reduction_partial(message_ptr m) {
   partial p;
   pupper u = pupper::unpacker(args_of(*m), args_size(*m));
   u | p.reducer | p.cb | p.count | p.value;
-  const auto round = std::uint32_t(h.reply_id);
+  const std::uint32_t round = h.args.round;
   r.max_seen = std::max<std::int64_t>(r.max_seen, round);
   if (round < r.next_deliver)
     object_error("a contribution to round " + std::to_string(round) + " of the reductions of " +
@@ -380,7 +380,7 @@ void receive_element_left(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
   root_reduction& r = root_reduction_of(lc);
-  r.deltas[std::uint32_t(h.reply_id)] -= 1;
+  r.deltas[h.args.round] -= 1;
   root_progress(lc);
 }
 
@@ -389,7 +389,7 @@ void receive_element_left(message_ptr m) {
 void receive_allreduce_result(message_ptr m) {
   const obj_header& h = header_of(*m);
   pe_objects& s = this_pe_objects();
-  auto it = s.allreduce.find({h.collection, std::uint32_t(h.reply_id)});
+  auto it = s.allreduce.find({h.collection, h.args.round});
   if (it == s.allreduce.end()) return;  // nobody on this PE awaits it
   std::vector<allreduce_slot*> slots = it->second;
   std::vector<std::byte> value(args_of(*m), args_of(*m) + args_size(*m));
@@ -398,7 +398,7 @@ void receive_allreduce_result(message_ptr m) {
     slot->value = value;
   }
   for (allreduce_slot* slot : slots) {
-    auto again = s.allreduce.find({h.collection, std::uint32_t(h.reply_id)});
+    auto again = s.allreduce.find({h.collection, h.args.round});
     if (again == s.allreduce.end()) break;
     if (std::find(again->second.begin(), again->second.end(), slot) == again->second.end())
       continue;

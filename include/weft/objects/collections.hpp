@@ -94,8 +94,8 @@ class target {
         pack_message<typename tr::params>(ref_, key_, id, true, std::forward<Args>(args)...);
     m->priority = priority_;
     obj_header& h = header_of(*m);
-    h.reply_pe = f.owner_pe();
-    h.reply_id = f.id();
+    h.arg_pe = f.owner_pe();
+    h.args.future_id = f.id();
     send_element(ref_, std::move(m));
     return f;
   }

@@ -286,19 +286,26 @@ element_base* nodegroup_local_element(const collection_ref& ref);
 
 // ---- control operations, one per op_kind (dispatch.cpp calls them) ------------
 
-void receive_creation(message_ptr m);           // collections.cpp
-void receive_insert(message_ptr m);           // collections.cpp
-void receive_insert_at_home(message_ptr m);   // collections.cpp
-void receive_insert_at_root(message_ptr m);   // collections.cpp
-void receive_location(message_ptr m);         // location.cpp
-void receive_migrating_element(message_ptr m);  // migration.cpp
-void receive_bcast_request(message_ptr m);    // broadcast.cpp
-void receive_bcast(message_ptr m);            // broadcast.cpp
-void receive_reduction_partial(message_ptr m);               // reduction.cpp
-void receive_reduction_up(message_ptr m);     // reduction.cpp
-void receive_element_left(message_ptr m);     // reduction.cpp
-void receive_allreduce_result(message_ptr m); // reduction.cpp
-void receive_future_value(message_ptr m);     // future.cpp
-void receive_setup_done(message_ptr m);            // lifecycle.cpp
+// collections.cpp
+void receive_creation(message_ptr m);
+void receive_insert(message_ptr m);
+void receive_insert_at_home(message_ptr m);
+void receive_insert_at_root(message_ptr m);
+// location.cpp
+void receive_location(message_ptr m);
+// migration.cpp
+void receive_migrating_element(message_ptr m);
+// broadcast.cpp
+void receive_bcast_request(message_ptr m);
+void receive_bcast(message_ptr m);
+// reduction.cpp
+void receive_reduction_partial(message_ptr m);
+void receive_reduction_up(message_ptr m);
+void receive_element_left(message_ptr m);
+void receive_allreduce_result(message_ptr m);
+// future.cpp
+void receive_future_value(message_ptr m);
+// lifecycle.cpp
+void receive_setup_done(message_ptr m);
 
 }  // namespace weft::objects::detail

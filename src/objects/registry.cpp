@@ -9,7 +9,7 @@
 #include "objects/state.hpp"
 #include "weft/base/error.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 namespace {
 struct tables {
@@ -153,4 +153,4 @@ std::vector<readonly_entry> readonly_table() {
   return reg().readonlies;
 }
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

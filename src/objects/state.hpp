@@ -17,7 +17,7 @@
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/coroutine.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 void freeze_registries(bool frozen);
 std::uint64_t registry_fingerprint();
@@ -42,22 +42,20 @@ enum op_kind : std::uint8_t {
   op_entry = 0,       // an entry method call to an element
   op_destroy,         // destroy an element
   op_create,          // construct this PE's (node's) part of a new collection
-  op_insert,          // construct one element here; reply_id: first reduction round
+  op_insert,          // construct one element here; args.insert: where it starts
   op_insert_home,     // at home: expect the element (keep its messages), then op_insert_root
-  op_insert_root,     // at the root: choose the first round, then op_insert; reply_pe: PE
-  op_location,        // an element's place: reply_pe = PE, reply_id = epoch | kind << 32
+  op_insert_root,     // at the root: choose the first round, then op_insert; arg_pe: the PE
+  op_location,        // an element's place: arg_pe, args.location (epoch, kind)
   op_migrate_in,      // a migrating element's state
   op_bcast_request,   // at the root: number and send a broadcast
-  op_bcast,           // a numbered broadcast; reply_id: its number
-  op_red_partial,     // at the root: a partial reduction result
-  op_red_leave,       // at the root: an element left at round reply_id
-  op_allreduce_done,  // to every PE: an all_reduce round's result
-  op_future_set,      // to the owner PE: a future's value
+  op_bcast,           // a numbered broadcast; args.bcast_seq: its number
+  op_red_partial,     // at the root: a partial reduction result of round args.round
+  op_red_leave,       // at the root: an element left at round args.round
+  op_allreduce_done,  // to every PE: the result of all_reduce round args.round
+  op_future_set,      // to the owner PE: the value of future args.future_id
   op_red_up,          // to the parent node: a child node's partial results and what it passed
   op_setup_done,      // to every PE of other nodes: main's setup ended; the readonly values
 };
-
-enum location_kind : std::uint32_t { loc_moved = 0, loc_inserted = 1, loc_deleted = 2 };
 
 struct location {
   int pe = -1;
@@ -245,4 +243,4 @@ struct node_objects {
   bool readonlies_set = false;  // the readonly values from node 0 are in place
 };
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

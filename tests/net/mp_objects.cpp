@@ -1070,7 +1070,7 @@ struct Cell : weft::array_element<Cell, cell> {
   // want_pe -1: insert() at the element's home.
   explicit Cell(int want_pe) {
     const cell c = this_index();
-    const int home = weft::detail::home_pe(this_proxy().ref(), weft::index_key::of(c));
+    const int home = weft::objects::detail::home_pe(this_proxy().ref(), weft::index_key::of(c));
     const int want = want_pe >= 0 ? want_pe : home;
     check(weft::my_pe() == want, "element %s %s PE %d was constructed on PE %d", c.show().c_str(),
           want_pe >= 0 ? "inserted on" : "inserted at its home,", want, weft::my_pe());
@@ -1134,7 +1134,7 @@ struct Inserter : weft::group_element<Inserter> {
 int cell_pe(const weft::array<Cell>& a, const cell& c) {
   if (c.owner < 0) return remote_pe(0, c.k);
   if (c.k % 2 == 0) return remote_pe(c.owner, c.k);
-  return weft::detail::home_pe(a.ref(), weft::index_key::of(c));
+  return weft::objects::detail::home_pe(a.ref(), weft::index_key::of(c));
 }
 
 weft::task<> check_cells(weft::array<Cell> a, int per_pe, int from_main) {
@@ -1637,7 +1637,7 @@ weft::task<> case_tree() {
     const long want = pes * (pes + 1) / 2 * (r + 1);
     check(got == want, "round %d: sum %ld, expected %ld", r, got, want);
   }
-  const std::uint64_t partials = weft::detail::reduction_partials_received(g.ref());
+  const std::uint64_t partials = weft::objects::detail::reduction_partials_received(g.ref());
   check(partials == std::uint64_t(tree_rounds),
         "the root PE got %llu partial results for %d rounds: nodes were not combined in a tree",
         static_cast<unsigned long long>(partials), tree_rounds);
@@ -1674,7 +1674,7 @@ int main(int argc, char** argv) {
   // method more in process 1), while core's handler table is the same.
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (std::getenv("MP_OBJECTS_EXTRA_ENTRY") != nullptr && rank != nullptr && std::atoi(rank) == 1)
-    weft::detail::register_entry(weft::detail::entry_info{"mp_objects::extra"});
+    weft::objects::detail::register_entry(weft::objects::detail::entry_info{"mp_objects::extra"});
   weft::task<> (*fn)() = nullptr;
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], "--case=", 7) == 0) g_case = argv[i] + 7;

@@ -1568,8 +1568,8 @@ struct MixedSignatures : weft::nodegroup_element<MixedSignatures> {
   void name(std::string) {}
   using exclusive_entries = weft::entries<&MixedSignatures::add>;
 };
-static_assert(weft::detail::is_exclusive<MixedSignatures, &MixedSignatures::add>());
-static_assert(!weft::detail::is_exclusive<MixedSignatures, &MixedSignatures::name>());
+static_assert(weft::objects::detail::is_exclusive<MixedSignatures, &MixedSignatures::add>());
+static_assert(!weft::objects::detail::is_exclusive<MixedSignatures, &MixedSignatures::name>());
 
 // One per PE: sends to the nodegroup from every PE at once.
 struct Feeder : weft::group_element<Feeder> {
@@ -1619,9 +1619,12 @@ TEST_P(Nodegroups, ExclusiveEntriesNeverOverlap) {
   EXPECT_EQ(g_ng.reads.load(), long(count) * pes() + 1);
   EXPECT_EQ(g_ng.bad_pe.load(), 0);
   // The list made add and sub exclusive, and only them.
-  EXPECT_TRUE(weft::detail::entry(weft::detail::entry_id<Table, &Table::add>()).exclusive);
-  EXPECT_TRUE(weft::detail::entry(weft::detail::entry_id<Table, &Table::sub>()).exclusive);
-  EXPECT_FALSE(weft::detail::entry(weft::detail::entry_id<Table, &Table::read>()).exclusive);
+  EXPECT_TRUE(weft::objects::detail::entry(weft::objects::detail::entry_id<Table, &Table::add>())
+                  .exclusive);
+  EXPECT_TRUE(weft::objects::detail::entry(weft::objects::detail::entry_id<Table, &Table::sub>())
+                  .exclusive);
+  EXPECT_FALSE(weft::objects::detail::entry(weft::objects::detail::entry_id<Table, &Table::read>())
+                   .exclusive);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pes, Groups, testing::Values(1, 2, 8), pes_name);

@@ -77,7 +77,7 @@ struct Placed : weft::array_element<Placed<I>, I> {
     PE_CHECK(pe == hash_pe(i, weft::num_pes()),
              "element " + text_of(i) + " built on PE " + std::to_string(pe) + ", hash says " +
                  std::to_string(hash_pe(i, weft::num_pes())));
-    PE_CHECK(pe == weft::detail::home_pe(this->this_proxy().ref(), weft::index_key::of(i)),
+    PE_CHECK(pe == weft::objects::detail::home_pe(this->this_proxy().ref(), weft::index_key::of(i)),
              "element " + text_of(i) + " built away from the runtime's home PE");
     std::lock_guard<std::mutex> lock(g_place.mu);
     g_place.built[{tag, text_of(i)}].push_back(pe);

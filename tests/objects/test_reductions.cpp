@@ -716,13 +716,13 @@ TEST_P(LateInsertion, InsertedElementsAreCombinedInsideTheNode) {
     for (auto& b : born) (void)co_await b;
     auto q = quiescence();
     co_await q;
-    partials_before = weft::detail::reduction_partials_received(a.ref());
+    partials_before = weft::objects::detail::reduction_partials_received(a.ref());
     for (int r = 0; r < rounds; ++r) {
       auto f = weft::make_future<int>();
       a.broadcast<&Member::count>(weft::callback<int>(f));
       counts.push_back(co_await f);
     }
-    partials_after = weft::detail::reduction_partials_received(a.ref());
+    partials_after = weft::objects::detail::reduction_partials_received(a.ref());
     weft::exit(0);
   });
   ASSERT_EQ(rc, 0);

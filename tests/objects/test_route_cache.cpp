@@ -12,7 +12,7 @@
 namespace {
 
 using weft::index_key;
-using weft::detail::route_cache;
+using weft::objects::detail::route_cache;
 
 std::size_t slot_of(int x) { return route_cache::index_of(index_key::of(x)); }
 std::size_t slot_of(int x, int y) {
@@ -25,7 +25,8 @@ std::size_t slot_of(int x, int y, int z) {
 TEST(RouteCache, ConsecutiveElementsTakeDifferentSlots) {
   for (int first : {0, 1, 63, 1000, 123456, 1 << 20}) {
     std::set<std::size_t> slots;
-    for (int i = first; i < first + int(route_cache::size); ++i) slots.insert(slot_of(i));
+    for (int i = first; i < first + int(weft::objects::detail::route_cache::size); ++i)
+      slots.insert(slot_of(i));
     EXPECT_EQ(slots.size(), route_cache::size) << "from " << first;
   }
 }
@@ -48,8 +49,9 @@ TEST(RouteCache, StencilNeighboursTakeDifferentSlots) {
 }
 
 TEST(RouteCache, RemembersPerKeyAndForgetsOnEvictionOrDrop) {
-  route_cache c;
-  const index_key a = index_key::of(5), b = index_key::of(5 + int(route_cache::size));
+  weft::objects::detail::route_cache c;
+  const index_key a = index_key::of(5),
+                  b = index_key::of(5 + int(weft::objects::detail::route_cache::size));
   ASSERT_EQ(route_cache::index_of(a), route_cache::index_of(b));  // the same slot
   EXPECT_EQ(c.rec(a), nullptr);
   EXPECT_EQ(c.pe(a), -1);

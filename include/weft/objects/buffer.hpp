@@ -58,7 +58,7 @@ namespace weft {
 template <class T>
 class buffer;
 
-namespace detail {
+namespace objects::detail {
 
 // How a buffer's memory was made, so it is given back the same way.
 enum class buffer_memory : std::uint8_t {
@@ -89,16 +89,16 @@ inline void buffer_block_free(void* data) noexcept {
     base::raw_free_from(made_by, block);
 }
 
-}  // namespace detail
+}  // namespace objects::detail
 
 // Frees what buffer<T>::release() gave up, the way it was made.
 template <class T>
 struct buffer_deleter {
-  detail::buffer_memory memory = detail::buffer_memory::array_new;
+  objects::detail::buffer_memory memory = objects::detail::buffer_memory::array_new;
   void operator()(T* p) const noexcept {
     if (p == nullptr) return;
-    if (memory == detail::buffer_memory::block)
-      detail::buffer_block_free(p);
+    if (memory == objects::detail::buffer_memory::block)
+      objects::detail::buffer_block_free(p);
     else
       delete[] p;
   }
@@ -113,7 +113,7 @@ class buffer {
   static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>,
                 "weft::buffer<T>: T must not be const or volatile");
   // Blocks are 16-byte aligned; a more aligned T gets new T[].
-  static constexpr bool from_blocks = alignof(T) <= detail::buffer_prefix;
+  static constexpr bool from_blocks = alignof(T) <= objects::detail::buffer_prefix;
 
  public:
   using value_type = T;
@@ -128,19 +128,20 @@ class buffer {
   explicit buffer(std::size_t n) : size_(n) {
     if (n == 0) return;
     if constexpr (from_blocks) {
-      if (n > (std::numeric_limits<std::size_t>::max() - detail::buffer_prefix) / sizeof(T))
+      if (n >
+          (std::numeric_limits<std::size_t>::max() - objects::detail::buffer_prefix) / sizeof(T))
         throw std::bad_array_new_length();
-      data_ = static_cast<T*>(detail::buffer_block_alloc(n * sizeof(T)));
-      memory_ = detail::buffer_memory::block;
+      data_ = static_cast<T*>(objects::detail::buffer_block_alloc(n * sizeof(T)));
+      memory_ = objects::detail::buffer_memory::block;
     } else {
       data_ = new T[n];
-      memory_ = detail::buffer_memory::array_new;
+      memory_ = objects::detail::buffer_memory::array_new;
     }
   }
 
   // Adopts `data`, which must hold at least n elements allocated by new T[].
   buffer(std::unique_ptr<T[]> data, std::size_t n)
-      : data_(data.get()), size_(n), memory_(detail::buffer_memory::array_new) {
+      : data_(data.get()), size_(n), memory_(objects::detail::buffer_memory::array_new) {
     if (data_ == nullptr && n != 0)
       throw std::invalid_argument("weft::buffer: null data with a size of " + std::to_string(n));
     (void)data.release();
@@ -208,7 +209,7 @@ class buffer {
 
   T* data_ = nullptr;
   std::size_t size_ = 0;
-  detail::buffer_memory memory_ = detail::buffer_memory::block;
+  objects::detail::buffer_memory memory_ = objects::detail::buffer_memory::block;
 };
 
 // Serialization (found by ADL from `p | buf`); see the comment at the top.
@@ -220,7 +221,7 @@ void pup(pupper& p, buffer<T>& b) {
   if (p.in_process()) {
     T* ptr = b.data_;
     std::uint64_t n = b.size_;
-    if (b.memory_ == detail::buffer_memory::array_new) n |= array_new_bit;
+    if (b.memory_ == objects::detail::buffer_memory::array_new) n |= array_new_bit;
     p.bytes(&ptr, sizeof ptr, what);
     p.bytes(&n, sizeof n, what);
     if (p.packing()) {
@@ -228,8 +229,8 @@ void pup(pupper& p, buffer<T>& b) {
       b.data_ = nullptr;
       b.size_ = 0;
     } else if (p.unpacking()) {
-      const auto memory = (n & array_new_bit) != 0 ? detail::buffer_memory::array_new
-                                                   : detail::buffer_memory::block;
+      const auto memory = (n & array_new_bit) != 0 ? objects::detail::buffer_memory::array_new
+                                                   : objects::detail::buffer_memory::block;
       n &= ~array_new_bit;
       if (ptr == nullptr && n != 0)
         p.fail("null pointer with a count of " + std::to_string(n), what);

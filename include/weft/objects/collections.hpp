@@ -50,7 +50,7 @@ class nodegroup_proxy;
 template <class T>
 class chare_proxy;
 
-namespace detail {
+namespace objects::detail {
 
 template <class M>
 using first_param_t = std::tuple_element_t<0, typename member_traits<M>::params>;
@@ -94,8 +94,8 @@ class target {
         pack_message<typename tr::params>(ref_, key_, id, true, std::forward<Args>(args)...);
     m->priority = priority_;
     obj_header& h = header_of(*m);
-    h.reply_pe = f.owner_pe();
-    h.reply_id = f.id();
+    h.arg_pe = f.owner_pe();
+    h.args.future_id = f.id();
     send_element(ref_, std::move(m));
     return f;
   }
@@ -311,11 +311,11 @@ class element_ops : public element_base {
   I this_index_value() const { return record().key.template as<I>(); }
 };
 
-}  // namespace detail
+}  // namespace objects::detail
 
 // ---- arrays --------------------------------------------------------------------
 
-namespace detail {
+namespace objects::detail {
 template <class R, class A>
 A map_arg(R (*)(const A&, int));
 template <auto Fn>
@@ -329,25 +329,25 @@ std::uint32_t user_map_id() {
 }
 template <auto Fn>
 inline const std::uint32_t map_registered = user_map_id<Fn>();
-}  // namespace detail
+}  // namespace objects::detail
 
 // Initial placement of an array's elements.
 struct array_map {
-  detail::map_kind kind = detail::map_kind::block;
+  objects::detail::map_kind kind = objects::detail::map_kind::block;
   std::uint32_t user_id = 0;
 
   // Contiguous blocks of the linear index per PE (dense arrays' default).
-  static array_map block() { return {detail::map_kind::block, 0}; }
+  static array_map block() { return {objects::detail::map_kind::block, 0}; }
   // Linear index modulo the number of PEs.
-  static array_map round_robin() { return {detail::map_kind::round_robin, 0}; }
+  static array_map round_robin() { return {objects::detail::map_kind::round_robin, 0}; }
   // A hash of the index (sparse arrays' default).
-  static array_map hash() { return {detail::map_kind::hash, 0}; }
+  static array_map hash() { return {objects::detail::map_kind::hash, 0}; }
   // A program's function `int Fn(const I& index, int num_pes)`, which must
   // give every PE the same answer.
   template <auto Fn>
   static array_map function() {
-    (void)detail::map_registered<Fn>;
-    return {detail::map_kind::user, detail::user_map_id<Fn>()};
+    (void)objects::detail::map_registered<Fn>;
+    return {objects::detail::map_kind::user, objects::detail::user_map_id<Fn>()};
   }
 };
 
@@ -356,11 +356,12 @@ struct array_options {
 };
 
 template <class T, class I>
-class element_proxy : public detail::target<T, index_dims<I>> {
+class element_proxy : public objects::detail::target<T, index_dims<I>> {
  public:
   element_proxy() = default;
-  element_proxy(const detail::collection_ref& ref, const I& i)
-      : detail::target<T, index_dims<I>>(ref, index_key::of(i), &detail::show_key<I>) {}
+  element_proxy(const objects::detail::collection_ref& ref, const I& i)
+      : objects::detail::target<T, index_dims<I>>(ref, index_key::of(i),
+                                                  &objects::detail::show_key<I>) {}
 
   // The same element, messages sent with priority `p` (larger runs first).
   element_proxy priority(int p) const {
@@ -378,13 +379,14 @@ class element_proxy : public detail::target<T, index_dims<I>> {
   void insert_on(int pe, Args&&... args) const {
     static_assert(std::is_constructible_v<T, std::decay_t<Args>...>,
                   "the element type has no constructor taking these arguments");
-    (void)detail::ctor_registered<T, std::decay_t<Args>...>;
+    (void)objects::detail::ctor_registered<T, std::decay_t<Args>...>;
     this->check("insert");
-    detail::insert_element(this->ref_, this->key_, pe, detail::ctor_id<T, std::decay_t<Args>...>(),
-                           detail::pack_ctor_args(std::forward<Args>(args)...));
+    objects::detail::insert_element(this->ref_, this->key_, pe,
+                                    objects::detail::ctor_id<T, std::decay_t<Args>...>(),
+                                    objects::detail::pack_ctor_args(std::forward<Args>(args)...));
   }
   // Destroys the element (after what it is running now).
-  void destroy() const { detail::send_destroy(this->ref_, this->key_); }
+  void destroy() const { objects::detail::send_destroy(this->ref_, this->key_); }
   I index() const { return this->key_.template as<I>(); }
 };
 
@@ -392,7 +394,7 @@ template <class T, class I = typename T::index_type>
 class array_proxy {
  public:
   array_proxy() = default;
-  explicit array_proxy(const detail::collection_ref& ref) : ref_(ref) {}
+  explicit array_proxy(const objects::detail::collection_ref& ref) : ref_(ref) {}
 
   // A dense array with bounds `n` (int, index2d or index3d), each element
   // constructed from `args` on its PE.
@@ -407,28 +409,28 @@ class array_proxy {
                   "arrays start empty: create_sparse() and insert");
     static_assert(std::is_constructible_v<T, std::decay_t<Args>...>,
                   "the element type has no constructor taking these arguments");
-    (void)detail::ctor_registered<T, std::decay_t<Args>...>;
-    detail::collection_ref ref = base_ref(opts);
+    (void)objects::detail::ctor_registered<T, std::decay_t<Args>...>;
+    objects::detail::collection_ref ref = base_ref(opts);
     ref.dims = std::uint8_t(index_dims<I>);
     int c[3];
-    detail::index_coords(n, c);
+    objects::detail::index_coords(n, c);
     for (int d = 0; d < index_dims<I>; ++d) {
       if (c[d] < 0)
-        detail::object_error("array<" + std::string(objects::detail::type_name_v<T>) +
-                             ">::create: negative bounds " + index_string(n));
+        objects::detail::object_error("array<" + std::string(objects::detail::type_name_v<T>) +
+                                      ">::create: negative bounds " + index_string(n));
       ref.bounds[d] = c[d];
     }
-    return array_proxy(
-        detail::create_collection(ref, detail::ctor_id<T, std::decay_t<Args>...>(),
-                                  detail::pack_ctor_args(std::forward<Args>(args)...)));
+    return array_proxy(objects::detail::create_collection(
+        ref, objects::detail::ctor_id<T, std::decay_t<Args>...>(),
+        objects::detail::pack_ctor_args(std::forward<Args>(args)...)));
   }
   // An empty array whose elements are inserted one by one.
   static array_proxy create_sparse(array_options opts = {}) {
     // Blocks need bounds, which a sparse array has not.
-    if (opts.map.kind == detail::map_kind::block) opts.map = array_map::hash();
-    detail::collection_ref ref = base_ref(opts);
+    if (opts.map.kind == objects::detail::map_kind::block) opts.map = array_map::hash();
+    objects::detail::collection_ref ref = base_ref(opts);
     ref.dynamic = true;
-    return array_proxy(detail::create_collection(ref, 0, {}));
+    return array_proxy(objects::detail::create_collection(ref, 0, {}));
   }
 
   element_proxy<T, I> operator[](const I& i) const { return element_proxy<T, I>(ref_, i); }
@@ -437,11 +439,11 @@ class array_proxy {
   // meanwhile); elements inserted later do not get it.
   template <auto M, class... Args>
   void broadcast(Args&&... args) const {
-    detail::broadcast_to<T, M>(ref_, std::forward<Args>(args)...);
+    objects::detail::broadcast_to<T, M>(ref_, std::forward<Args>(args)...);
   }
   template <auto M>
   auto broadcast_callback() const {
-    return detail::broadcast_callback_to<T, M>(ref_);
+    return objects::detail::broadcast_callback_to<T, M>(ref_);
   }
 
   // Dense bounds (as created), and the number of elements they hold.
@@ -460,28 +462,28 @@ class array_proxy {
     for (int d = 0; d < ref_.dims; ++d) s *= std::size_t(ref_.bounds[d]);
     return s;
   }
-  const detail::collection_ref& ref() const noexcept { return ref_; }
+  const objects::detail::collection_ref& ref() const noexcept { return ref_; }
 
  private:
-  static detail::collection_ref base_ref(const array_options& opts) {
+  static objects::detail::collection_ref base_ref(const array_options& opts) {
     static_assert(array_index<I>,
                   "an array index must be trivially copyable, without padding, "
                   "at most 24 bytes");
-    static_assert(std::is_base_of_v<detail::element_ops<T, I>, T>,
+    static_assert(std::is_base_of_v<objects::detail::element_ops<T, I>, T>,
                   "T must derive from weft::array_element<T, I>");
-    (void)detail::element_type_registered<T>;
-    detail::collection_ref ref;
-    ref.kind = detail::collection_kind::array;
-    ref.type = detail::element_type_id<T>();
+    (void)objects::detail::element_type_registered<T>;
+    objects::detail::collection_ref ref;
+    ref.kind = objects::detail::collection_kind::array;
+    ref.type = objects::detail::element_type_id<T>();
     ref.map = opts.map.kind;
     ref.user_map = opts.map.user_id;
     return ref;
   }
-  detail::collection_ref ref_;
+  objects::detail::collection_ref ref_;
 };
 
 template <class T, class I = int>
-class array_element : public detail::element_ops<T, I> {
+class array_element : public objects::detail::element_ops<T, I> {
  public:
   I this_index() const { return this->record().key.template as<I>(); }
   array_proxy<T, I> this_proxy() const { return array_proxy<T, I>(this->record().ref); }
@@ -499,44 +501,44 @@ template <class T>
 class group_proxy {
  public:
   group_proxy() = default;
-  explicit group_proxy(const detail::collection_ref& ref) : ref_(ref) {}
+  explicit group_proxy(const objects::detail::collection_ref& ref) : ref_(ref) {}
 
   // One element per PE, each constructed from `args` on its PE.
   template <class... Args>
   static group_proxy create(Args&&... args) {
     static_assert(std::is_constructible_v<T, std::decay_t<Args>...>,
                   "the element type has no constructor taking these arguments");
-    (void)detail::ctor_registered<T, std::decay_t<Args>...>;
-    (void)detail::element_type_registered<T>;
-    detail::collection_ref ref;
-    ref.kind = detail::collection_kind::group;
-    ref.type = detail::element_type_id<T>();
-    ref.map = detail::map_kind::owner_field;
+    (void)objects::detail::ctor_registered<T, std::decay_t<Args>...>;
+    (void)objects::detail::element_type_registered<T>;
+    objects::detail::collection_ref ref;
+    ref.kind = objects::detail::collection_kind::group;
+    ref.type = objects::detail::element_type_id<T>();
+    ref.map = objects::detail::map_kind::owner_field;
     ref.dims = 1;
     ref.bounds[0] = num_pes();
-    return group_proxy(
-        detail::create_collection(ref, detail::ctor_id<T, std::decay_t<Args>...>(),
-                                  detail::pack_ctor_args(std::forward<Args>(args)...)));
+    return group_proxy(objects::detail::create_collection(
+        ref, objects::detail::ctor_id<T, std::decay_t<Args>...>(),
+        objects::detail::pack_ctor_args(std::forward<Args>(args)...)));
   }
   element_proxy<T, int> operator[](int pe) const { return element_proxy<T, int>(ref_, pe); }
   template <auto M, class... Args>
   void broadcast(Args&&... args) const {
-    detail::broadcast_to<T, M>(ref_, std::forward<Args>(args)...);
+    objects::detail::broadcast_to<T, M>(ref_, std::forward<Args>(args)...);
   }
   template <auto M>
   auto broadcast_callback() const {
-    return detail::broadcast_callback_to<T, M>(ref_);
+    return objects::detail::broadcast_callback_to<T, M>(ref_);
   }
   // This PE's element (built now if the creation message has not arrived).
-  T* local() const { return static_cast<T*>(detail::local_element(ref_)); }
-  const detail::collection_ref& ref() const noexcept { return ref_; }
+  T* local() const { return static_cast<T*>(objects::detail::local_element(ref_)); }
+  const objects::detail::collection_ref& ref() const noexcept { return ref_; }
 
  private:
-  detail::collection_ref ref_;
+  objects::detail::collection_ref ref_;
 };
 
 template <class T>
-class group_element : public detail::element_ops<T, int> {
+class group_element : public objects::detail::element_ops<T, int> {
  public:
   int this_pe() const { return this->record().key.template as<int>(); }
   group_proxy<T> this_proxy() const { return group_proxy<T>(this->record().ref); }
@@ -546,38 +548,38 @@ template <class T>
 class nodegroup_proxy {
  public:
   nodegroup_proxy() = default;
-  explicit nodegroup_proxy(const detail::collection_ref& ref) : ref_(ref) {}
+  explicit nodegroup_proxy(const objects::detail::collection_ref& ref) : ref_(ref) {}
 
   template <class... Args>
   static nodegroup_proxy create(Args&&... args) {
     static_assert(std::is_constructible_v<T, std::decay_t<Args>...>,
                   "the element type has no constructor taking these arguments");
-    (void)detail::ctor_registered<T, std::decay_t<Args>...>;
-    (void)detail::element_type_registered<T>;
-    detail::collection_ref ref;
-    ref.kind = detail::collection_kind::nodegroup;
-    ref.type = detail::element_type_id<T>();
-    ref.map = detail::map_kind::owner_field;
+    (void)objects::detail::ctor_registered<T, std::decay_t<Args>...>;
+    (void)objects::detail::element_type_registered<T>;
+    objects::detail::collection_ref ref;
+    ref.kind = objects::detail::collection_kind::nodegroup;
+    ref.type = objects::detail::element_type_id<T>();
+    ref.map = objects::detail::map_kind::owner_field;
     ref.dims = 1;
     ref.bounds[0] = num_nodes();
-    return nodegroup_proxy(
-        detail::create_collection(ref, detail::ctor_id<T, std::decay_t<Args>...>(),
-                                  detail::pack_ctor_args(std::forward<Args>(args)...)));
+    return nodegroup_proxy(objects::detail::create_collection(
+        ref, objects::detail::ctor_id<T, std::decay_t<Args>...>(),
+        objects::detail::pack_ctor_args(std::forward<Args>(args)...)));
   }
   element_proxy<T, int> operator[](int node) const { return element_proxy<T, int>(ref_, node); }
   template <auto M, class... Args>
   void broadcast(Args&&... args) const {
-    detail::broadcast_to<T, M>(ref_, std::forward<Args>(args)...);
+    objects::detail::broadcast_to<T, M>(ref_, std::forward<Args>(args)...);
   }
-  T* local() const { return static_cast<T*>(detail::local_element(ref_)); }
-  const detail::collection_ref& ref() const noexcept { return ref_; }
+  T* local() const { return static_cast<T*>(objects::detail::local_element(ref_)); }
+  const objects::detail::collection_ref& ref() const noexcept { return ref_; }
 
  private:
-  detail::collection_ref ref_;
+  objects::detail::collection_ref ref_;
 };
 
 template <class T>
-class nodegroup_element : public detail::element_base {
+class nodegroup_element : public objects::detail::element_base {
  public:
   using index_type = int;
   int this_node() const { return record().key.template as<int>(); }
@@ -593,28 +595,28 @@ struct chare_id {
 };
 
 template <class T>
-class chare_proxy : public detail::target<T> {
+class chare_proxy : public objects::detail::target<T> {
  public:
   chare_proxy() = default;
-  chare_proxy(const detail::collection_ref& ref, const index_key& key)
-      : detail::target<T>(ref, key, &detail::show_key<chare_id>) {}
+  chare_proxy(const objects::detail::collection_ref& ref, const index_key& key)
+      : objects::detail::target<T>(ref, key, &objects::detail::show_key<chare_id>) {}
   chare_proxy priority(int p) const {
     chare_proxy c = *this;
     c.priority_ = p;
     return c;
   }
-  void destroy() const { detail::send_destroy(this->ref_, this->key_); }
+  void destroy() const { objects::detail::send_destroy(this->ref_, this->key_); }
 };
 
 template <class T>
-class chare : public detail::element_base {
+class chare : public objects::detail::element_base {
  public:
   using index_type = chare_id;
   chare_proxy<T> this_proxy() const { return chare_proxy<T>(record().ref, record().key); }
-  void destroy() { detail::request_destroy(record()); }
+  void destroy() { objects::detail::request_destroy(record()); }
 };
 
-namespace detail {
+namespace objects::detail {
 template <class T, class... Args>
 chare_proxy<T> create_chare(int pe, Args&&... args) {
   static_assert(std::is_base_of_v<chare<T>, T>, "T must derive from weft::chare<T>");
@@ -628,22 +630,22 @@ chare_proxy<T> create_chare(int pe, Args&&... args) {
                  pack_ctor_args(std::forward<Args>(args)...));
   return chare_proxy<T>(ref, key);
 }
-}  // namespace detail
+}  // namespace objects::detail
 
 // A chare placed by the runtime: the nodes take turns (starting with this
 // one), and the first PE of that node free to take it constructs it.
 template <class T, class... Args>
 chare_proxy<T> create(Args&&... args) {
-  return detail::create_chare<T>(-2, std::forward<Args>(args)...);
+  return objects::detail::create_chare<T>(-2, std::forward<Args>(args)...);
 }
 // A chare on PE `pe`.
 template <class T, class... Args>
 chare_proxy<T> create_on(int pe, Args&&... args) {
   if (pe < 0 || pe >= num_pes())
-    detail::object_error("create_on<" + std::string(objects::detail::type_name_v<T>) + ">(" +
-                         std::to_string(pe) + "): no such PE (the job has " +
-                         std::to_string(num_pes()) + ")");
-  return detail::create_chare<T>(pe, std::forward<Args>(args)...);
+    objects::detail::object_error("create_on<" + std::string(objects::detail::type_name_v<T>) +
+                                  ">(" + std::to_string(pe) + "): no such PE (the job has " +
+                                  std::to_string(num_pes()) + ")");
+  return objects::detail::create_chare<T>(pe, std::forward<Args>(args)...);
 }
 
 }  // namespace weft

@@ -24,7 +24,7 @@ namespace weft {
 template <class T = void>
 class task;
 
-namespace detail {
+namespace objects::detail {
 struct element_record;
 
 // What every weft coroutine promise shares with the runtime.
@@ -87,12 +87,12 @@ struct promise<void> final : promise_base {
   task<void> get_return_object() noexcept;
   void return_void() noexcept {}
 };
-}  // namespace detail
+}  // namespace objects::detail
 
 template <class T>
 class [[nodiscard]] task {
  public:
-  using promise_type = detail::promise<T>;
+  using promise_type = objects::detail::promise<T>;
   using handle = std::coroutine_handle<promise_type>;
 
   task() = default;
@@ -115,7 +115,7 @@ class [[nodiscard]] task {
   template <class P>
   void await_suspend(std::coroutine_handle<P> awaiting) noexcept {
     h_.promise().continuation = awaiting;
-    if constexpr (std::is_base_of_v<detail::promise_base, P>)
+    if constexpr (std::is_base_of_v<objects::detail::promise_base, P>)
       h_.promise().parent = &awaiting.promise();
   }
   T await_resume() {
@@ -131,7 +131,7 @@ class [[nodiscard]] task {
       if (h_.promise().error) {
         handle h = std::exchange(h_, {});
         h.promise().detached = true;
-        detail::promise_base::fail_detached(h.promise(), h.promise().error);
+        objects::detail::promise_base::fail_detached(h.promise(), h.promise().error);
       }
       reset();
       return {};
@@ -147,7 +147,7 @@ class [[nodiscard]] task {
   handle h_;
 };
 
-namespace detail {
+namespace objects::detail {
 template <class T>
 task<T> promise<T>::get_return_object() noexcept {
   return task<T>(std::coroutine_handle<promise<T>>::from_promise(*this));
@@ -155,6 +155,6 @@ task<T> promise<T>::get_return_object() noexcept {
 inline task<void> promise<void>::get_return_object() noexcept {
   return task<void>(std::coroutine_handle<promise<void>>::from_promise(*this));
 }
-}  // namespace detail
+}  // namespace objects::detail
 
 }  // namespace weft

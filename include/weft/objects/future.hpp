@@ -29,8 +29,8 @@ class future {
 
   // Sets the value (any PE): it travels to the owner PE.
   void set(const T& value) const {
-    detail::require_pe("weft::future::set");
-    detail::future_set(pe_, id_, to_bytes(value));
+    objects::detail::require_pe("weft::future::set");
+    objects::detail::future_set(pe_, id_, to_bytes(value));
   }
   int owner_pe() const noexcept { return pe_; }
   std::uint64_t id() const noexcept { return id_; }
@@ -57,30 +57,30 @@ struct future<T>::awaiter {
   std::vector<std::byte> bytes{};
   bool await_ready() {
     if (f.pe_ != my_pe())
-      detail::object_error("a weft::future owned by PE " + std::to_string(f.pe_) +
-                           " is awaited on PE " + std::to_string(my_pe()) +
-                           ": await a future on the PE that made it");
-    return detail::future_take(f.id_, bytes);
+      objects::detail::object_error("a weft::future owned by PE " + std::to_string(f.pe_) +
+                                    " is awaited on PE " + std::to_string(my_pe()) +
+                                    ": await a future on the PE that made it");
+    return objects::detail::future_take(f.id_, bytes);
   }
   template <class P>
   void await_suspend(std::coroutine_handle<P> h) {
     waiting = true;
-    detail::promise_base* p = nullptr;
-    if constexpr (std::is_base_of_v<detail::promise_base, P>) p = &h.promise();
-    detail::future_wait(f.id_, h, p);
+    objects::detail::promise_base* p = nullptr;
+    if constexpr (std::is_base_of_v<objects::detail::promise_base, P>) p = &h.promise();
+    objects::detail::future_wait(f.id_, h, p);
   }
   T await_resume() {
     if (waiting) {
       waiting = false;
-      if (!detail::future_take(f.id_, bytes))
-        detail::object_error("a weft::future resumed without a value");
+      if (!objects::detail::future_take(f.id_, bytes))
+        objects::detail::object_error("a weft::future resumed without a value");
     }
     T v{};
     from_bytes(bytes, v);
     return v;
   }
   ~awaiter() {
-    if (waiting) detail::future_cancel(f.id_);
+    if (waiting) objects::detail::future_cancel(f.id_);
   }
 };
 
@@ -92,8 +92,8 @@ typename future<T>::awaiter future<T>::operator co_await() const {
 // A new future owned by this PE. PE.
 template <class T>
 future<T> make_future() {
-  detail::require_pe("weft::make_future");
-  return future<T>(my_pe(), detail::future_new());
+  objects::detail::require_pe("weft::make_future");
+  return future<T>(my_pe(), objects::detail::future_new());
 }
 
 }  // namespace weft

@@ -75,7 +75,7 @@ struct index_key_hash {
   }
 };
 
-namespace detail {
+namespace objects::detail {
 // Dense coordinates of an index (unused ones are 0).
 template <class I>
 void index_coords(const I& i, int c[3]) {
@@ -91,14 +91,14 @@ void index_coords(const I& i, int c[3]) {
     c[2] = i.z;
   }
 }
-}  // namespace detail
+}  // namespace objects::detail
 
 // Readable form for error messages: "[3]", "[1,2]", or the bytes in hex.
 template <class I>
 std::string index_string(const I& i) {
   if constexpr (index_dims < I >> 0) {
     int c[3];
-    detail::index_coords(i, c);
+    objects::detail::index_coords(i, c);
     std::string s = "[" + std::to_string(c[0]);
     for (int d = 1; d < index_dims<I>; ++d) s += "," + std::to_string(c[d]);
     return s + "]";

@@ -24,7 +24,7 @@ int run(int& argc, char**& argv, F main_fn) {
   // coroutine's frame refers to its captures there.
   return run(argc, argv, std::function<void(args)>([f = std::move(main_fn)](args a) mutable {
                auto h = f(a).release_to_runtime();
-               if (h) detail::adopt_task(nullptr, h, h.promise(), "the main function");
+               if (h) objects::detail::adopt_task(nullptr, h, h.promise(), "the main function");
              }));
 }
 
@@ -34,7 +34,7 @@ int run(const runtime_config& config, int argc, char** argv, F main_fn) {
   return run(config, argc, argv,
              std::function<void(args)>([f = std::move(main_fn)](args a) mutable {
                auto h = f(a).release_to_runtime();
-               if (h) detail::adopt_task(nullptr, h, h.promise(), "the main function");
+               if (h) objects::detail::adopt_task(nullptr, h, h.promise(), "the main function");
              }));
 }
 

@@ -217,7 +217,7 @@ class pupper {
   std::size_t pos_ = 0;
 };
 
-namespace detail {
+namespace objects::detail {
 
 template <class T>
 concept has_pup_member = requires(T& t, pupper& p) {
@@ -240,12 +240,12 @@ constexpr std::size_t min_packed_bytes() {
     return 1;
 }
 
-}  // namespace detail
+}  // namespace objects::detail
 
 // ---- the pup overloads; user types may add their own in their namespace ----
 
 template <class T>
-requires detail::bitwise<T>
+requires objects::detail::bitwise<T>
 [[gnu::always_inline]] inline void pup(pupper& p, T& v) {
   p.bytes(&v, sizeof v, objects::detail::type_name_v<T>);
 }
@@ -260,7 +260,7 @@ inline void pup(pupper& p, bool& b) {
 }
 
 template <class T>
-requires detail::has_pup_member<T>
+requires objects::detail::has_pup_member<T>
 void pup(pupper& p, T& v) {
   v.pup(p);
 }
@@ -276,9 +276,9 @@ void pup(pupper&, T&) {
 template <class T, class A>
 void pup(pupper& p, std::vector<T, A>& v) {
   constexpr auto what = objects::detail::type_name_v<std::vector<T, A>>;
-  std::uint64_t n = p.length(v.size(), detail::min_packed_bytes<T>(), what);
+  std::uint64_t n = p.length(v.size(), objects::detail::min_packed_bytes<T>(), what);
   if (p.unpacking()) v.resize(std::size_t(n));
-  if constexpr (detail::bitwise<T>) {
+  if constexpr (objects::detail::bitwise<T>) {
     p.bytes(v.data(), v.size() * sizeof(T), what);  // one memcpy for the whole array
   } else {
     for (auto& x : v) p | x;
@@ -295,7 +295,7 @@ void pup(pupper& p, std::vector<T, A>& v) {
 template <class T, std::size_t E>
 [[gnu::always_inline]] inline void pup(pupper& p, std::span<const T, E>& s) {
   static_assert(E == std::dynamic_extent, "weft::pup: only std::span<const T> (dynamic extent)");
-  static_assert(detail::bitwise<T>,
+  static_assert(objects::detail::bitwise<T>,
                 "weft::pup: std::span<const T> needs a trivially copyable T (it is viewed in "
                 "place); use a std::vector for other element types");
   constexpr auto what = objects::detail::type_name_v<std::span<const T>>;
@@ -340,17 +340,17 @@ void pup(pupper& p, std::basic_string<C, Tr, A>& s) {
 }
 
 template <class T, std::size_t N>
-requires(!detail::bitwise<std::array<T, N>>) void pup(pupper& p, std::array<T, N>& a) {
+requires(!objects::detail::bitwise<std::array<T, N>>) void pup(pupper& p, std::array<T, N>& a) {
   for (auto& x : a) p | x;
 }
 
 template <class A, class B>
-requires(!detail::bitwise<std::pair<A, B>>) void pup(pupper& p, std::pair<A, B>& v) {
+requires(!objects::detail::bitwise<std::pair<A, B>>) void pup(pupper& p, std::pair<A, B>& v) {
   p | v.first | v.second;
 }
 
 template <class... Ts>
-requires(!detail::bitwise<std::tuple<Ts...>>) void pup(pupper& p, std::tuple<Ts...>& t) {
+requires(!objects::detail::bitwise<std::tuple<Ts...>>) void pup(pupper& p, std::tuple<Ts...>& t) {
   std::apply([&p](auto&... xs) { ((p | xs), ...); }, t);
 }
 
@@ -384,12 +384,12 @@ void pup(pupper& p, std::unique_ptr<T, D>& u) {
   if (has) p | *u;
 }
 
-namespace detail {
+namespace objects::detail {
 template <class V, std::size_t... I>
 void emplace_variant(V& v, std::size_t index, std::index_sequence<I...>) {
   ((index == I ? (void)v.template emplace<I>() : (void)0), ...);
 }
-}  // namespace detail
+}  // namespace objects::detail
 
 template <class... Ts>
 void pup(pupper& p, std::variant<Ts...>& v) {
@@ -401,12 +401,12 @@ void pup(pupper& p, std::variant<Ts...>& v) {
       p.fail("alternative " + std::to_string(index) + " of a variant of " +
                  std::to_string(sizeof...(Ts)),
              what);
-    detail::emplace_variant(v, index, std::index_sequence_for<Ts...>{});
+    objects::detail::emplace_variant(v, index, std::index_sequence_for<Ts...>{});
   }
   std::visit([&p](auto& x) { p | x; }, v);
 }
 
-namespace detail {
+namespace objects::detail {
 // Associative containers: length, then elements; unpacking rebuilds.
 template <class C, class Elem>
 void pup_associative(pupper& p, C& c, std::string_view what) {
@@ -425,23 +425,23 @@ void pup_associative(pupper& p, C& c, std::string_view what) {
     c.insert(c.end(), std::move(e));
   }
 }
-}  // namespace detail
+}  // namespace objects::detail
 
 template <class K, class V, class Cmp, class A>
 void pup(pupper& p, std::map<K, V, Cmp, A>& m) {
-  detail::pup_associative<std::map<K, V, Cmp, A>, std::pair<K, V>>(
+  objects::detail::pup_associative<std::map<K, V, Cmp, A>, std::pair<K, V>>(
       p, m, objects::detail::type_name_v<std::map<K, V, Cmp, A>>);
 }
 
 template <class K, class V, class H, class E, class A>
 void pup(pupper& p, std::unordered_map<K, V, H, E, A>& m) {
-  detail::pup_associative<std::unordered_map<K, V, H, E, A>, std::pair<K, V>>(
+  objects::detail::pup_associative<std::unordered_map<K, V, H, E, A>, std::pair<K, V>>(
       p, m, objects::detail::type_name_v<std::unordered_map<K, V, H, E, A>>);
 }
 
 template <class K, class Cmp, class A>
 void pup(pupper& p, std::set<K, Cmp, A>& s) {
-  detail::pup_associative<std::set<K, Cmp, A>, K>(
+  objects::detail::pup_associative<std::set<K, Cmp, A>, K>(
       p, s, objects::detail::type_name_v<std::set<K, Cmp, A>>);
 }
 

@@ -26,18 +26,18 @@ class readonly {
  public:
   readonly() { enrol(); }
   explicit readonly(T initial) : value_(std::move(initial)) { enrol(); }
-  ~readonly() { detail::unregister_readonly(this); }
+  ~readonly() { objects::detail::unregister_readonly(this); }
   readonly(const readonly&) = delete;
   readonly& operator=(const readonly&) = delete;
 
   readonly& operator=(T v) {
-    if (!detail::in_main_setup())
-      detail::object_error("weft::readonly<" + std::string(objects::detail::type_name_v<T>) +
-                           "> set " +
-                           (my_pe() == 0 ? std::string("after the main function's setup")
-                                         : "on PE " + std::to_string(my_pe())) +
-                           ": readonlies are set on PE 0 before the main function returns (or, "
-                           "as a coroutine, first suspends)");
+    if (!weft::detail::in_main_setup())
+      objects::detail::object_error(
+          "weft::readonly<" + std::string(objects::detail::type_name_v<T>) + "> set " +
+          (my_pe() == 0 ? std::string("after the main function's setup")
+                        : "on PE " + std::to_string(my_pe())) +
+          ": readonlies are set on PE 0 before the main function returns (or, "
+          "as a coroutine, first suspends)");
     value_ = std::move(v);
     return *this;
   }
@@ -49,10 +49,10 @@ class readonly {
   // Every readonly of the program, in construction order (the same in every
   // process of one build), so that PE 0 can send them to other nodes.
   void enrol() {
-    detail::readonly_pup_fn fn = nullptr;
+    objects::detail::readonly_pup_fn fn = nullptr;
     if constexpr (requires(pupper & p, T & t) { pup(p, t); })
       fn = [](void* self, pupper& p) { p | static_cast<readonly*>(self)->value_; };
-    detail::register_readonly(this, fn, objects::detail::type_name_v<T>);
+    objects::detail::register_readonly(this, fn, objects::detail::type_name_v<T>);
   }
 
   T value_{};

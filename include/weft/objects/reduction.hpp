@@ -39,9 +39,9 @@ template <class V, class F>
 void elementwise(V& acc, const V& more, F f) {
   if constexpr (is_vector<V>) {
     if (acc.size() != more.size())
-      weft::detail::object_error("element-wise reduction of vectors of different lengths (" +
-                                 std::to_string(acc.size()) + " and " +
-                                 std::to_string(more.size()) + ")");
+      weft::objects::detail::object_error(
+          "element-wise reduction of vectors of different lengths (" + std::to_string(acc.size()) +
+          " and " + std::to_string(more.size()) + ")");
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = f(acc[i], more[i]);
   } else {
     acc = f(acc, more);
@@ -186,7 +186,7 @@ struct user {
 
 }  // namespace op
 
-namespace detail {
+namespace objects::detail {
 template <class Op>
 struct as_op {
   using type = op::user<Op>;
@@ -218,7 +218,7 @@ std::uint32_t reducer_id() {
 }
 template <class Op, class R>
 inline const std::uint32_t reducer_registered = reducer_id<Op, R>();
-}  // namespace detail
+}  // namespace objects::detail
 
 // Where a reduction's result (or any value of type R) goes. Made by proxies
 // (an entry method of one element, or of all), from a future, or by exit().
@@ -227,24 +227,24 @@ class callback {
  public:
   callback() = default;
   callback(const future<R>& f) {  // NOLINT: a future is a natural callback
-    d_.kind = detail::callback_kind::future;
+    d_.kind = objects::detail::callback_kind::future;
     d_.pe = f.pe_;
     d_.future_id = f.id_;
   }
   // Ends the run with `code` when the value arrives.
   static callback exit(int code = 0) {
     callback c;
-    c.d_.kind = detail::callback_kind::exit;
+    c.d_.kind = objects::detail::callback_kind::exit;
     c.d_.code = code;
     return c;
   }
-  explicit callback(const detail::callback_desc& d) : d_(d) {}
-  const detail::callback_desc& desc() const noexcept { return d_; }
-  bool valid() const noexcept { return d_.kind != detail::callback_kind::none; }
+  explicit callback(const objects::detail::callback_desc& d) : d_(d) {}
+  const objects::detail::callback_desc& desc() const noexcept { return d_; }
+  bool valid() const noexcept { return d_.kind != objects::detail::callback_kind::none; }
   void pup(pupper& p) { p | d_; }
 
  private:
-  detail::callback_desc d_;
+  objects::detail::callback_desc d_;
 };
 
 }  // namespace weft

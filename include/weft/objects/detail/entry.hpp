@@ -21,7 +21,7 @@ namespace weft {
 template <auto... Ms>
 struct entries {};
 
-namespace detail {
+namespace objects::detail {
 
 class element_base {
  public:
@@ -168,7 +168,7 @@ void invoke_entry(element_base& obj, message& m) {
   } else {
     auto result = std::apply(call, args);
     const obj_header& h = header_of(m);
-    if (h.reply_pe >= 0) future_set(h.reply_pe, h.reply_id, to_bytes(result));
+    if (h.arg_pe >= 0) future_set(h.arg_pe, h.args.future_id, to_bytes(result));
   }
 }
 
@@ -311,5 +311,5 @@ std::vector<std::byte> pack_ctor_args(Args&&... args) {
   return std::apply([](auto&... v) { return to_bytes(v...); }, values);
 }
 
-}  // namespace detail
+}  // namespace objects::detail
 }  // namespace weft

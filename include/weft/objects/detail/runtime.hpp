@@ -23,7 +23,7 @@
 #include "weft/objects/index.hpp"
 #include "weft/objects/pup.hpp"
 
-namespace weft::detail {
+namespace weft::objects::detail {
 
 struct promise_base;
 class element_base;
@@ -128,6 +128,34 @@ struct element_record {
 
 // ---- messages ----------------------------------------------------------------
 
+// What an operation carries in the header besides its target: one member
+// per operation (src/objects/state.hpp, op_kind), each read and written by
+// name, so that no code packs two fields into one word by hand. 8 bytes, in
+// the place of the word they replaced; an entry call's header is written
+// whole on every send (new_element_message), future_id first.
+
+// Where an element is, as the news of it says (op_location).
+enum location_kind : std::uint32_t { loc_moved = 0, loc_inserted = 1, loc_deleted = 2 };
+
+// op_insert: where the new element starts, chosen by the root.
+struct insert_args {
+  std::uint32_t first_round;    // the first reduction round it contributes to
+  std::uint32_t bcasts_before;  // broadcasts numbered before it (it gets those after)
+};
+// op_location (with obj_header::arg_pe, where the element is).
+struct location_args {
+  std::uint32_t epoch;  // its migrations so far: newer news wins
+  location_kind kind;
+};
+union op_args {
+  std::uint64_t future_id;  // an entry call<> (with arg_pe, the future's owner); op_future_set
+  insert_args insert;       // op_insert
+  location_args location;   // op_location
+  std::uint64_t bcast_seq;  // op_bcast: the broadcast's number
+  std::uint32_t round;      // op_red_partial, op_red_leave, op_allreduce_done: the round
+};
+static_assert(sizeof(op_args) == 8, "an operation's arguments take 8 bytes of the header");
+
 // Object-level header at the start of an object message's payload; the
 // packed arguments follow. It names the collection by id only: the rest of
 // the collection's description comes from this PE's table or the node's
@@ -141,10 +169,15 @@ struct alignas(8) obj_header {
   std::uint16_t hops = 0;
   std::uint8_t in_process = 0;  // arguments packed with pupper::reach::this_process
   std::uint8_t op = 0;          // runtime-internal message kind
-  std::int32_t reply_pe = -1;   // call<>: the future that gets the result
-  std::uint64_t reply_id = 0;
+  // The PE an operation names: an entry call<>'s future owner (-1: no
+  // reply), op_insert_home's and op_insert_root's target (-1: the element's
+  // home), op_location's place of the element.
+  std::int32_t arg_pe = -1;
+  op_args args{};  // by op
 };
 static_assert(sizeof(obj_header) == 56, "an element message's header is 56 bytes");
+static_assert(offsetof(obj_header, arg_pe) == 44 && offsetof(obj_header, args) == 48,
+              "the header's layout is the one the hot paths were measured with");
 
 inline obj_header& header_of(message& m) noexcept {
   return *std::launder(reinterpret_cast<obj_header*>(m.data()));
@@ -274,4 +307,4 @@ WEFT_API void unregister_readonly(void* self) noexcept;
 [[noreturn]] WEFT_API void object_error(const std::string& what);
 WEFT_API void require_pe(const char* what);
 
-}  // namespace weft::detail
+}  // namespace weft::objects::detail

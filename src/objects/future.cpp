@@ -1,0 +1,130 @@
+// Futures and coroutine bookkeeping. A future lives on the PE that made it
+// (a slot by id); future_set sends its value there (op_future_set), which
+// resumes the coroutine awaiting it. Suspended entry-method coroutines
+// belong to their element (destroyed with it, and an element with one
+// cannot migrate); main's belong to the PE. A coroutine resumed for an
+// element is followed by what its entry asked for (after_entry), as an
+// entry call is.
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <string>
+#include "objects/internal.hpp"
+#include "weft/objects/collections.hpp"
+
+namespace weft::objects::detail {
+
+void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& p,
+                const char* what) {
+  p.owner = owner;
+  p.what = what;
+  p.self = h;
+  if (owner == nullptr) {
+    this_pe_objects().main_tasks.push_back(h);
+    return;
+  }
+  if (owner->ref.kind == collection_kind::nodegroup) {
+    // Every PE of the node may run the nodegroup's coroutines.
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    owner->coroutines.push_back(h);
+    return;
+  }
+  owner->coroutines.push_back(h);
+}
+
+void resume(element_record* owner, std::coroutine_handle<> h) {
+  if (owner != nullptr && owner->ref.kind == collection_kind::nodegroup) {
+    // A nodegroup neither reduces nor migrates: nothing to do after it.
+    h.resume();
+    return;
+  }
+  if (owner != nullptr) owner->contributed_now = false;
+  h.resume();
+  if (owner != nullptr && owner->obj != nullptr) after_entry(*owner);
+}
+
+void promise_base::finished_detached(promise_base& p) noexcept {
+  if (t_pe_objects == nullptr) return;
+  auto erase = [&p](std::vector<std::coroutine_handle<>>& list) {
+    auto it = std::find(list.begin(), list.end(), p.self);
+    if (it != list.end()) list.erase(it);
+  };
+  if (p.owner != nullptr && p.owner->ref.kind == collection_kind::nodegroup) {
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    erase(p.owner->coroutines);
+    return;
+  }
+  erase(p.owner != nullptr ? p.owner->coroutines : t_pe_objects->main_tasks);
+}
+
+void promise_base::fail_detached(promise_base& p, std::exception_ptr e) noexcept {
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    what = ex.what();
+  } catch (...) {
+  }
+  std::string where = p.owner != nullptr ? " of " + element_name(*p.owner) : std::string();
+  base::fatal("%s%s on PE %d threw %s", p.what, where.c_str(), my_pe(), what.c_str());
+}
+
+std::uint64_t future_new() {
+  pe_objects& s = this_pe_objects();
+  const std::uint64_t id = ++s.future_counter;
+  s.futures.emplace(id, future_slot{});
+  return id;
+}
+
+void future_set(int pe, std::uint64_t id, std::vector<std::byte> value) {
+  const int pes = num_pes();
+  if (pe < 0 || pe >= pes)
+    object_error("set of a weft::future owned by PE " + std::to_string(pe) +
+                 ", which does not exist (an unset or corrupt future)");
+  message_ptr m = new_control_message(collection_ref{}, index_key{}, op_future_set, value.size());
+  header_of(*m).args.future_id = id;
+  if (!value.empty()) std::memcpy(args_of(*m), value.data(), value.size());
+  send_object_to_pe(pe, std::move(m));
+}
+
+bool future_take(std::uint64_t id, std::vector<std::byte>& out) {
+  pe_objects& s = this_pe_objects();
+  auto it = s.futures.find(id);
+  if (it == s.futures.end())
+    object_error("a weft::future of PE " + std::to_string(my_pe()) +
+                 " is awaited twice (a future gives its value once)");
+  if (!it->second.has) return false;
+  out = std::move(it->second.value);
+  s.futures.erase(it);
+  return true;
+}
+
+void future_wait(std::uint64_t id, std::coroutine_handle<> h, promise_base* waiter) {
+  pe_objects& s = this_pe_objects();
+  future_slot& f = s.futures[id];
+  if (f.h) object_error("a weft::future is awaited by two coroutines at once");
+  f.h = h;
+  f.waiter = waiter;
+}
+
+void future_cancel(std::uint64_t id) noexcept {
+  if (t_pe_objects == nullptr) return;
+  auto it = t_pe_objects->futures.find(id);
+  if (it != t_pe_objects->futures.end()) it->second.h = {};
+}
+
+// A future's value, at its owner PE.
+void receive_future_value(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  pe_objects& s = this_pe_objects();
+  auto it = s.futures.find(h.args.future_id);
+  if (it == s.futures.end() || it->second.has)
+    object_error("a weft::future of PE " + std::to_string(my_pe()) +
+                 " was set twice (or after its value was taken)");
+  future_slot& f = it->second;
+  f.has = true;
+  f.value.assign(args_of(*m), args_of(*m) + args_size(*m));
+  if (f.h) resume(f.waiter ? f.waiter->effective_owner() : nullptr, std::exchange(f.h, {}));
+}
+
+}  // namespace weft::objects::detail

@@ -1,0 +1,311 @@
+// What the files of the objects layer's runtime share: the per-PE and
+// per-node state's roots, the handler ids, and the helpers every protocol
+// uses (finding this PE's part of a collection, sending an object message,
+// delivering one to an element). One file per concept includes it:
+//
+//   location.cpp     home PEs, the route cache, forwarding, send_element and
+//                    the element handler (the hot paths: one translation
+//                    unit with the inline helpers below)
+//   lifecycle.cpp    node and PE start and stop, main's setup gate, readonlies
+//   dispatch.cpp     the control handler: one switch, a call per operation
+//   collections.cpp  the directory, creation, insertion, elements' life
+//   migration.cpp    an element leaving and arriving
+//   broadcast.cpp    numbered broadcasts and catching up after migration
+//   reduction.cpp    per-PE rounds, node combining, the root, all_reduce
+//   nodegroup.cpp    nodegroups (any PE of the node runs them)
+//   future.cpp       futures and coroutine bookkeeping
+//   registry.cpp     entry, type, reducer and map tables (state.hpp)
+//
+// docs/design/objects.md explains the protocols; the comments in each file
+// say why each step is where it is.
+//
+// All per-PE state is reached through a thread-local pointer and touched
+// only by its PE; node-level state (nodegroups, reduction combiners) sits
+// behind a short mutex. Every message goes through core's send: a message to
+// an element on this PE is queued like any other, never called inline.
+//
+// Everything here is in weft::objects::detail, apart from core's
+// weft::detail (whose names are written in full here); the names are
+// shared by ten files, so each says what it is for (no bare send_to,
+// pe_state or dispatch).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+#include "objects/state.hpp"
+#include "weft/base/error.hpp"
+#include "weft/core/runtime.hpp"
+#include "weft/trace/hooks.hpp"
+
+namespace weft::objects::detail {
+
+// ---- state ---------------------------------------------------------------------
+
+// This PE's objects (null off a PE). Defined in location.cpp, whose hot
+// paths read it directly; constinit: no TLS initialisation wrapper elsewhere.
+[[gnu::visibility("hidden")]] extern constinit thread_local pe_objects* t_pe_objects;
+// The element being constructed on this thread (its base class takes it).
+[[gnu::visibility("hidden")]] extern constinit thread_local element_record* t_constructing_record;
+// Set while a node runs.
+[[gnu::visibility("hidden")]] extern node_objects* g_node_objects;
+// The entry table, fixed while a node runs (location.cpp: read on every
+// delivery).
+[[gnu::visibility("hidden")]] extern std::span<const entry_info> g_entry_table;
+
+// The handlers (lifecycle.cpp registers them): element_handler_id
+// (runtime.hpp) takes messages for an element (entry, destroy);
+// nodegroup_handler_id messages for a nodegroup (any PE of the node takes
+// them); control_handler_id everything else.
+[[gnu::visibility("hidden")]] extern handler_id nodegroup_handler_id;
+[[gnu::visibility("hidden")]] extern handler_id control_handler_id;
+
+// An entry method named by a message (checked: the id comes from outside).
+[[gnu::always_inline]] inline const entry_info& checked_entry(std::uint32_t id) {
+  if (id >= g_entry_table.size()) [[unlikely]]
+    base::fatal("objects: a message names entry method id %u; only %zu are registered", id,
+                g_entry_table.size());
+  return g_entry_table[id];
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void off_pe_error();
+
+[[gnu::always_inline]] inline pe_objects& this_pe_objects() {
+  if (t_pe_objects == nullptr) [[unlikely]]
+    off_pe_error();
+  return *t_pe_objects;
+}
+
+inline std::string entry_name(std::uint32_t id) {
+  return entry(id).name;
+}
+
+inline std::string element_name(const element_record& rec) {
+  return key_string(rec.ref, rec.key);
+}
+
+// ---- dense indices -------------------------------------------------------------
+
+inline std::uint64_t linear_index(const collection_ref& ref, const index_key& key) {
+  int c[3] = {0, 0, 0};
+  std::memcpy(c, key.w, sizeof(int) * std::size_t(ref.dims));
+  std::uint64_t lin = 0;
+  for (int d = 0; d < ref.dims; ++d) lin = lin * std::uint64_t(ref.bounds[d]) + std::uint64_t(c[d]);
+  return lin;
+}
+
+inline std::uint64_t dense_count(const collection_ref& ref) {
+  std::uint64_t n = ref.dims > 0 ? 1 : 0;
+  for (int d = 0; d < ref.dims; ++d) n *= std::uint64_t(ref.bounds[d]);
+  return n;
+}
+
+// ---- sending -------------------------------------------------------------------
+
+// A control message (handler control_handler_id) about element `key` of `ref`
+// (dispatch.cpp), with room for `payload` bytes after the header.
+message_ptr new_control_message(const collection_ref& ref, const index_key& key, op_kind op,
+                                std::size_t payload);
+
+// Whether PE `pe` is on this node (PEs are numbered node by node).
+[[gnu::always_inline]] inline bool pe_on_this_node(int pe) noexcept {
+  return unsigned(pe - my_node() * node_size()) < unsigned(node_size());
+}
+
+// An entry call packed for this process (pointers inside, see
+// obj_header::in_process), packed again to leave it (location.cpp).
+[[gnu::noinline]] message_ptr repack_for_another_node(message_ptr m);
+
+// Every object message leaves the PE here (or through send_to_node_of):
+// one packed for this process is packed again when its target is on
+// another node, wherever it was sent from or forwarded by.
+[[gnu::always_inline]] inline void send_object_to_pe(int pe, message* m) {
+  if (num_nodes() > 1 && header_of(*m).in_process != 0 && !pe_on_this_node(pe)) [[unlikely]]
+    m = repack_for_another_node(message_ptr(m)).release();
+  weft::detail::send_released(pe, m);
+}
+[[gnu::always_inline]] inline void send_object_to_pe(int pe, message_ptr&& m) {
+  send_object_to_pe(pe, m.release());
+}
+
+// To any PE of node `node` (nodegroups, chares placed by the runtime).
+void send_to_node_of(int node, message_ptr m);
+
+// Any object message, to its handler (messages kept for later).
+void dispatch_object_message(message_ptr m);
+// On a node other than 0 before main's setup ended: `m` waits (lifecycle.cpp).
+void hold_until_setup(message_ptr m);
+
+// The three handlers.
+void on_element_message(message_ptr m);
+void on_nodegroup_message(message_ptr m);
+void on_control(message_ptr m);
+
+// ---- this PE's part of a collection (collections.cpp) --------------------------
+
+[[gnu::always_inline]] inline local_collection* find_local_collection(std::uint64_t id) {
+  pe_objects& s = this_pe_objects();
+  if (s.last != nullptr && s.last->ref.id == id) return s.last;
+  auto it = s.collections.find(id);
+  if (it == s.collections.end()) return nullptr;
+  s.last = it->second.get();
+  return s.last;
+}
+
+void register_collection(const collection_ref& ref);
+// This PE's part of a collection, made on first touch (without creating it).
+local_collection& make_local_collection(const collection_ref& ref);
+// This PE's part of a collection, created here first if its creator
+// registered it on this node: a collection is usable on every PE of the node
+// as soon as create() returns, whether or not the creation message arrived.
+local_collection& get_local_collection(const collection_ref& ref);
+
+// The same, for a collection named by id in a message: inline for the
+// common case (the collection of the previous message, created here).
+[[gnu::noinline]] local_collection& get_local_collection_first(std::uint64_t id,
+                                                                local_collection* lc);
+[[gnu::always_inline]] inline local_collection& get_local_collection(std::uint64_t id) {
+  local_collection* lc = find_local_collection(id);
+  if (lc != nullptr && lc->created) [[likely]]
+    return *lc;
+  return get_local_collection_first(id, lc);
+}
+
+// This PE's part of the collection message `m` names; null when this node
+// has not learnt the collection yet (its creation message, from another
+// node, is still on its way): then `m` waits, parked, until this PE's
+// creation message arrives. Later messages for it wait behind the parked
+// ones, so that they keep their order.
+[[gnu::noinline]] local_collection* local_collection_for_first(std::uint64_t id,
+                                                               local_collection* lc,
+                                                               message_ptr& m);
+[[gnu::always_inline]] inline local_collection* local_collection_for(message_ptr& m) {
+  const std::uint64_t id = header_of(*m).collection;
+  local_collection* lc = find_local_collection(id);
+  if (lc != nullptr && lc->created) [[likely]]
+    return lc;
+  return local_collection_for_first(id, lc, m);
+}
+
+// ---- elements (collections.cpp) ------------------------------------------------
+
+element_record& construct_element(local_collection& lc, const index_key& key, std::uint32_t ctor,
+                                  const std::byte* args, std::size_t n, std::uint32_t round,
+                                  std::uint32_t epoch);
+void remove_element(local_collection& lc, element_record& rec);
+// Destroys the coroutine frames an element owns.
+void destroy_frames(element_record& rec);
+// What an entry asked for (destroy, migrate), carried out when it returned.
+void after_entry(element_record& rec);
+// Migration (migration.cpp).
+void migrate_out(local_collection& lc, element_record& rec);
+
+// ---- location (location.cpp) ---------------------------------------------------
+
+// Tells the home of `key` where it is now (or that it is gone).
+void tell_home(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
+               location_kind kind);
+void apply_home_update(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
+                       location_kind kind);
+// Kept messages are delivered here and now, in the order they came: queued
+// again they would fall behind what the same senders sent later.
+void redeliver_kept(local_collection& lc, std::vector<message*> msgs);
+
+// ---- delivery to an element that is here (location.cpp's hot path) ------------
+
+[[gnu::noinline, gnu::cold]] void trace_entry_begin(const element_record& rec, const entry_info& e);
+[[gnu::noinline, gnu::cold]] void trace_entry_end(const entry_info& e);
+[[gnu::noinline]] bool deliver_special(element_record& rec, message_ptr& m);
+[[gnu::noinline]] void deliver_to_mailbox(element_record& rec, message_ptr m);
+
+// Runs entry `e` of the element with the arguments in `m` (the caller
+// frees `m` afterwards).
+[[gnu::always_inline]] inline void invoke_entry(element_record& rec, const entry_info& e,
+                                                message& m) {
+  rec.contributed_now = false;
+  rec.running = e.name.c_str();
+  if (trace::on()) [[unlikely]]
+    trace_entry_begin(rec, e);
+  try {
+    e.invoke(*rec.obj, m);
+  } catch (const serialization_error& ex) {
+    base::fatal("%s: the arguments of %s do not unpack: %s", element_name(rec).c_str(),
+                e.name.c_str(), ex.what());
+  } catch (const std::exception& ex) {
+    base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
+                element_name(rec).c_str(), my_pe(), ex.what());
+  }
+  if (trace::on()) [[unlikely]]
+    trace_entry_end(e);
+  rec.running = nullptr;
+}
+
+// What a message for an element that is here needs before (or instead of)
+// an ordinary entry call is in deliver_special; an awaited entry's message
+// goes to deliver_to_mailbox.
+// A message for an element that is here. Inlined into its callers: the
+// plain entry call (not forwarded, not awaited) takes no other branch.
+[[gnu::always_inline]] inline void deliver_to_element(element_record& rec, message_ptr&& m) {
+  const obj_header& h = header_of(*m);
+  if ((h.hops | h.op) != 0 && !deliver_special(rec, m)) [[unlikely]]
+    return;
+  const entry_info& e = checked_entry(h.entry);
+  if (e.awaited) [[unlikely]] {
+    deliver_to_mailbox(rec, std::move(m));
+    return;
+  }
+  invoke_entry(rec, e, *m);
+  m.reset();
+  if (rec.destroy_requested || rec.migrate_to >= 0) [[unlikely]]
+    after_entry(rec);
+}
+
+// ---- broadcasts (broadcast.cpp) ------------------------------------------------
+
+void handle_bcast(local_collection& lc, message_ptr m);
+// An element arrived with fewer broadcasts than this PE delivered.
+void bcast_catch_up(local_collection& lc, element_record& rec);
+
+// ---- reductions (reduction.cpp) ------------------------------------------------
+
+node_combiner* node_combiner_for(const collection_ref& ref);
+void round_hist_add(local_collection& lc, std::uint32_t r);
+void round_hist_remove(local_collection& lc, std::uint32_t r);
+// Reports what this PE passed to the node's combiner, with the partial
+// results of those rounds, and sends whatever leaves the node.
+void reduction_flush(local_collection& lc);
+// The root's reductions of `lc` (an error off the root).
+root_reduction& root_reduction_of(local_collection& lc);
+
+// ---- nodegroups (nodegroup.cpp) ------------------------------------------------
+
+void create_nodegroup_here(const collection_ref& ref, std::uint32_t ctor, const std::byte* args,
+                           std::size_t n);
+// This node's nodegroup element, if built (null: not yet).
+element_base* nodegroup_local_element(const collection_ref& ref);
+
+// ---- control operations, one per op_kind (dispatch.cpp calls them) ------------
+
+// collections.cpp
+void receive_creation(message_ptr m);
+void receive_insert(message_ptr m);
+void receive_insert_at_home(message_ptr m);
+void receive_insert_at_root(message_ptr m);
+// location.cpp
+void receive_location(message_ptr m);
+// migration.cpp
+void receive_migrating_element(message_ptr m);
+// broadcast.cpp
+void receive_bcast_request(message_ptr m);
+void receive_bcast(message_ptr m);
+// reduction.cpp
+void receive_reduction_partial(message_ptr m);
+void receive_reduction_up(message_ptr m);
+void receive_element_left(message_ptr m);
+void receive_allreduce_result(message_ptr m);
+// future.cpp
+void receive_future_value(message_ptr m);
+// lifecycle.cpp
+void receive_setup_done(message_ptr m);
+
+}  // namespace weft::objects::detail

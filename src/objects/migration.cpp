@@ -1,0 +1,115 @@
+// Migration: an array element asked to move (migrate_to) leaves when its
+// entry returns, packed with its reduction round, epoch and broadcast
+// count; the messages waiting in its mailboxes follow it. At the new PE it
+// is rebuilt (default construction, then pup), tells its home, and catches
+// up with the broadcasts it missed on the way.
+//
+// The epoch (migrations so far) orders location news: a PE keeps the
+// newest it has heard, whatever order the news arrives in.
+#include <climits>
+#include <memory>
+#include <string>
+#include "objects/internal.hpp"
+#include "weft/objects/collections.hpp"
+
+namespace weft::objects::detail {
+
+namespace {
+
+// Migrating elements overtake what is queued at their destination, so few
+// messages arrive before them and bounce.
+constexpr std::int32_t migration_priority = INT32_MAX;
+
+}  // namespace
+
+void migrate_out(local_collection& lc, element_record& rec) {
+  const int to = rec.migrate_to;
+  rec.migrate_to = -1;
+  if (to == my_pe()) return;
+  const element_type_info& type = element_type(rec.ref.type);
+  if (type.pup == nullptr)
+    object_error(element_name(rec) + " cannot migrate: its type " + type.name +
+                 " needs a default constructor and a pup(weft::pupper&) member");
+  if (!rec.coroutines.empty())
+    object_error(element_name(rec) + " cannot migrate while " +
+                 std::to_string(rec.coroutines.size()) +
+                 " of its coroutine entry methods are suspended (a coroutine frame cannot be "
+                 "packed); migrate between coroutines");
+  const std::uint32_t epoch = rec.epoch + 1;
+  auto pack = [&](pupper& p) {
+    std::uint32_t round = rec.red_round, ep = epoch;
+    std::uint64_t bc = rec.last_bcast;
+    p | round | ep | bc;
+    type.pup(*rec.obj, p);
+  };
+  pupper sizer = pupper::sizer();
+  pack(sizer);
+  message_ptr m = new_control_message(rec.ref, rec.key, op_migrate_in, sizer.offset());
+  pupper packer = pupper::packer(args_of(*m), args_size(*m));
+  pack(packer);
+  m->priority = migration_priority;
+  // Messages waiting in its mailboxes follow it.
+  std::vector<message*> follow;
+  for (auto& [id, mb] : rec.mailboxes)
+    for (auto& q : mb.queued) follow.push_back(q.release());
+  const index_key key = rec.key;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
+                          std::uint32_t(key.w[0]), 0);
+  remove_element(lc, rec);
+  lc.known[key] = {to, epoch, false};
+  lc.cache.drop(key);
+  send_object_to_pe(to, std::move(m));
+  for (message* f : follow) send_object_to_pe(to, message_ptr(f));
+  reduction_flush(lc);
+}
+
+void receive_migrating_element(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  const element_type_info& type = element_type(lc.ref.type);
+  auto owned = std::make_unique<element_record>();
+  element_record& rec = *owned;
+  rec.ref = lc.ref;
+  rec.key = h.key;
+  rec.coll = &lc;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
+                          std::uint32_t(h.key.w[0]), 0);
+  pupper p = pupper::unpacker(args_of(*m), args_size(*m));
+  p | rec.red_round | rec.epoch | rec.last_bcast;
+  t_constructing_record = &rec;
+  element_base* obj = type.make_empty();
+  t_constructing_record = nullptr;
+  try {
+    type.pup(*obj, p);
+  } catch (const serialization_error& ex) {
+    base::fatal("%s: its migrated state does not unpack: %s", element_name(rec).c_str(),
+                ex.what());
+  }
+  rec.obj = obj;
+  lc.local.emplace(h.key, std::move(owned));
+  round_hist_add(lc, rec.red_round);
+  lc.known[h.key] = {my_pe(), rec.epoch, false};
+  lc.cache.drop(h.key);
+  tell_home(lc, h.key, my_pe(), rec.epoch, loc_moved);
+  const index_key key = h.key;
+  obj->on_migrated();
+  bcast_catch_up(lc, rec);
+  // on_migrated may have asked to move on or be destroyed (catch_up may
+  // have done so already, freeing rec).
+  if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
+  reduction_flush(lc);
+}
+
+void request_migration(element_record& rec, int pe) {
+  const int pes = num_pes();
+  if (rec.ref.kind != collection_kind::array)
+    object_error(element_name(rec) + ": only array elements migrate");
+  if (pe < 0 || pe >= pes)
+    object_error("migrate_to(" + std::to_string(pe) + ") of " + element_name(rec) +
+                 ": no such PE (there are " + std::to_string(pes) + ")");
+  rec.migrate_to = pe;
+}
+
+}  // namespace weft::objects::detail

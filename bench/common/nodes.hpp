@@ -11,7 +11,9 @@
 #include <functional>
 #include <vector>
 #include "common/harness.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/net/transport.hpp"
 
 namespace weft::bench {

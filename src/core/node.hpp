@@ -18,7 +18,9 @@
 #include "weft/base/mpsc_queue.hpp"
 #include "weft/base/os.hpp"
 #include "weft/base/spsc_pairs.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/net/transport.hpp"
 
 namespace weft::core {

@@ -35,7 +35,9 @@
 #include <vector>
 #include "objects/state.hpp"
 #include "weft/base/error.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/trace/hooks.hpp"
 
 namespace weft::objects::detail {
@@ -54,7 +56,7 @@ namespace weft::objects::detail {
 [[gnu::visibility("hidden")]] extern std::span<const entry_info> g_entry_table;
 
 // The handlers (lifecycle.cpp registers them): element_handler_id
-// (runtime.hpp) takes messages for an element (entry, destroy);
+// (detail/runtime.hpp) takes messages for an element (entry, destroy);
 // nodegroup_handler_id messages for a nodegroup (any PE of the node takes
 // them); control_handler_id everything else.
 [[gnu::visibility("hidden")]] extern handler_id nodegroup_handler_id;

@@ -13,7 +13,9 @@
 #include "omp/omp_internal.hpp"
 #include "omp/spin_lock.hpp"
 #include "weft/base/topology.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 
 using namespace weft::omp;
 

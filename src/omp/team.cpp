@@ -33,7 +33,9 @@
 #include "weft/base/timer.hpp"
 #include "weft/trace/trace.hpp"
 #include "weft/core/handler.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 
 namespace weft::omp {
 

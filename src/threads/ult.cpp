@@ -20,7 +20,9 @@
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/message.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 
 namespace weft::threads {
 

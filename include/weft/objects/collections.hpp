@@ -32,7 +32,9 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/objects/detail/entry.hpp"
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/future.hpp"

@@ -12,7 +12,9 @@
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/pup.hpp"
 #include "weft/objects/coroutine.hpp"

@@ -11,7 +11,9 @@
 #pragma once
 #include <functional>
 #include <type_traits>
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/coroutine.hpp"
 

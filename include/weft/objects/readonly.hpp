@@ -15,7 +15,9 @@
 // process only.
 #pragma once
 #include <string>
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/detail/type_name.hpp"
 

@@ -49,7 +49,9 @@
 #include <utility>
 #include <vector>
 #include "weft/base/export.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 
 namespace weft {
 

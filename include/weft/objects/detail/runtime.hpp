@@ -19,7 +19,9 @@
 #include <vector>
 #include "weft/base/export.hpp"
 #include "weft/core/message.hpp"
-#include "weft/core/runtime.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
 #include "weft/objects/index.hpp"
 #include "weft/objects/pup.hpp"
 

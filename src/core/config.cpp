@@ -43,6 +43,19 @@ constexpr int spsc_pairs_max_pes = 8;
 
 constexpr const char* bind_accepted = "none|compact|scatter|CPU list (0-3,6 or L0-3)";
 
+namespace {
+// An option's checker from a function that says what is wrong with a value
+// ("" when nothing is).
+template <class Check>
+auto reason_checker(Check check) {
+  return [check](const std::string& v) -> std::optional<std::string> {
+    std::string err = check(v);
+    if (err.empty()) return std::nullopt;
+    return err;
+  };
+}
+}  // namespace
+
 void define_runtime_options(base::option_set& set) {
   using base::option_spec;
   set.define({"threads", "", "integer 1..4096", "PEs (worker threads) in this node",
@@ -52,11 +65,7 @@ void define_runtime_options(base::option_set& set) {
               "(scatter), unbound (none), or an explicit list",
               // The syntax only: a CPU list is checked against the machine
               // after parsing (parse_options), once the topology may be loaded.
-              [](const std::string& v) -> std::optional<std::string> {
-                std::string err = base::topology::check_bind_syntax(v);
-                if (err.empty()) return std::nullopt;
-                return err;
-              }});
+              reason_checker(&base::topology::check_bind_syntax)});
   set.define({"queue", "auto", "auto|mpsc|spsc-pairs",
               "PE message queue: one lock-free multi-producer queue, or one SPSC ring per "
               "producing PE",
@@ -135,11 +144,7 @@ void define_runtime_options(base::option_set& set) {
                   }(),
               "per-PE perf_event counters shown by --weft:stats and recorded in the trace "
               "(those the kernel refuses are left out, said in one line)",
-              [](const std::string& v) -> std::optional<std::string> {
-                std::string err = weft::trace::check_counter_list(v);
-                if (err.empty()) return std::nullopt;
-                return err;
-              }});
+              reason_checker(&weft::trace::check_counter_list)});
   // The threads layer's (weft/threads/ult.hpp).
   set.define({"ult-rescue-us", "500", "integer 1..10000000",
               "a logical thread (an OpenMP thread) that waits this long to start behind a PE "

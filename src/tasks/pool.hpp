@@ -35,18 +35,25 @@ struct local_pool {
 constexpr std::size_t pool_batch = 64;   // moved per lock
 constexpr std::size_t pool_keep = 512;   // a PE keeps at most this many free
 
+// Moves up to `n` descriptors from the front of one free list to the front
+// of another, keeping both counts.
+template <class T, class Count>
+void move_free(T*& from, Count& from_count, T*& to, Count& to_count, std::size_t n) {
+  for (std::size_t k = 0; k < n && from != nullptr; ++k) {
+    T* x = from;
+    from = x->next_free;
+    --from_count;
+    x->next_free = to;
+    to = x;
+    ++to_count;
+  }
+}
+
 template <class T>
 T* take(local_pool<T>& lp, shared_pool<T>& sp) {
   if (lp.head == nullptr) {
     std::lock_guard<std::mutex> lock(sp.mutex);
-    for (std::size_t k = 0; k < pool_batch && sp.head != nullptr; ++k) {
-      T* x = sp.head;
-      sp.head = x->next_free;
-      --sp.count;
-      x->next_free = lp.head;
-      lp.head = x;
-      ++lp.count;
-    }
+    move_free(sp.head, sp.count, lp.head, lp.count, pool_batch);
     if (lp.head == nullptr) {
       sp.slabs.push_back(std::make_unique<T[]>(pool_batch));
       T* slab = sp.slabs.back().get();
@@ -69,14 +76,7 @@ void give(local_pool<T>& lp, shared_pool<T>& sp, T* x) {
   lp.head = x;
   if (++lp.count <= pool_keep) return;
   std::lock_guard<std::mutex> lock(sp.mutex);
-  for (std::size_t k = 0; k < pool_keep / 2; ++k) {
-    T* y = lp.head;
-    lp.head = y->next_free;
-    --lp.count;
-    y->next_free = sp.head;
-    sp.head = y;
-    ++sp.count;
-  }
+  move_free(lp.head, lp.count, sp.head, sp.count, pool_keep / 2);
 }
 
 }  // namespace weft::tasks::internal

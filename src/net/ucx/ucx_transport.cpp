@@ -230,18 +230,23 @@ void ucx_transport::report_lost(int node, const char* what, ucs_status_t s) {
 
 // ------------------------------------------------------------------- waiting
 
-// ppoll directly: the fd is UCX's, armed by ucp_worker_arm just before.
-void ucx_transport::wait_for_events(std::uint64_t timeout_ns) {
-  if (has_work()) return;
-  ucs_status_t s = ucp_worker_arm(worker_);
-  if (s == UCS_ERR_BUSY) return;  // events arrived meanwhile: progress first
-  fatal_unless_ok(s, "ucp_worker_arm");
+// ppoll directly: the fd is UCX's, armed by ucp_worker_arm just before. A
+// signal ends the sleep early, as a timeout does: the callers check again.
+void ucx_transport::sleep_on_event_fd(std::uint64_t timeout_ns) {
   pollfd pfd{event_fd_, POLLIN, 0};
   timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
   int r = ::ppoll(&pfd, 1, &ts, nullptr);
   if (r < 0 && errno != EINTR)
     base::fatal_sys(errno, "ppoll", "on the UCX worker's event fd %d (ucx transport, node %d)",
                     event_fd_, rank_);
+}
+
+void ucx_transport::wait_for_events(std::uint64_t timeout_ns) {
+  if (has_work()) return;
+  ucs_status_t s = ucp_worker_arm(worker_);
+  if (s == UCS_ERR_BUSY) return;  // events arrived meanwhile: progress first
+  fatal_unless_ok(s, "ucp_worker_arm");
+  sleep_on_event_fd(timeout_ns);
 }
 
 void ucx_transport::wait_for_incoming(std::uint64_t timeout_ns) {
@@ -254,12 +259,7 @@ void ucx_transport::wait_for_incoming(std::uint64_t timeout_ns) {
   // A wake_waiter() between the first check and the arm may have had its
   // signal drained by the arm; its flag is still set.
   if (wake_requested_.exchange(false, std::memory_order_acq_rel)) return;
-  pollfd pfd{event_fd_, POLLIN, 0};
-  timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
-  int r = ::ppoll(&pfd, 1, &ts, nullptr);
-  if (r < 0 && errno != EINTR)
-    base::fatal_sys(errno, "ppoll", "on the UCX worker's event fd %d (ucx transport, node %d)",
-                    event_fd_, rank_);
+  sleep_on_event_fd(timeout_ns);
   // The flag stays set if a wake came during the wait: the next wait then
   // returns at once, a spurious wake-up instead of a lost one.
 }

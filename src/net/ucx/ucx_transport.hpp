@@ -333,6 +333,8 @@ class ucx_transport final : public transport {
     return ready_count_ > 0 || !deferred_.empty() || !completed_.empty();
   }
   void wait_for_events(std::uint64_t timeout_ns);
+  // Sleeps on the armed worker fd for at most timeout_ns.
+  void sleep_on_event_fd(std::uint64_t timeout_ns);
   template <class Done, class Late>
   void progress_until(Done done, double timeout_s, Late on_timeout) {
     auto t0 = clock_type::now();

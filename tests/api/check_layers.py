@@ -47,9 +47,10 @@ def main():
         doc = f.read()
     problems = []
 
-    # The layer table: "| base | `weft_base` | ... |" rows.
+    # The layer table: "| base | `weft_base` | ... |" rows, before "Where
+    # things are" (later tables, such as the cost table, are not layers).
     table = {}
-    for line in doc.splitlines():
+    for line in doc.split("## Where things are", 1)[0].splitlines():
         m = re.match(r"\|\s*([a-z, ]+?)\s*\|(.*)\|\s*$", line)
         if not m or m.group(1) in ("layer",):
             continue

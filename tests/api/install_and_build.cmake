@@ -59,7 +59,7 @@ set(soversion ${CMAKE_MATCH_1}.${CMAKE_MATCH_2})
 foreach(f include/weft/weft.hpp include/weft/config.hpp lib/cmake/weft/weftConfig.cmake
           lib/cmake/weft/weftConfigVersion.cmake lib/cmake/weft/weftTargets.cmake
           lib/pkgconfig/weft.pc lib/pkgconfig/weft-shared.pc lib/pkgconfig/weft-omp.pc
-          lib/libweft_core.a lib/libweft_tasks.a lib/libweft_threads.a lib/libweft_omp.a
+          lib/libweft_core.a lib/libweft_tasks.a lib/libweft_threads.a lib/libweft_omp.a lib/libweft_lb.a
           lib/libweft.so lib/libweft.so.${soversion} lib/libweft.so.${version}
           lib/libweft-omp.so lib/libweft-omp.so.${soversion} lib/libweft-omp.so.${version})
   if(NOT EXISTS ${prefix}/${f})
@@ -226,7 +226,7 @@ if(NOT seen_include OR NOT seen_libdir)
 endif()
 # Every library of weft::weft (the README's parallel_for needs tasks, threads
 # and Boost.Context), and no -rdynamic.
-foreach(lib -lweft_objects -lweft_tasks -lweft_threads -lweft_core -lweft_trace -lweft_net
+foreach(lib -lweft_lb -lweft_objects -lweft_tasks -lweft_threads -lweft_core -lweft_trace -lweft_net
             -lweft_base -lboost_context -lmimalloc)
   if(NOT lib IN_LIST weft_libs)
     message(FATAL_ERROR "pkg-config --libs weft: no ${lib} in '${weft_libs}'")

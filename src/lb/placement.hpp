@@ -1,0 +1,54 @@
+// What the strategies share (src/lb only): objects sorted by load, the
+// greedy placement on a heap of bins, the keep-where-it-fits pass of
+// greedy-refine, the refine pass, and balancing the PEs of one node (used
+// by node-aware and hierarchical as their lowest level).
+//
+// A "bin" is a PE or a node, by index into a loads array that the caller
+// owns and that each helper updates as it places.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "weft/lb/strategy.hpp"
+
+namespace weft::lb::detail {
+
+struct item {
+  double load;
+  std::uint32_t id;  // object index in the instance
+};
+
+// Background plus non-migratable objects, per PE.
+std::vector<double> fixed_loads(const instance& inst);
+// The migratable objects, heaviest first (ties by id: deterministic).
+std::vector<item> migratable_by_load(const instance& inst);
+void sort_by_load(std::vector<item>& items);
+
+// Places `items` (heaviest first) one by one on the least-loaded bin:
+// out[k] = bin of items[k]; loads updated. O(n log bins).
+void greedy_place(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& out);
+
+// greedy-refine on bins: old[k] is the bin items[k] is on now, or -1 (it
+// arrives from elsewhere). Greedy's max M is the bound; each item stays on
+// its old bin when that bin stays within tolerance * M, the rest go
+// greedily; if that ends above tolerance * M, greedy's placement is taken.
+void greedy_refine_place(std::vector<double>& loads, const std::vector<item>& items,
+                         const std::vector<int>& old, double tolerance, std::vector<int>& out);
+
+// refine on bins: loads already include every item on its bin (bin[k]);
+// items leave bins above `limit` (heaviest first that fit) for the
+// least-loaded bin while that stays within `limit`. bin[] is updated.
+void refine_place(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& bin,
+                  double limit);
+
+// Balances the objects `ids` (migratable, now assigned to the node whose
+// PEs are `pes`) across those PEs with strategy `inner` ("greedy",
+// "greedy-refine" or "refine"); an object already on one of `pes` counts as
+// there. `fixed` is fixed_loads(inst). Writes p[id].
+void balance_node(const instance& inst, const std::vector<int>& pes, const std::vector<std::uint32_t>& ids,
+                  const std::vector<double>& fixed, const options& opts, plan& p);
+
+// Fatal unless `inner` is one balance_node accepts; names the caller.
+void check_inner(const char* strategy, const std::string& inner);
+
+}  // namespace weft::lb::detail

@@ -10,6 +10,7 @@
 // that move through it: the shape that scales to 10^5 PEs in the runtime.
 // Here, in one process, the levels run one after the other.
 #include <algorithm>
+#include <functional>
 #include <queue>
 #include "builtin.hpp"
 #include "placement.hpp"
@@ -103,6 +104,20 @@ class hierarchical final : public strategy {
       }
     }
     sort_by_load(pool);
+    // Children of unequal size (a last, smaller node or group): an item goes
+    // where the load per PE after it is least, by a scan (few children).
+    if (std::adjacent_find(cap.begin(), cap.end(), std::not_equal_to<>()) != cap.end()) {
+      for (const item& it : pool) {
+        std::size_t best = load.size();
+        for (std::size_t c = 0; c < load.size(); ++c)
+          if (cap[c] > 0 && (best == load.size() || (load[c] + it.load) / cap[c] < (load[best] + it.load) / cap[best]))
+            best = c;
+        load[best] += it.load;
+        got[best].push_back(it);
+      }
+      pool.clear();
+      return got;
+    }
     using entry = std::pair<double, std::size_t>;  // (load per PE, child)
     std::priority_queue<entry, std::vector<entry>, std::greater<>> heap;
     for (std::size_t c = 0; c < load.size(); ++c)

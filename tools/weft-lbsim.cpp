@@ -46,7 +46,7 @@ constexpr const char* about =
     "  --tolerance=T        allowed max over the strategy's bound, >= 1 (default 1.02)\n"
     "  --group-size=G       hierarchical: nodes per group (default 16)\n"
     "  --inner=NAME         node-aware, hierarchical: strategy inside a node\n"
-    "                       (greedy, greedy-refine, refine; default greedy-refine)\n"
+    "                       (greedy, greedy-refine, refine; default refine)\n"
     "  --json               one JSON object instead of the table\n"
     "  --lbaf=FILE          also write the instance in LBAF's JSON input; a FILE with\n"
     "                       %r gets one file per PE (e.g. data.%r.json)\n"

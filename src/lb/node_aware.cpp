@@ -1,9 +1,9 @@
 // node-aware: two-level balancing (paper 001, §V). First between nodes, on
-// node totals: objects leave nodes whose load per PE is above tolerance *
-// the average, heaviest first that fit, for the node with the least load
+// node totals: objects leave nodes whose load per PE is above a quarter of
+// the tolerance over the average, heaviest first that fit, for the node with the least load
 // per PE while it stays within its limit (a refine on nodes, so objects
 // cross the network only to fix node imbalance). Then inside each node,
-// across its PEs, with options::inner (greedy-refine by default): moves
+// across its PEs, with options::inner (refine by default): moves
 // inside a node are cheap, moves between nodes are not.
 #include <algorithm>
 #include <set>
@@ -33,7 +33,10 @@ class node_aware final : public strategy {
     const std::vector<item> items = migratable_by_load(inst);
     const double per_pe = total / static_cast<double>(inst.num_pes());
     const double heaviest = items.empty() ? 0 : items.front().load;
-    auto limit = [&](std::size_t n) { return std::max(cap[n] * per_pe, heaviest) * opts.tolerance; };
+    // Between nodes, a quarter of the tolerance: the node level's slack
+    // adds to the one inside the node, which spends the whole tolerance.
+    const double node_tolerance = 1 + (opts.tolerance - 1) / 4;
+    auto limit = [&](std::size_t n) { return std::max(cap[n] * per_pe, heaviest) * node_tolerance; };
 
     // Level 1: refine between nodes, on load per PE.
     std::vector<int> node_of(items.size());

@@ -161,6 +161,34 @@ void refine_place(std::vector<double>& loads, const std::vector<item>& items, st
   }
 }
 
+void refine_with_retries(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& bin,
+                         double limit, double tolerance) {
+  if (loads.empty()) return;
+  const double step = std::max(tolerance - 1, 0.01);
+  std::vector<int> best = bin;
+  std::vector<double> best_loads = loads;
+  double best_max = *std::max_element(loads.begin(), loads.end());
+  std::size_t best_moves = 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const double l = limit * (tolerance + step * attempt);
+    std::vector<double> trial_loads = loads;
+    std::vector<int> trial = bin;
+    refine_place(trial_loads, items, trial, l);
+    const double max = *std::max_element(trial_loads.begin(), trial_loads.end());
+    std::size_t moves = 0;
+    for (std::size_t k = 0; k < trial.size(); ++k) moves += trial[k] != bin[k];
+    if (max < best_max || (max == best_max && moves < best_moves)) {
+      best = std::move(trial);
+      best_loads = std::move(trial_loads);
+      best_max = max;
+      best_moves = moves;
+    }
+    if (max <= l) break;  // every donor within the limit: a higher one only moves more
+  }
+  bin = std::move(best);
+  loads = std::move(best_loads);
+}
+
 void check_inner(const char* strategy, const std::string& inner) {
   if (inner != "greedy" && inner != "greedy-refine" && inner != "refine")
     base::usage_error("%s: inner strategy '%s' is not accepted (accepted: greedy, greedy-refine, refine)",
@@ -203,7 +231,7 @@ void balance_node(const instance& inst, const std::vector<int>& pes, const std::
     for (double l : loads) total += l;
     for (const item& it : items) heaviest = std::max(heaviest, it.load);
     const double avg = total / static_cast<double>(loads.size());
-    refine_place(loads, items, out, std::max(avg, heaviest) * opts.tolerance);
+    refine_with_retries(loads, items, out, std::max(avg, heaviest), opts.tolerance);
   }
   for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = pes[static_cast<std::size_t>(out[k])];
 }

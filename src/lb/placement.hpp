@@ -41,6 +41,14 @@ void greedy_refine_place(std::vector<double>& loads, const std::vector<item>& it
 void refine_place(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& bin,
                   double limit);
 
+// refine_place at limit * tolerance; when a donor is still above it (the
+// receivers ran out of room: donors go one after the other, so the last
+// ones find the receivers full), again from the start with the limit one
+// tolerance step higher, at most 8 tries; keeps the plan with the lowest
+// max load (the fewest moves on a tie). loads and bin as refine_place.
+void refine_with_retries(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& bin,
+                         double limit, double tolerance);
+
 // Balances the objects `ids` (migratable, now assigned to the node whose
 // PEs are `pes`) across those PEs with strategy `inner` ("greedy",
 // "greedy-refine" or "refine"); an object already on one of `pes` counts as

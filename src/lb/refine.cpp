@@ -24,30 +24,8 @@ class refine final : public strategy {
     double limit = total / static_cast<double>(loads.size());
     if (!items.empty()) limit = std::max(limit, items.front().load);
     for (std::size_t k = 0; k < items.size(); ++k) bin[k] = inst.objects[items[k].id].pe;
-    // Donors go one after the other: with little room left, the first ones
-    // fill the receivers and the last ones keep their excess. Then the limit
-    // rises by the tolerance's step and the pass runs again, from the start;
-    // the plan with the lowest max load wins (fewest migrations on a tie).
-    const double step = std::max(opts.tolerance - 1, 0.01);
-    std::vector<int> best = bin;
-    double best_max = *std::max_element(loads.begin(), loads.end());
-    std::size_t best_moves = 0;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      const double l = limit * (opts.tolerance + step * attempt);
-      std::vector<double> trial_loads = loads;
-      std::vector<int> trial = bin;
-      refine_place(trial_loads, items, trial, l);
-      const double max = *std::max_element(trial_loads.begin(), trial_loads.end());
-      std::size_t moves = 0;
-      for (std::size_t k = 0; k < trial.size(); ++k) moves += trial[k] != bin[k];
-      if (max < best_max || (max == best_max && moves < best_moves)) {
-        best = std::move(trial);
-        best_max = max;
-        best_moves = moves;
-      }
-      if (max <= l) break;  // every donor within the limit: a higher one only moves more
-    }
-    for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = best[k];
+    refine_with_retries(loads, items, bin, limit, opts.tolerance);
+    for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = bin[k];
     return p;
   }
 };

@@ -32,8 +32,9 @@ struct options {
   // hierarchical: nodes per group of the tree (PE -> node -> group -> root).
   int group_size = 16;
   // node-aware and hierarchical: the strategy inside a node, across its PEs
-  // ("greedy", "greedy-refine" or "refine").
-  std::string inner = "greedy-refine";
+  // ("greedy", "greedy-refine" or "refine"; refine: fewest moves, and on
+  // the simulator's instances also the best max load).
+  std::string inner = "refine";
 };
 
 class WEFT_API strategy {

@@ -3,6 +3,9 @@
 // on the other nodes (object messages wait until node 0's main function
 // returned and its readonly values arrived), and the errors of calls made
 // off a PE.
+#include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 #include "objects/internal.hpp"
@@ -40,6 +43,47 @@ void hold_until_setup(message_ptr m) {
 
 namespace {
 
+// A group or array known to node 0 when main first suspended, as the
+// setup-done message carries it.
+struct setup_creation {
+  std::vector<std::byte> ref_bytes;  // the collection_ref
+  std::uint32_t ctor = 0;
+  std::vector<std::byte> args;
+};
+
+std::vector<setup_creation> setup_creations() {
+  std::vector<setup_creation> out;
+  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  for (const auto& [id, info] : g_node_objects->creations) {
+    auto dir = g_node_objects->directory.find(id);
+    if (dir == g_node_objects->directory.end()) continue;
+    setup_creation sc;
+    const auto* bytes = reinterpret_cast<const std::byte*>(&dir->second);
+    sc.ref_bytes.assign(bytes, bytes + sizeof(collection_ref));
+    sc.ctor = info->ctor;
+    sc.args = info->args;
+    out.push_back(std::move(sc));
+  }
+  return out;
+}
+
+// Under g_node_objects->mutex: what receive_creation learns from a creation
+// message (the PEs build their parts at their first touch); the creation
+// message itself, arriving later, then finds the collection known.
+void learn_setup_creation(const setup_creation& sc) {
+  collection_ref ref;
+  if (sc.ref_bytes.size() != sizeof ref)
+    base::fatal("the setup-done message from node 0 names a collection in %zu bytes, not %zu: "
+                "every process of a job must run the same program build",
+                sc.ref_bytes.size(), sizeof ref);
+  std::memcpy(&ref, sc.ref_bytes.data(), sizeof ref);
+  auto info = std::make_shared<creation_info>();
+  info->ctor = sc.ctor;
+  info->args = sc.args;
+  g_node_objects->directory.emplace(ref.id, ref);
+  g_node_objects->creations.emplace(ref.id, std::move(info));
+}
+
 // PE 0 of node 0, when the main function returned (or first suspended):
 // the readonly values go to every PE of the other nodes, which hold their
 // object messages until then (the values are set before any element there
@@ -53,10 +97,18 @@ void main_returned() {
                    std::to_string(num_nodes() - 1) +
                    " process(es) of this job: its type has no weft::pup; give it a pup "
                    "function or run in one process");
+  // The groups and arrays created so far go too: a PE past the gate then
+  // knows every collection main's setup made, whichever of its messages
+  // reaches it first (a chare's constructor may call a group's local()
+  // before this PE's creation message from the broadcast tree arrives).
+  std::vector<setup_creation> created = setup_creations();
   auto pack = [&](pupper& p) {
     std::uint64_t n = table.size();
     p | n;
     for (const readonly_entry& r : table) r.pup(r.self, p);
+    std::uint64_t c = created.size();
+    p | c;
+    for (setup_creation& sc : created) p | sc.ref_bytes | sc.ctor | sc.args;
   };
   pupper sizer = pupper::sizer();
   pack(sizer);
@@ -87,6 +139,13 @@ void receive_setup_done(message_ptr m) {
               "globals: every process of a job must run the same program build",
               static_cast<unsigned long long>(n), table.size());
         for (const readonly_entry& r : table) r.pup(r.self, u);
+        std::uint64_t c = 0;
+        u | c;
+        for (std::uint64_t k = 0; k < c; ++k) {
+          setup_creation sc;
+          u | sc.ref_bytes | sc.ctor | sc.args;
+          learn_setup_creation(sc);
+        }
       } catch (const serialization_error& ex) {
         base::fatal("the readonly values from node 0 do not unpack: %s", ex.what());
       }

@@ -1429,6 +1429,48 @@ weft::task<> case_readonly() {
   passed();
 }
 
+// ---- setup_group ---------------------------------------------------------------------
+// A group made in main's setup is there on every PE before anything else of
+// the program runs there: a chare created on another process right after
+// the group, whose constructor asks for the group's local element, finds
+// it, although its creation message (one hop, straight from PE 0) may reach
+// that PE before the group's (two hops, down the broadcast tree).
+
+struct Counter : weft::group_element<Counter> {
+  int made = 0;
+  void report(weft::callback<int> cb) { contribute(made, weft::op::sum, cb); }
+};
+weft::readonly<weft::group_proxy<Counter>> setup_counter;
+
+struct EarlyChare : weft::chare<EarlyChare> {
+  EarlyChare() {
+    Counter* c = setup_counter->local();
+    check(c != nullptr,
+          "a chare constructed on PE %d (node %d) found no local element of the group main's "
+          "setup made",
+          weft::my_pe(), weft::my_node());
+    ++c->made;
+    destroy();
+  }
+};
+
+constexpr int early_chares_per_pe = 16;
+
+weft::task<> case_setup_group() {
+  setup_counter = weft::group_proxy<Counter>::create();
+  const int pes = weft::num_pes();
+  for (int k = 0; k < early_chares_per_pe; ++k)
+    for (int pe = pes - 1; pe >= 0; --pe) weft::create_on<EarlyChare>(pe);
+  auto q = quiescence();
+  co_await q;
+  auto made = weft::make_future<int>();
+  setup_counter->broadcast<&Counter::report>(weft::callback<int>(made));
+  const int n = co_await made;
+  check(n == early_chares_per_pe * pes, "%d chares found the group, expected %d", n,
+        early_chares_per_pe * pes);
+  passed();
+}
+
 // ---- buffer ------------------------------------------------------------------------
 
 constexpr std::size_t big_doubles = std::size_t(1) << 17;  // 1 MiB
@@ -1660,6 +1702,7 @@ const case_entry cases[] = {
     {"futures", case_futures},
     {"coroutines", case_coroutines},
     {"readonly", case_readonly},
+    {"setup_group", case_setup_group},
     {"buffer", case_buffer},
     {"priorities", case_priorities},
     {"exitcode", case_exitcode},

@@ -418,7 +418,15 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
   }
   if (ref.kind == collection_kind::nodegroup) {
     // This node's instance is built here and now (any PE of the node may
-    // run a nodegroup's code); other nodes get a creation message.
+    // run a nodegroup's code); other nodes get a creation message (and, for
+    // one made in main's setup, the setup-done message: lifecycle.cpp).
+    if (num_nodes() > 1) {
+      auto info = std::make_shared<creation_info>();
+      info->ctor = ctor;
+      info->args = args;
+      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      g_node_objects->nodegroup_creations.emplace(ref.id, std::move(info));
+    }
     create_nodegroup_here(ref, ctor, args.data(), args.size());
     for (int node = 0; node < num_nodes(); ++node) {
       if (node == my_node()) continue;

@@ -54,33 +54,46 @@ struct setup_creation {
 std::vector<setup_creation> setup_creations() {
   std::vector<setup_creation> out;
   std::lock_guard<std::mutex> lock(g_node_objects->mutex);
-  for (const auto& [id, info] : g_node_objects->creations) {
-    auto dir = g_node_objects->directory.find(id);
-    if (dir == g_node_objects->directory.end()) continue;
-    setup_creation sc;
-    const auto* bytes = reinterpret_cast<const std::byte*>(&dir->second);
-    sc.ref_bytes.assign(bytes, bytes + sizeof(collection_ref));
-    sc.ctor = info->ctor;
-    sc.args = info->args;
-    out.push_back(std::move(sc));
+  for (const auto* made : {&g_node_objects->creations, &g_node_objects->nodegroup_creations}) {
+    for (const auto& [id, info] : *made) {
+      auto dir = g_node_objects->directory.find(id);
+      if (dir == g_node_objects->directory.end()) continue;
+      setup_creation sc;
+      const auto* bytes = reinterpret_cast<const std::byte*>(&dir->second);
+      sc.ref_bytes.assign(bytes, bytes + sizeof(collection_ref));
+      sc.ctor = info->ctor;
+      sc.args = info->args;
+      out.push_back(std::move(sc));
+    }
   }
   return out;
 }
 
-// Under g_node_objects->mutex: what receive_creation learns from a creation
-// message (the PEs build their parts at their first touch); the creation
-// message itself, arriving later, then finds the collection known.
-void learn_setup_creation(const setup_creation& sc) {
+collection_ref ref_of(const setup_creation& sc) {
   collection_ref ref;
   if (sc.ref_bytes.size() != sizeof ref)
     base::fatal("the setup-done message from node 0 names a collection in %zu bytes, not %zu: "
                 "every process of a job must run the same program build",
                 sc.ref_bytes.size(), sizeof ref);
   std::memcpy(&ref, sc.ref_bytes.data(), sizeof ref);
+  return ref;
+}
+
+// Under g_node_objects->mutex: what receive_creation learns from a creation
+// message (a group's or array's PEs build their parts at their first
+// touch); the creation message itself, arriving later, then finds the
+// collection known. A nodegroup is built by the caller once the lock is
+// released (its constructor may use the runtime): it goes to `build`.
+void learn_setup_creation(setup_creation&& sc, std::vector<setup_creation>& build) {
+  const collection_ref ref = ref_of(sc);
+  g_node_objects->directory.emplace(ref.id, ref);
+  if (ref.kind == collection_kind::nodegroup) {
+    build.push_back(std::move(sc));
+    return;
+  }
   auto info = std::make_shared<creation_info>();
   info->ctor = sc.ctor;
-  info->args = sc.args;
-  g_node_objects->directory.emplace(ref.id, ref);
+  info->args = std::move(sc.args);
   g_node_objects->creations.emplace(ref.id, std::move(info));
 }
 
@@ -123,11 +136,21 @@ void main_returned() {
 void receive_setup_done(message_ptr m) {
   pe_objects& s = this_pe_objects();
   if (!s.gated) return;  // node 0
+  // The first PE of the node to hear puts the setup in place: the readonly
+  // values, the groups and arrays main's setup made, and its nodegroups,
+  // built here. The others see it through the lock before they run
+  // anything of the program; one that hears while the nodegroups are being
+  // built asks again later, staying behind the gate (it must not block
+  // inside a handler).
+  std::vector<setup_creation> build;
   {
-    // The first PE of the node to hear sets the values; the others see
-    // them through the lock before they run anything that reads them.
     std::lock_guard<std::mutex> lock(g_node_objects->mutex);
     if (!g_node_objects->readonlies_set) {
+      if (g_node_objects->setup_unpacking) {
+        weft::send(my_pe(), std::move(m));
+        return;
+      }
+      g_node_objects->setup_unpacking = true;
       std::vector<readonly_entry> table = readonly_table();
       pupper u = pupper::unpacker(args_of(*m), args_size(*m));
       try {
@@ -144,13 +167,19 @@ void receive_setup_done(message_ptr m) {
         for (std::uint64_t k = 0; k < c; ++k) {
           setup_creation sc;
           u | sc.ref_bytes | sc.ctor | sc.args;
-          learn_setup_creation(sc);
+          learn_setup_creation(std::move(sc), build);
         }
       } catch (const serialization_error& ex) {
         base::fatal("the readonly values from node 0 do not unpack: %s", ex.what());
       }
-      g_node_objects->readonlies_set = true;
+      if (build.empty()) g_node_objects->readonlies_set = true;
     }
+  }
+  if (!build.empty()) {
+    for (const setup_creation& sc : build)
+      create_nodegroup_here(ref_of(sc), sc.ctor, sc.args.data(), sc.args.size());
+    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    g_node_objects->readonlies_set = true;
   }
   s.gated = false;
   std::vector<message*> held;

@@ -240,7 +240,11 @@ struct node_objects {
   std::unordered_map<std::uint64_t, std::shared_ptr<const creation_info>> creations;
   std::unordered_map<std::uint64_t, std::unique_ptr<node_combiner>> combiners;
   std::unordered_map<std::uint64_t, std::unique_ptr<nodegroup_instance>> nodegroups;
-  bool readonlies_set = false;  // the readonly values from node 0 are in place
+  // Node 0, several nodes: the nodegroups made here, for the setup-done
+  // message (groups and arrays are in `creations`).
+  std::unordered_map<std::uint64_t, std::shared_ptr<const creation_info>> nodegroup_creations;
+  bool readonlies_set = false;  // the setup from node 0 is in place: past the gate
+  bool setup_unpacking = false;  // a PE of this node is putting it in place
 };
 
 }  // namespace weft::objects::detail

@@ -1430,8 +1430,8 @@ weft::task<> case_readonly() {
 }
 
 // ---- setup_group ---------------------------------------------------------------------
-// A group made in main's setup is there on every PE before anything else of
-// the program runs there: a chare created on another process right after
+// A group (and a nodegroup) made in main's setup is there on every PE
+// before anything else of the program runs there: a chare created on another process right after
 // the group, whose constructor asks for the group's local element, finds
 // it, although its creation message (one hop, straight from PE 0) may reach
 // that PE before the group's (two hops, down the broadcast tree).
@@ -1441,6 +1441,8 @@ struct Counter : weft::group_element<Counter> {
   void report(weft::callback<int> cb) { contribute(made, weft::op::sum, cb); }
 };
 weft::readonly<weft::group_proxy<Counter>> setup_counter;
+struct Shelf : weft::nodegroup_element<Shelf> {};
+weft::readonly<weft::nodegroup_proxy<Shelf>> setup_shelf;
 
 struct EarlyChare : weft::chare<EarlyChare> {
   EarlyChare() {
@@ -1448,6 +1450,10 @@ struct EarlyChare : weft::chare<EarlyChare> {
     check(c != nullptr,
           "a chare constructed on PE %d (node %d) found no local element of the group main's "
           "setup made",
+          weft::my_pe(), weft::my_node());
+    check(setup_shelf->local() != nullptr,
+          "a chare constructed on PE %d (node %d) found no local element of the nodegroup "
+          "main's setup made",
           weft::my_pe(), weft::my_node());
     ++c->made;
     destroy();
@@ -1458,6 +1464,7 @@ constexpr int early_chares_per_pe = 16;
 
 weft::task<> case_setup_group() {
   setup_counter = weft::group_proxy<Counter>::create();
+  setup_shelf = weft::nodegroup_proxy<Shelf>::create();
   const int pes = weft::num_pes();
   for (int k = 0; k < early_chares_per_pe; ++k)
     for (int pe = pes - 1; pe >= 0; --pe) weft::create_on<EarlyChare>(pe);

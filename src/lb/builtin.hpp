@@ -6,6 +6,12 @@
 
 namespace weft::lb::detail {
 
+// The built-in strategies are plain functions; the adapter makes one a
+// strategy (a strategy that keeps state between its steps, such as
+// hierarchical's levels, is a class of its own).
+using balance_fn = plan (*)(const instance&, const options&);
+std::unique_ptr<strategy> strategy_from(balance_fn balance);
+
 std::unique_ptr<strategy> make_greedy();
 std::unique_ptr<strategy> make_greedy_refine();
 std::unique_ptr<strategy> make_refine();

@@ -9,21 +9,16 @@
 namespace weft::lb::detail {
 namespace {
 
-class greedy final : public strategy {
- public:
-  plan balance(const instance& inst, const options&) override {
-    plan p = current_placement(inst);
-    std::vector<double> loads = fixed_loads(inst);
-    const std::vector<item> items = migratable_by_load(inst);
-    std::vector<int> out;
-    greedy_place(loads, items, out);
-    for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = out[k];
-    return p;
-  }
-};
+plan greedy(const instance& inst, const options&) {
+  std::vector<double> loads = fixed_loads(inst);
+  const std::vector<item> items = migratable_by_load(inst);
+  std::vector<int> out;
+  greedy_place(loads, items, out);
+  return placed(inst, items, out);
+}
 
 }  // namespace
 
-std::unique_ptr<strategy> make_greedy() { return std::make_unique<greedy>(); }
+std::unique_ptr<strategy> make_greedy() { return strategy_from(&greedy); }
 
 }  // namespace weft::lb::detail

@@ -9,22 +9,17 @@
 namespace weft::lb::detail {
 namespace {
 
-class greedy_refine final : public strategy {
- public:
-  plan balance(const instance& inst, const options& opts) override {
-    plan p = current_placement(inst);
-    std::vector<double> loads = fixed_loads(inst);
-    const std::vector<item> items = migratable_by_load(inst);
-    std::vector<int> old(items.size()), out;
-    for (std::size_t k = 0; k < items.size(); ++k) old[k] = inst.objects[items[k].id].pe;
-    greedy_refine_place(loads, items, old, opts.tolerance, out);
-    for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = out[k];
-    return p;
-  }
-};
+plan greedy_refine(const instance& inst, const options& opts) {
+  std::vector<double> loads = fixed_loads(inst);
+  const std::vector<item> items = migratable_by_load(inst);
+  std::vector<int> old(items.size()), out;
+  for (std::size_t k = 0; k < items.size(); ++k) old[k] = inst.objects[items[k].id].pe;
+  greedy_refine_place(loads, items, old, opts.tolerance, out);
+  return placed(inst, items, out);
+}
 
 }  // namespace
 
-std::unique_ptr<strategy> make_greedy_refine() { return std::make_unique<greedy_refine>(); }
+std::unique_ptr<strategy> make_greedy_refine() { return strategy_from(&greedy_refine); }
 
 }  // namespace weft::lb::detail

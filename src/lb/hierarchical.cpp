@@ -28,19 +28,13 @@ class hierarchical final : public strategy {
     const int nn = inst.num_nodes();
     const int gs = std::max(1, opts.group_size);
     const std::size_t ng = static_cast<std::size_t>((nn + gs - 1) / gs);
-    node_pes_.assign(static_cast<std::size_t>(nn), {});
-    node_load_.assign(static_cast<std::size_t>(nn), 0.0);
-    node_cap_.assign(static_cast<std::size_t>(nn), 0.0);
+    node_totals nodes = totals_by_node(inst);
+    node_pes_ = std::move(nodes.pes);
+    node_load_ = std::move(nodes.load);
+    node_cap_ = std::move(nodes.cap);
     node_objs_.assign(static_cast<std::size_t>(nn), {});
     node_sorted_.assign(static_cast<std::size_t>(nn), false);
     gone_.assign(inst.objects.size(), false);
-    const std::vector<double> pe_load = inst.pe_loads();
-    for (int pe = 0; pe < inst.num_pes(); ++pe) {
-      const auto n = static_cast<std::size_t>(inst.pes[static_cast<std::size_t>(pe)].node);
-      node_pes_[n].push_back(pe);
-      node_load_[n] += pe_load[static_cast<std::size_t>(pe)];
-      node_cap_[n] += 1;
-    }
     for (std::size_t i = 0; i < inst.objects.size(); ++i)
       if (inst.objects[i].migratable)
         node_objs_[static_cast<std::size_t>(inst.pes[static_cast<std::size_t>(inst.objects[i].pe)].node)].push_back(static_cast<std::uint32_t>(i));

@@ -236,4 +236,24 @@ void balance_node(const instance& inst, const std::vector<int>& pes, const std::
   for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = pes[static_cast<std::size_t>(out[k])];
 }
 
+node_totals totals_by_node(const instance& inst) {
+  const auto nn = static_cast<std::size_t>(inst.num_nodes());
+  node_totals t{std::vector<std::vector<int>>(nn), std::vector<double>(nn, 0.0),
+                std::vector<double>(nn, 0.0)};
+  const std::vector<double> pe_load = inst.pe_loads();
+  for (std::size_t pe = 0; pe < inst.pes.size(); ++pe) {
+    const auto n = static_cast<std::size_t>(inst.pes[pe].node);
+    t.pes[n].push_back(static_cast<int>(pe));
+    t.load[n] += pe_load[pe];
+    t.cap[n] += 1;
+  }
+  return t;
+}
+
+plan placed(const instance& inst, const std::vector<item>& items, const std::vector<int>& bin) {
+  plan p = current_placement(inst);
+  for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = bin[k];
+  return p;
+}
+
 }  // namespace weft::lb::detail

@@ -56,6 +56,17 @@ void refine_with_retries(std::vector<double>& loads, const std::vector<item>& it
 void balance_node(const instance& inst, const std::vector<int>& pes, const std::vector<std::uint32_t>& ids,
                   const std::vector<double>& fixed, const options& opts, plan& p);
 
+// The instance seen by node: each node's PEs, its load (background and
+// objects, summed over its PEs) and its PE count.
+struct node_totals {
+  std::vector<std::vector<int>> pes;
+  std::vector<double> load, cap;
+};
+node_totals totals_by_node(const instance& inst);
+
+// The current placement with items[k] moved to bin[k] (bins are PEs).
+plan placed(const instance& inst, const std::vector<item>& items, const std::vector<int>& bin);
+
 // Fatal unless `inner` is one balance_node accepts; names the caller.
 void check_inner(const char* strategy, const std::string& inner);
 

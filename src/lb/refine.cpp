@@ -12,26 +12,21 @@
 namespace weft::lb::detail {
 namespace {
 
-class refine final : public strategy {
- public:
-  plan balance(const instance& inst, const options& opts) override {
-    plan p = current_placement(inst);
-    std::vector<double> loads = inst.pe_loads();
-    const std::vector<item> items = migratable_by_load(inst);
-    std::vector<int> bin(items.size());
-    double total = 0;
-    for (double l : loads) total += l;
-    double limit = total / static_cast<double>(loads.size());
-    if (!items.empty()) limit = std::max(limit, items.front().load);
-    for (std::size_t k = 0; k < items.size(); ++k) bin[k] = inst.objects[items[k].id].pe;
-    refine_with_retries(loads, items, bin, limit, opts.tolerance);
-    for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = bin[k];
-    return p;
-  }
-};
+plan refine(const instance& inst, const options& opts) {
+  std::vector<double> loads = inst.pe_loads();
+  const std::vector<item> items = migratable_by_load(inst);
+  std::vector<int> bin(items.size());
+  double total = 0;
+  for (double l : loads) total += l;
+  double limit = total / static_cast<double>(loads.size());
+  if (!items.empty()) limit = std::max(limit, items.front().load);
+  for (std::size_t k = 0; k < items.size(); ++k) bin[k] = inst.objects[items[k].id].pe;
+  refine_with_retries(loads, items, bin, limit, opts.tolerance);
+  return placed(inst, items, bin);
+}
 
 }  // namespace
 
-std::unique_ptr<strategy> make_refine() { return std::make_unique<refine>(); }
+std::unique_ptr<strategy> make_refine() { return strategy_from(&refine); }
 
 }  // namespace weft::lb::detail

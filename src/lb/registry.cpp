@@ -9,6 +9,24 @@
 #include "weft/lb/strategy.hpp"
 
 namespace weft::lb {
+
+namespace detail {
+namespace {
+class function_strategy final : public strategy {
+ public:
+  explicit function_strategy(balance_fn balance) : balance_(balance) {}
+  plan balance(const instance& inst, const options& opts) override { return balance_(inst, opts); }
+
+ private:
+  balance_fn balance_;
+};
+}  // namespace
+
+std::unique_ptr<strategy> strategy_from(balance_fn balance) {
+  return std::make_unique<function_strategy>(balance);
+}
+}  // namespace detail
+
 namespace {
 
 std::map<std::string, factory>& table() {

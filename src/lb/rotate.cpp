@@ -6,19 +6,16 @@
 namespace weft::lb::detail {
 namespace {
 
-class rotate final : public strategy {
- public:
-  plan balance(const instance& inst, const options&) override {
-    plan p = current_placement(inst);
-    const int np = inst.num_pes();
-    for (std::size_t i = 0; i < p.size(); ++i)
-      if (inst.objects[i].migratable) p[i] = (p[i] + 1) % np;
-    return p;
-  }
-};
+plan rotate(const instance& inst, const options&) {
+  plan p = current_placement(inst);
+  const int np = inst.num_pes();
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (inst.objects[i].migratable) p[i] = (p[i] + 1) % np;
+  return p;
+}
 
 }  // namespace
 
-std::unique_ptr<strategy> make_rotate() { return std::make_unique<rotate>(); }
+std::unique_ptr<strategy> make_rotate() { return strategy_from(&rotate); }
 
 }  // namespace weft::lb::detail

@@ -264,21 +264,29 @@ void extras_join(thread_state& me, ws_slot& s, const ws_extras* x, bool first) {
   if (x->mem != nullptr) *x->mem = s.mem.data();
 }
 
+// A thread's start of a new loop: the team's work-sharing slot, set up by
+// the first thread to arrive (`init`, then the extras: reductions,
+// lastprivate), and the thread's own loop position reset.
+template <class Init>
+void join_loop(thread_state& me, const ws_extras* x, Init init) {
+  extras_begin(me, x);
+  bool first = false;
+  ws_slot& slot = enter(me, first, [&](ws_slot& s) {
+    init(s);
+    extras_init(me, s, x);
+  });
+  extras_join(me, slot, x, first);
+  me.static_trip = 0;
+  me.ordered_seq = -1;
+}
+
 bool loop_start(int sched, long start, long end, long incr, long chunk, long* istart, long* iend,
                 bool ordered = false, const ws_extras* x = nullptr) {
   thread_state& me = current();
   sched = effective(sched, chunk, me);
   // Ordered guided loops run dynamic: their chunks then have sequence numbers.
   if (ordered && sched == sched_guided) sched = sched_dynamic;
-  extras_begin(me, x);
-  bool first = false;
-  ws_slot& slot = enter(me, first, [&](ws_slot& s) {
-    init_loop(s, sched, start, end, incr, chunk);
-    extras_init(me, s, x);
-  });
-  extras_join(me, slot, x, first);
-  me.static_trip = 0;
-  me.ordered_seq = -1;
+  join_loop(me, x, [&](ws_slot& s) { init_loop(s, sched, start, end, incr, chunk); });
   if (istart == nullptr) return true;  // GCC schedules it (GOMP_loop_start)
   return hand_out(me, istart, iend, ordered);
 }
@@ -291,15 +299,9 @@ bool loop_start_ull(int sched, bool up, unsigned long long start, unsigned long 
   long c = long(chunk);
   sched = effective(sched, c, me);
   if (ordered && sched == sched_guided) sched = sched_dynamic;
-  extras_begin(me, x);
-  bool first = false;
-  ws_slot& slot = enter(me, first, [&](ws_slot& s) {
+  join_loop(me, x, [&](ws_slot& s) {
     init_loop_ull(s, sched, up, start, end, incr, (unsigned long long)c);
-    extras_init(me, s, x);
   });
-  extras_join(me, slot, x, first);
-  me.static_trip = 0;
-  me.ordered_seq = -1;
   if (istart == nullptr) return true;  // GCC schedules it (GOMP_loop_ull_start)
   return hand_out_ull(me, istart, iend, ordered);
 }
@@ -466,28 +468,23 @@ WEFT_GOMP bool GOMP_loop_ull_runtime_start(bool up, unsigned long long start,
 WEFT_GOMP bool GOMP_loop_ull_runtime_next(unsigned long long* istart, unsigned long long* iend) {
   return loop_next_ull(istart, iend);
 }
-WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_start(bool up, unsigned long long start,
-                                                        unsigned long long end,
-                                                        unsigned long long incr,
-                                                        unsigned long long* istart,
-                                                        unsigned long long* iend) {
-  return loop_start_ull(0, up, start, end, incr, 0, istart, iend);
-}
-WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_next(unsigned long long* istart,
-                                                       unsigned long long* iend) {
-  return loop_next_ull(istart, iend);
-}
-WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_start(bool up, unsigned long long start,
-                                                              unsigned long long end,
-                                                              unsigned long long incr,
-                                                              unsigned long long* istart,
-                                                              unsigned long long* iend) {
-  return loop_start_ull(0, up, start, end, incr, 0, istart, iend);
-}
-WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_next(unsigned long long* istart,
-                                                             unsigned long long* iend) {
-  return loop_next_ull(istart, iend);
-}
+// The nonmonotonic and maybe-nonmonotonic runtime loops are the runtime
+// loop (the schedule is OMP_SCHEDULE's either way): the same functions under
+// the ABI's other names.
+WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_start(bool, unsigned long long,
+                                                        unsigned long long, unsigned long long,
+                                                        unsigned long long*, unsigned long long*)
+    __attribute__((alias("GOMP_loop_ull_runtime_start")));
+WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_next(unsigned long long*, unsigned long long*)
+    __attribute__((alias("GOMP_loop_ull_runtime_next")));
+WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_start(bool, unsigned long long,
+                                                              unsigned long long, unsigned long long,
+                                                              unsigned long long*,
+                                                              unsigned long long*)
+    __attribute__((alias("GOMP_loop_ull_runtime_start")));
+WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_next(unsigned long long*,
+                                                             unsigned long long*)
+    __attribute__((alias("GOMP_loop_ull_runtime_next")));
 WEFT_GOMP bool GOMP_loop_ull_ordered_runtime_start(bool up, unsigned long long start,
                                                    unsigned long long end,
                                                    unsigned long long incr,

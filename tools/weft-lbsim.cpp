@@ -80,8 +80,8 @@ std::uint64_t parse_count(const std::string& opt, const std::string& v, std::uin
   errno = 0;
   const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || errno != 0 || v[0] == '-' || n < min)
-    weft::base::usage_error("weft-lbsim: %s=%s: accepted: an integer >= %llu", opt.c_str(), v.c_str(),
-                            static_cast<unsigned long long>(min));
+    weft::base::usage_error("weft-lbsim: %s=%s: accepted: an integer >= %llu", opt.c_str(),
+                            v.c_str(), static_cast<unsigned long long>(min));
   return n;
 }
 
@@ -89,7 +89,8 @@ double parse_real(const std::string& opt, const std::string& v, double min) {
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || !(x >= min) || x > 1e300)
-    weft::base::usage_error("weft-lbsim: %s=%s: accepted: a number >= %g", opt.c_str(), v.c_str(), min);
+    weft::base::usage_error("weft-lbsim: %s=%s: accepted: a number >= %g", opt.c_str(), v.c_str(),
+                            min);
   return x;
 }
 
@@ -119,23 +120,33 @@ config parse(int argc, char** argv) {
       weft::base::usage_error("weft-lbsim: '%s' is not an option or lacks its value (accepted: %s)",
                               arg.c_str(), accepted);
     }
-    if (arg == "--objects") c.gen.objects = parse_count(arg, value, 0);
-    else if (arg == "--pes") c.gen.pes = static_cast<int>(parse_count(arg, value, 1));
-    else if (arg == "--pes-per-node") c.gen.pes_per_node = static_cast<int>(parse_count(arg, value, 1));
-    else if (arg == "--seed") c.gen.seed = c.opts.seed = parse_count(arg, value, 0);
-    else if (arg == "--background") c.gen.background = parse_real(arg, value, 0);
-    else if (arg == "--tolerance") c.opts.tolerance = parse_real(arg, value, 1);
-    else if (arg == "--group-size") c.opts.group_size = static_cast<int>(parse_count(arg, value, 1));
+    if (arg == "--objects")
+      c.gen.objects = parse_count(arg, value, 0);
+    else if (arg == "--pes")
+      c.gen.pes = static_cast<int>(parse_count(arg, value, 1));
+    else if (arg == "--pes-per-node")
+      c.gen.pes_per_node = static_cast<int>(parse_count(arg, value, 1));
+    else if (arg == "--seed")
+      c.gen.seed = c.opts.seed = parse_count(arg, value, 0);
+    else if (arg == "--background")
+      c.gen.background = parse_real(arg, value, 0);
+    else if (arg == "--tolerance")
+      c.opts.tolerance = parse_real(arg, value, 1);
+    else if (arg == "--group-size")
+      c.opts.group_size = static_cast<int>(parse_count(arg, value, 1));
     else if (arg == "--inner") {
       if (value != "greedy" && value != "greedy-refine" && value != "refine")
-        weft::base::usage_error("weft-lbsim: --inner=%s: accepted: greedy, greedy-refine, refine", value.c_str());
+        weft::base::usage_error("weft-lbsim: --inner=%s: accepted: greedy, greedy-refine, refine",
+                                value.c_str());
       c.opts.inner = value;
     } else if (arg == "--graph") {
       if (!lb::parse_graph(value, c.gen.graph))
-        weft::base::usage_error("weft-lbsim: --graph=%s: accepted: %s", value.c_str(), lb::graph_names());
+        weft::base::usage_error("weft-lbsim: --graph=%s: accepted: %s", value.c_str(),
+                                lb::graph_names());
     } else if (arg == "--load") {
       if (!lb::parse_load(value, c.gen.load))
-        weft::base::usage_error("weft-lbsim: --load=%s: accepted: %s", value.c_str(), lb::load_names());
+        weft::base::usage_error("weft-lbsim: --load=%s: accepted: %s", value.c_str(),
+                                lb::load_names());
     } else if (arg == "--lb") {
       check_strategy(value);
       c.strategies = {value};
@@ -153,31 +164,39 @@ config parse(int argc, char** argv) {
       if (value.empty()) weft::base::usage_error("weft-lbsim: --lbaf needs a file name");
       c.lbaf = value;
     } else {
-      weft::base::usage_error("weft-lbsim: unknown option '%s' (accepted: %s)", arg.c_str(), accepted);
+      weft::base::usage_error("weft-lbsim: unknown option '%s' (accepted: %s)", arg.c_str(),
+                              accepted);
     }
   }
-  if (c.gen.objects > 0xffffffffull) weft::base::usage_error("weft-lbsim: --objects: at most 4294967295");
+  if (c.gen.objects > 0xffffffffull)
+    weft::base::usage_error("weft-lbsim: --objects: at most 4294967295");
   return c;
 }
 
 void json_row(const std::string& name, const lb::metrics& m, bool last) {
   std::printf(
-      "{\"strategy\":%s,\"max\":%.9g,\"avg\":%.9g,\"min\":%.9g,\"stddev\":%.9g,\"max_over_avg\":%.6f,"
-      "\"max_over_lower_bound\":%.6f,\"migrations\":%llu,\"bytes_moved\":%llu,\"off_pe_messages\":%llu,"
-      "\"off_pe_bytes\":%llu,\"off_node_messages\":%llu,\"off_node_bytes\":%llu,\"seconds\":%.6f}%s",
-      weft::base::json_quote(name).c_str(), m.max_load, m.avg_load, m.min_load, m.stddev, m.imbalance(),
-      m.quality(), static_cast<unsigned long long>(m.migrations), static_cast<unsigned long long>(m.bytes_moved),
-      static_cast<unsigned long long>(m.off_pe_messages), static_cast<unsigned long long>(m.off_pe_bytes),
-      static_cast<unsigned long long>(m.off_node_messages), static_cast<unsigned long long>(m.off_node_bytes),
-      m.strategy_seconds, last ? "" : ",");
+      "{\"strategy\":%s,\"max\":%.9g,\"avg\":%.9g,\"min\":%.9g,\"stddev\":%.9g,\"max_over_avg\":%."
+      "6f,"
+      "\"max_over_lower_bound\":%.6f,\"migrations\":%llu,\"bytes_moved\":%llu,\"off_pe_messages\":%"
+      "llu,"
+      "\"off_pe_bytes\":%llu,\"off_node_messages\":%llu,\"off_node_bytes\":%llu,\"seconds\":%.6f}%"
+      "s",
+      weft::base::json_quote(name).c_str(), m.max_load, m.avg_load, m.min_load, m.stddev,
+      m.imbalance(), m.quality(), static_cast<unsigned long long>(m.migrations),
+      static_cast<unsigned long long>(m.bytes_moved),
+      static_cast<unsigned long long>(m.off_pe_messages),
+      static_cast<unsigned long long>(m.off_pe_bytes),
+      static_cast<unsigned long long>(m.off_node_messages),
+      static_cast<unsigned long long>(m.off_node_bytes), m.strategy_seconds, last ? "" : ",");
 }
 
 void text_row(const std::string& name, const lb::metrics& m) {
-  std::printf("%-14s %10.4g %10.4g %10.4g %9.4g %7.4f %7.4f %10llu %12llu %10llu %10llu %9.4f\n", name.c_str(),
-              m.max_load, m.avg_load, m.min_load, m.stddev, m.imbalance(), m.quality(),
-              static_cast<unsigned long long>(m.migrations), static_cast<unsigned long long>(m.bytes_moved),
-              static_cast<unsigned long long>(m.off_pe_messages), static_cast<unsigned long long>(m.off_node_messages),
-              m.strategy_seconds);
+  std::printf("%-14s %10.4g %10.4g %10.4g %9.4g %7.4f %7.4f %10llu %12llu %10llu %10llu %9.4f\n",
+              name.c_str(), m.max_load, m.avg_load, m.min_load, m.stddev, m.imbalance(),
+              m.quality(), static_cast<unsigned long long>(m.migrations),
+              static_cast<unsigned long long>(m.bytes_moved),
+              static_cast<unsigned long long>(m.off_pe_messages),
+              static_cast<unsigned long long>(m.off_node_messages), m.strategy_seconds);
 }
 
 }  // namespace
@@ -193,22 +212,27 @@ int main(int argc, char** argv) {
   rows.emplace_back("(before)", lb::evaluate(inst, lb::current_placement(inst)));
   for (const std::string& name : c.strategies) {
     const lb::result r = lb::run(name, inst, c.opts);
-    rows.emplace_back(name, lb::evaluate(inst, r.placement.empty() ? lb::current_placement(inst) : r.placement,
-                                         r.seconds));
+    rows.emplace_back(
+        name, lb::evaluate(inst, r.placement.empty() ? lb::current_placement(inst) : r.placement,
+                           r.seconds));
   }
   if (c.json) {
-    std::printf("{\"instance\":{\"objects\":%llu,\"pes\":%d,\"nodes\":%d,\"edges\":%zu,\"seed\":%llu,"
-                "\"tolerance\":%g},\"results\":[",
-                static_cast<unsigned long long>(inst.objects.size()), inst.num_pes(), inst.num_nodes(),
-                inst.edges.size(), static_cast<unsigned long long>(c.gen.seed), c.opts.tolerance);
-    for (std::size_t i = 0; i < rows.size(); ++i) json_row(rows[i].first, rows[i].second, i + 1 == rows.size());
+    std::printf(
+        "{\"instance\":{\"objects\":%llu,\"pes\":%d,\"nodes\":%d,\"edges\":%zu,\"seed\":%llu,"
+        "\"tolerance\":%g},\"results\":[",
+        static_cast<unsigned long long>(inst.objects.size()), inst.num_pes(), inst.num_nodes(),
+        inst.edges.size(), static_cast<unsigned long long>(c.gen.seed), c.opts.tolerance);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      json_row(rows[i].first, rows[i].second, i + 1 == rows.size());
     std::printf("]}\n");
     return 0;
   }
-  std::printf("instance: %zu objects on %d PEs (%d nodes), %zu edges, lower bound %.4g\n", inst.objects.size(),
-              inst.num_pes(), inst.num_nodes(), inst.edges.size(), lb::lower_bound(inst));
-  std::printf("%-14s %10s %10s %10s %9s %7s %7s %10s %12s %10s %10s %9s\n", "strategy", "max", "avg", "min",
-              "stddev", "max/avg", "max/lb", "migrations", "bytes moved", "off-PE msg", "off-node", "time (s)");
+  std::printf("instance: %zu objects on %d PEs (%d nodes), %zu edges, lower bound %.4g\n",
+              inst.objects.size(), inst.num_pes(), inst.num_nodes(), inst.edges.size(),
+              lb::lower_bound(inst));
+  std::printf("%-14s %10s %10s %10s %9s %7s %7s %10s %12s %10s %10s %9s\n", "strategy", "max",
+              "avg", "min", "stddev", "max/avg", "max/lb", "migrations", "bytes moved",
+              "off-PE msg", "off-node", "time (s)");
   for (const auto& [name, m] : rows) text_row(name, m);
   return 0;
 }

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <functional>
+#include <string>
 #include <vector>
 #include "common/harness.hpp"
 #include "weft/core/pe.hpp"

@@ -34,12 +34,15 @@ constexpr const char* about =
 // The baseline: sort, then a binary heap of (load, PE) with pop and push.
 lb::plan baseline_greedy(const lb::instance& inst) {
   std::vector<std::pair<double, std::uint32_t>> order(inst.objects.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = {inst.objects[i].load, static_cast<std::uint32_t>(i)};
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = {inst.objects[i].load, static_cast<std::uint32_t>(i)};
   std::sort(order.begin(), order.end(), std::greater<>());
   using entry = std::pair<double, int>;
   std::vector<entry> init(inst.pes.size());
-  for (std::size_t p = 0; p < init.size(); ++p) init[p] = {inst.pes[p].background, static_cast<int>(p)};
-  std::priority_queue<entry, std::vector<entry>, std::greater<>> heap(std::greater<>(), std::move(init));
+  for (std::size_t p = 0; p < init.size(); ++p)
+    init[p] = {inst.pes[p].background, static_cast<int>(p)};
+  std::priority_queue<entry, std::vector<entry>, std::greater<>> heap(std::greater<>(),
+                                                                      std::move(init));
   lb::plan plan(inst.objects.size());
   for (const auto& [load, id] : order) {
     entry e = heap.top();
@@ -85,7 +88,8 @@ sample run_baseline(const lb::instance& inst, int repeat) {
   });
 }
 
-sample run_strategy(const lb::instance& inst, const std::string& name, int repeat, const lb::options& o) {
+sample run_strategy(const lb::instance& inst, const std::string& name, int repeat,
+                    const lb::options& o) {
   return measure(inst, repeat, [&](double& s) {
     lb::result r = lb::run(name, inst, o);
     s = r.seconds;
@@ -93,19 +97,20 @@ sample run_strategy(const lb::instance& inst, const std::string& name, int repea
   });
 }
 
-void report(const weft::bench::cli& c, const char* table, std::uint64_t objects, int pes, const std::string& name,
-            const sample& s, double base) {
+void report(const weft::bench::cli& c, const char* table, std::uint64_t objects, int pes,
+            const std::string& name, const sample& s, double base) {
   if (c.json) {
-    std::printf("{\"bench\":\"lb_strategies\",\"table\":\"%s\",\"objects\":%llu,\"pes\":%d,\"strategy\":%s,"
-                "\"seconds\":%.6f,\"min\":%.6f,\"max\":%.6f,\"ratio_to_baseline\":%.4f,"
-                "\"max_over_lower_bound\":%.5f,\"max_over_avg\":%.5f,\"migrations\":%llu}\n",
-                table, static_cast<unsigned long long>(objects), pes, weft::base::json_quote(name).c_str(), s.median,
-                s.min, s.max, base > 0 ? s.median / base : 0, s.quality, s.imbalance,
-                static_cast<unsigned long long>(s.migrations));
+    std::printf(
+        "{\"bench\":\"lb_strategies\",\"table\":\"%s\",\"objects\":%llu,\"pes\":%d,\"strategy\":%s,"
+        "\"seconds\":%.6f,\"min\":%.6f,\"max\":%.6f,\"ratio_to_baseline\":%.4f,"
+        "\"max_over_lower_bound\":%.5f,\"max_over_avg\":%.5f,\"migrations\":%llu}\n",
+        table, static_cast<unsigned long long>(objects), pes, weft::base::json_quote(name).c_str(),
+        s.median, s.min, s.max, base > 0 ? s.median / base : 0, s.quality, s.imbalance,
+        static_cast<unsigned long long>(s.migrations));
   } else {
     std::printf("  %-26s %8.4f s [%.4f, %.4f] x%5.2f  max/lb %.4f  max/avg %.4f  migrations %llu\n",
-                name.c_str(), s.median, s.min, s.max, base > 0 ? s.median / base : 0, s.quality, s.imbalance,
-                static_cast<unsigned long long>(s.migrations));
+                name.c_str(), s.median, s.min, s.max, base > 0 ? s.median / base : 0, s.quality,
+                s.imbalance, static_cast<unsigned long long>(s.migrations));
   }
 }
 
@@ -134,8 +139,8 @@ void full_table(const weft::bench::cli& c, std::uint64_t objects, int pes, int p
   }
   const sample base2 = run_baseline(inst, c.repeat);
   for (const char* name : {"greedy-refine", "hierarchical"})
-    report(c, "next_step", objects, pes, std::string(name) + " (next step)", run_strategy(inst, name, c.repeat, o),
-           base2.median);
+    report(c, "next_step", objects, pes, std::string(name) + " (next step)",
+           run_strategy(inst, name, c.repeat, o), base2.median);
 }
 
 }  // namespace
@@ -146,12 +151,17 @@ int main(int argc, char** argv) {
   const long per_node = weft::bench::positive_arg(c, "pes-per-node", 32, 1 << 20);
   const bool scaling = weft::bench::arg(c, "scaling", "1") != "0";
   for (const auto& a : c.args)
-    if (a.rfind("--objects=", 0) != 0 && a.rfind("--pes-per-node=", 0) != 0 && a.rfind("--scaling=", 0) != 0)
-      weft::base::usage_error("lb_strategies: unknown argument '%s' (accepted: --objects=N, --pes-per-node=K, "
-                              "--scaling=0|1, --json, --repeat N, --help)", a.c_str());
+    if (a.rfind("--objects=", 0) != 0 && a.rfind("--pes-per-node=", 0) != 0 &&
+        a.rfind("--scaling=", 0) != 0)
+      weft::base::usage_error(
+          "lb_strategies: unknown argument '%s' (accepted: --objects=N, --pes-per-node=K, "
+          "--scaling=0|1, --json, --repeat N, --help)",
+          a.c_str());
   const auto n = static_cast<std::uint64_t>(objects);
-  full_table(c, n, static_cast<int>(std::max<std::uint64_t>(1, n / 10)), static_cast<int>(per_node));
-  full_table(c, n, static_cast<int>(std::max<std::uint64_t>(1, n / 100)), static_cast<int>(per_node));
+  full_table(c, n, static_cast<int>(std::max<std::uint64_t>(1, n / 10)),
+             static_cast<int>(per_node));
+  full_table(c, n, static_cast<int>(std::max<std::uint64_t>(1, n / 100)),
+             static_cast<int>(per_node));
   if (!scaling) return 0;
   if (!c.json) std::printf("strategy time as objects grow (10 per PE), median of %d:\n", c.repeat);
   for (std::uint64_t m = 1000; m <= n; m *= 10) {
@@ -164,7 +174,8 @@ int main(int argc, char** argv) {
     const sample base = run_baseline(inst, c.repeat);
     report(c, "scaling", m, g.pes, "baseline (sort + heap)", base, base.median);
     for (const char* name : {"greedy", "greedy-refine", "hierarchical"})
-      report(c, "scaling", m, g.pes, name, run_strategy(inst, name, c.repeat, lb::options{}), base.median);
+      report(c, "scaling", m, g.pes, name, run_strategy(inst, name, c.repeat, lb::options{}),
+             base.median);
   }
   return 0;
 }

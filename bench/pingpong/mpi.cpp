@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     }
     if (rank != 0) continue;
     weft::bench::latency_bandwidth_rows(
-        out, {{"transport", "plain-mpi"}, {"ranks", size}, {"touch", touch}, {"bytes", bytes}}, bytes, oneway_ns);
+        out, {{"transport", "plain-mpi"}, {"ranks", size}, {"touch", touch}, {"bytes", bytes}},
+        bytes, oneway_ns);
   }
   if (rank == 0) out.flush();
   MPI_Finalize();

@@ -75,11 +75,11 @@ void check(ucs_status_t s, const char* call) {
 // What the AM handler leaves for the loop: one message at a time (each
 // side sends only after the previous message was answered).
 struct inbox {
-  char* buf = nullptr;       // receive buffer (the largest size)
-  std::size_t expect = 0;    // the size being measured
-  bool arrived = false;      // a message came (copied, or rndv_desc set)
-  void* rndv_desc = nullptr; // rendezvous data still to fetch
-  std::size_t length = 0;    // its length
+  char* buf = nullptr;        // receive buffer (the largest size)
+  std::size_t expect = 0;     // the size being measured
+  bool arrived = false;       // a message came (copied, or rndv_desc set)
+  void* rndv_desc = nullptr;  // rendezvous data still to fetch
+  std::size_t length = 0;     // its length
 };
 
 ucs_status_t on_am(void* arg, const void*, std::size_t, void* data, std::size_t length,
@@ -281,8 +281,8 @@ int main(int argc, char** argv) {
   if (active) {
     completion c;
     ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FIELD_FLAGS;
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
     p.cb.send = &on_send_done;
     p.user_data = &c;
     p.flags = 0;

@@ -31,6 +31,7 @@
 // mpi_pingpong --touch=true does): a transport that lends large
 // messages in place must then move the data through memory like one that
 // copies it.
+#include "weft/weft.hpp"
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -41,7 +42,6 @@
 #include "common/nodes.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/timer.hpp"
-#include "weft/weft.hpp"
 
 namespace {
 

@@ -113,13 +113,13 @@ sys_failure map_shared_segment(const char* name, std::size_t min_bytes, std::siz
   const int fd = shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
   if (fd == -1) return {"shm_open", errno};
   sys_failure failed;
-  struct stat st {};
+  struct stat st{};
   if (fstat(fd, &st) == -1) {
     failed = {"fstat", errno};
   } else if (std::size_t(st.st_size) >= min_bytes && st.st_size > 0) {
     const std::size_t length = bytes != 0 ? bytes : std::size_t(st.st_size);
-    void* m = mmap(nullptr, length, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
-                   fd, 0);
+    void* m =
+        mmap(nullptr, length, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED)
       failed = {"mmap", errno};
     else
@@ -151,7 +151,7 @@ void prefault(void* addr, std::size_t bytes) noexcept {
 }
 
 std::optional<std::uint64_t> shared_memory_free_bytes() noexcept {
-  struct statvfs vfs {};
+  struct statvfs vfs{};
   if (statvfs("/dev/shm", &vfs) != 0) return std::nullopt;
   return std::uint64_t(vfs.f_bavail) * std::uint64_t(vfs.f_frsize);
 }

@@ -80,7 +80,7 @@ std::string this_host() {
 }
 
 std::string share_dir() {
-  struct stat st {};
+  struct stat st{};
   if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK | X_OK) == 0)
     return "/dev/shm";
   const char* tmp = std::getenv("TMPDIR");
@@ -214,7 +214,7 @@ void remove_stale_shares(const std::string& dir) {
       char magic[32] = {};
       int version = 0;
       long pid = 0;
-      struct stat st {};
+      struct stat st{};
       const bool ours = fstat(fd, &st) == 0 && st.st_uid == geteuid();
       const bool parsed = pread(fd, head, sizeof head - 1, 0) > 0 &&
                           std::sscanf(head, "%31s %d %ld", magic, &version, &pid) == 3 &&
@@ -248,7 +248,7 @@ void remove_written_shares() {
     // reading its options): give them the time they would wait themselves.
     const steady::time_point deadline = deadline_after(w.timeout_s);
     std::chrono::microseconds d(1000);
-    struct stat st {};
+    struct stat st{};
     while (stat(w.path.c_str(), &st) == 0 && same_file(st, w.id)) {
       if (steady::now() >= deadline) {
         unlink(w.path.c_str());
@@ -310,12 +310,11 @@ hwloc_topology_t discover_and_share(const std::string& file, const topology::hos
       const int e = n < 0 ? errno : ENOSPC;
       close(fd);
       unlink(tmp.c_str());
-      fatal_sys(e, "write", "for %s, the topology shared with this host's processes",
-                tmp.c_str());
+      fatal_sys(e, "write", "for %s, the topology shared with this host's processes", tmp.c_str());
     }
     done += std::size_t(n);
   }
-  struct stat id {};
+  struct stat id{};
   if (fstat(fd, &id) != 0) fatal_sys(errno, "fstat", "for %s, the shared topology", tmp.c_str());
   close(fd);
   if (rename(tmp.c_str(), file.c_str()) != 0) {
@@ -338,7 +337,7 @@ hwloc_topology_t load_shared(const std::string& file, const topology::host_share
     if (fd < 0 && errno != ENOENT)
       fatal_sys(errno, "open", "for %s, the topology shared by local rank 0", file.c_str());
     if (fd >= 0) {
-      struct stat st {};
+      struct stat st{};
       if (fstat(fd, &st) != 0)
         fatal_sys(errno, "fstat", "for %s, the topology shared by local rank 0", file.c_str());
       // Only a file this user made for itself: one planted by anybody else
@@ -356,7 +355,7 @@ hwloc_topology_t load_shared(const std::string& file, const topology::host_share
         if (write(fd, "+", 1) == 1) {
           const off_t end = lseek(fd, 0, SEEK_CUR);
           const off_t loaded = end - off_t(c->xml_offset + c->xml.size());
-          struct stat now {};
+          struct stat now{};
           if (loaded >= share.local_size - 1 && stat(file.c_str(), &now) == 0 && same_file(now, st))
             unlink(file.c_str());
         }
@@ -416,6 +415,5 @@ std::string topology::shared_file(const std::string& job_id) {
   }
   return share_dir() + "/" + share_prefix() + job + ".xml";
 }
-
 
 }  // namespace weft::base

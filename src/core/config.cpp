@@ -135,7 +135,8 @@ void define_runtime_options(base::option_set& set) {
   set.define({"trace-buffer", "4", "MiB 1..4096",
               "trace buffer per PE; a full buffer is written out (shown as a flush)",
               base::integer_in(1, 4096)});
-  set.define({"counters", weft::trace::default_counters(), "off|comma list of " +
+  set.define({"counters", weft::trace::default_counters(),
+              "off|comma list of " +
                   [] {
                     std::string names;
                     for (const auto& n : weft::trace::counter_names_known())

@@ -184,7 +184,7 @@ struct node_state {
   const handler_entry* handler_entries = nullptr;
   std::size_t num_handlers = 0;
   comm_mode comm = comm_mode::none;
-  comm_policy policy;  // follows from comm (fixed before PEs start)
+  comm_policy policy;                  // follows from comm (fixed before PEs start)
   std::unique_ptr<outbox[]> outboxes;  // one per node (this node's stays empty)
   // Messages in the outboxes (a hint that spares the scan when zero).
   alignas(base::cache_line) std::atomic<std::int64_t> outbox_count{0};

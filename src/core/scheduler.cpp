@@ -319,8 +319,7 @@ void flush_backlog(node_state& node, pe_state& pe) {
 inline bool has_work(node_state& node, pe_state& pe) {
   return own_queue_has_work(pe) || !pe.prioritized.empty() ||
          node.node_queue_size.load(std::memory_order_relaxed) != 0 ||
-         (node.policy.pes_drive &&
-          node.outbox_count.load(std::memory_order_relaxed) != 0) ||
+         (node.policy.pes_drive && node.outbox_count.load(std::memory_order_relaxed) != 0) ||
          (!pe.timers.empty() && pe.timers.top().deadline_ns <= base::wall_ns()) ||
          node.stop.load(std::memory_order_relaxed) ||
          (node.tasks.tasks_visible != nullptr && node.tasks.tasks_visible());

@@ -16,8 +16,10 @@ double lower_bound(const instance& inst) {
   }
   for (const object_info& o : inst.objects) {
     total += o.load;
-    if (o.migratable) heaviest = std::max(heaviest, o.load);
-    else fixed[static_cast<std::size_t>(o.pe)] += o.load;
+    if (o.migratable)
+      heaviest = std::max(heaviest, o.load);
+    else
+      fixed[static_cast<std::size_t>(o.pe)] += o.load;
   }
   double bound = std::max(total / static_cast<double>(inst.pes.size()), heaviest);
   for (double f : fixed) bound = std::max(bound, f);
@@ -54,7 +56,8 @@ metrics evaluate(const instance& inst, const plan& p, double strategy_seconds) {
     if (pa == pb) continue;
     m.off_pe_messages += e.messages;
     m.off_pe_bytes += e.bytes;
-    if (inst.pes[static_cast<std::size_t>(pa)].node != inst.pes[static_cast<std::size_t>(pb)].node) {
+    if (inst.pes[static_cast<std::size_t>(pa)].node !=
+        inst.pes[static_cast<std::size_t>(pb)].node) {
       m.off_node_messages += e.messages;
       m.off_node_bytes += e.bytes;
     }

@@ -19,6 +19,8 @@ plan greedy(const instance& inst, const options&) {
 
 }  // namespace
 
-std::unique_ptr<strategy> make_greedy() { return strategy_from(&greedy); }
+std::unique_ptr<strategy> make_greedy() {
+  return strategy_from(&greedy);
+}
 
 }  // namespace weft::lb::detail

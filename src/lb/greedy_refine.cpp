@@ -20,6 +20,8 @@ plan greedy_refine(const instance& inst, const options& opts) {
 
 }  // namespace
 
-std::unique_ptr<strategy> make_greedy_refine() { return strategy_from(&greedy_refine); }
+std::unique_ptr<strategy> make_greedy_refine() {
+  return strategy_from(&greedy_refine);
+}
 
 }  // namespace weft::lb::detail

@@ -37,7 +37,9 @@ class hierarchical final : public strategy {
     gone_.assign(inst.objects.size(), false);
     for (std::size_t i = 0; i < inst.objects.size(); ++i)
       if (inst.objects[i].migratable)
-        node_objs_[static_cast<std::size_t>(inst.pes[static_cast<std::size_t>(inst.objects[i].pe)].node)].push_back(static_cast<std::uint32_t>(i));
+        node_objs_[static_cast<std::size_t>(
+                       inst.pes[static_cast<std::size_t>(inst.objects[i].pe)].node)]
+            .push_back(static_cast<std::uint32_t>(i));
 
     // Root: its children are the groups.
     std::vector<double> gload(ng, 0.0), gcap(ng, 0.0);
@@ -46,19 +48,23 @@ class hierarchical final : public strategy {
       gcap[n / static_cast<std::size_t>(gs)] += node_cap_[n];
     }
     std::vector<item> pool;
-    auto to_groups = level(gload, gcap, pool, [&](std::size_t g, double amount, std::vector<item>& out) {
-      shed_group(g, static_cast<std::size_t>(gs), amount, out);
-    });
+    auto to_groups =
+        level(gload, gcap, pool, [&](std::size_t g, double amount, std::vector<item>& out) {
+          shed_group(g, static_cast<std::size_t>(gs), amount, out);
+        });
     // Each group: its children are its nodes.
     const std::vector<double> fixed = fixed_loads(inst);
     for (std::size_t g = 0; g < ng; ++g) {
       const std::size_t first = g * static_cast<std::size_t>(gs);
       const std::size_t last = std::min(node_load_.size(), first + static_cast<std::size_t>(gs));
-      std::vector<double> nload(node_load_.begin() + static_cast<std::ptrdiff_t>(first), node_load_.begin() + static_cast<std::ptrdiff_t>(last));
-      std::vector<double> ncap(node_cap_.begin() + static_cast<std::ptrdiff_t>(first), node_cap_.begin() + static_cast<std::ptrdiff_t>(last));
-      auto to_nodes = level(nload, ncap, to_groups[g], [&](std::size_t c, double amount, std::vector<item>& out) {
-        shed_node(first + c, amount, out);
-      });
+      std::vector<double> nload(node_load_.begin() + static_cast<std::ptrdiff_t>(first),
+                                node_load_.begin() + static_cast<std::ptrdiff_t>(last));
+      std::vector<double> ncap(node_cap_.begin() + static_cast<std::ptrdiff_t>(first),
+                               node_cap_.begin() + static_cast<std::ptrdiff_t>(last));
+      auto to_nodes = level(nload, ncap, to_groups[g],
+                            [&](std::size_t c, double amount, std::vector<item>& out) {
+                              shed_node(first + c, amount, out);
+                            });
       // Each node: its PEs, with the inner strategy.
       for (std::size_t c = 0; c < to_nodes.size(); ++c) {
         const std::size_t n = first + c;
@@ -104,7 +110,8 @@ class hierarchical final : public strategy {
       for (const item& it : pool) {
         std::size_t best = load.size();
         for (std::size_t c = 0; c < load.size(); ++c)
-          if (cap[c] > 0 && (best == load.size() || (load[c] + it.load) / cap[c] < (load[best] + it.load) / cap[best]))
+          if (cap[c] > 0 && (best == load.size() ||
+                             (load[c] + it.load) / cap[c] < (load[best] + it.load) / cap[best]))
             best = c;
         load[best] += it.load;
         got[best].push_back(it);
@@ -183,6 +190,8 @@ class hierarchical final : public strategy {
 
 }  // namespace
 
-std::unique_ptr<strategy> make_hierarchical() { return std::make_unique<hierarchical>(); }
+std::unique_ptr<strategy> make_hierarchical() {
+  return std::make_unique<hierarchical>();
+}
 
 }  // namespace weft::lb::detail

@@ -11,7 +11,9 @@ int instance::num_nodes() const {
   return n;
 }
 
-std::vector<double> instance::pe_loads() const { return lb::pe_loads(*this, current_placement(*this)); }
+std::vector<double> instance::pe_loads() const {
+  return lb::pe_loads(*this, current_placement(*this));
+}
 
 plan current_placement(const instance& inst) {
   plan p(inst.objects.size());
@@ -22,7 +24,8 @@ plan current_placement(const instance& inst) {
 std::vector<double> pe_loads(const instance& inst, const plan& p) {
   std::vector<double> loads(inst.pes.size());
   for (std::size_t i = 0; i < loads.size(); ++i) loads[i] = inst.pes[i].background;
-  for (std::size_t i = 0; i < p.size(); ++i) loads[static_cast<std::size_t>(p[i])] += inst.objects[i].load;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    loads[static_cast<std::size_t>(p[i])] += inst.objects[i].load;
   return loads;
 }
 
@@ -45,7 +48,8 @@ std::string check_instance(const instance& inst) {
   for (std::size_t i = 0; i < inst.edges.size(); ++i) {
     const edge& e = inst.edges[i];
     if (e.a >= inst.objects.size() || e.b >= inst.objects.size())
-      return "edge " + std::to_string(i) + " names an object beyond " + std::to_string(inst.objects.size());
+      return "edge " + std::to_string(i) + " names an object beyond " +
+             std::to_string(inst.objects.size());
   }
   return "";
 }

@@ -28,9 +28,10 @@ std::string datafile(const instance& inst, int rank) {
     if (rank >= 0 && o.pe != rank) continue;
     if (!first) s += ',';
     first = false;
-    s += "{\"entity\":{\"type\":\"object\",\"id\":" + std::to_string(i) + ",\"home\":" + std::to_string(o.pe) +
-         ",\"migratable\":" + (o.migratable ? "true" : "false") + "},\"node\":" + std::to_string(o.pe) +
-         ",\"resource\":\"cpu\",\"time\":";
+    s += "{\"entity\":{\"type\":\"object\",\"id\":" + std::to_string(i) +
+         ",\"home\":" + std::to_string(o.pe) +
+         ",\"migratable\":" + (o.migratable ? "true" : "false") +
+         "},\"node\":" + std::to_string(o.pe) + ",\"resource\":\"cpu\",\"time\":";
     number(s, o.load);
     s += '}';
   }
@@ -42,7 +43,8 @@ std::string datafile(const instance& inst, int rank) {
     first = false;
     s += "{\"type\":\"SendRecv\",\"from\":{\"type\":\"object\",\"id\":" + std::to_string(e.a) +
          "},\"to\":{\"type\":\"object\",\"id\":" + std::to_string(e.b) +
-         "},\"messages\":" + std::to_string(e.messages) + ",\"bytes\":" + std::to_string(e.bytes) + '}';
+         "},\"messages\":" + std::to_string(e.messages) + ",\"bytes\":" + std::to_string(e.bytes) +
+         '}';
   }
   s += "]}]}\n";
   return s;
@@ -58,7 +60,9 @@ std::string write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-std::string lbaf_json(const instance& inst, int rank) { return datafile(inst, rank); }
+std::string lbaf_json(const instance& inst, int rank) {
+  return datafile(inst, rank);
+}
 
 std::string write_lbaf(const instance& inst, const std::string& path) {
   const std::size_t at = path.find("%r");

@@ -71,6 +71,8 @@ plan node_aware(const instance& inst, const options& opts) {
 
 }  // namespace
 
-std::unique_ptr<strategy> make_node_aware() { return strategy_from(&node_aware); }
+std::unique_ptr<strategy> make_node_aware() {
+  return strategy_from(&node_aware);
+}
 
 }  // namespace weft::lb::detail

@@ -71,12 +71,14 @@ std::vector<item> migratable_by_load(const instance& inst) {
   std::vector<item> items;
   items.reserve(inst.objects.size());
   for (std::size_t i = 0; i < inst.objects.size(); ++i)
-    if (inst.objects[i].migratable) items.push_back({inst.objects[i].load, static_cast<std::uint32_t>(i)});
+    if (inst.objects[i].migratable)
+      items.push_back({inst.objects[i].load, static_cast<std::uint32_t>(i)});
   sort_by_load(items);
   return items;
 }
 
-void greedy_place(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& out) {
+void greedy_place(std::vector<double>& loads, const std::vector<item>& items,
+                  std::vector<int>& out) {
   out.resize(items.size());
   if (items.empty()) return;
   bin_heap heap(loads);
@@ -85,7 +87,8 @@ void greedy_place(std::vector<double>& loads, const std::vector<item>& items, st
     out[k] = b;
     heap.raise_top(items[k].load);
   }
-  for (std::size_t k = 0; k < items.size(); ++k) loads[static_cast<std::size_t>(out[k])] += items[k].load;
+  for (std::size_t k = 0; k < items.size(); ++k)
+    loads[static_cast<std::size_t>(out[k])] += items[k].load;
 }
 
 void greedy_refine_place(std::vector<double>& loads, const std::vector<item>& items,
@@ -137,13 +140,16 @@ void refine_place(std::vector<double>& loads, const std::vector<item>& items, st
   std::vector<std::size_t> order(items.size());
   {
     std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-    for (std::size_t k = 0; k < items.size(); ++k) order[fill[static_cast<std::size_t>(bin[k])]++] = k;
+    for (std::size_t k = 0; k < items.size(); ++k)
+      order[fill[static_cast<std::size_t>(bin[k])]++] = k;
   }
   std::vector<int> donors;
   for (std::size_t b = 0; b < nb; ++b)
     if (loads[b] > limit) donors.push_back(static_cast<int>(b));
   if (donors.empty()) return;
-  std::sort(donors.begin(), donors.end(), [&](int a, int b) { return loads[static_cast<std::size_t>(a)] > loads[static_cast<std::size_t>(b)]; });
+  std::sort(donors.begin(), donors.end(), [&](int a, int b) {
+    return loads[static_cast<std::size_t>(a)] > loads[static_cast<std::size_t>(b)];
+  });
   // Donors stay in the heap with their old, high loads: above `limit`,
   // they are never a receiver.
   bin_heap heap(loads);
@@ -161,8 +167,8 @@ void refine_place(std::vector<double>& loads, const std::vector<item>& items, st
   }
 }
 
-void refine_with_retries(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& bin,
-                         double limit, double tolerance) {
+void refine_with_retries(std::vector<double>& loads, const std::vector<item>& items,
+                         std::vector<int>& bin, double limit, double tolerance) {
   if (loads.empty()) return;
   const double step = std::max(tolerance - 1, 0.01);
   std::vector<int> best = bin;
@@ -191,12 +197,14 @@ void refine_with_retries(std::vector<double>& loads, const std::vector<item>& it
 
 void check_inner(const char* strategy, const std::string& inner) {
   if (inner != "greedy" && inner != "greedy-refine" && inner != "refine")
-    base::usage_error("%s: inner strategy '%s' is not accepted (accepted: greedy, greedy-refine, refine)",
-                      strategy, inner.c_str());
+    base::usage_error(
+        "%s: inner strategy '%s' is not accepted (accepted: greedy, greedy-refine, refine)",
+        strategy, inner.c_str());
 }
 
-void balance_node(const instance& inst, const std::vector<int>& pes, const std::vector<std::uint32_t>& ids,
-                  const std::vector<double>& fixed, const options& opts, plan& p) {
+void balance_node(const instance& inst, const std::vector<int>& pes,
+                  const std::vector<std::uint32_t>& ids, const std::vector<double>& fixed,
+                  const options& opts, plan& p) {
   if (pes.empty() || ids.empty()) return;
   // Local bin of each global PE of this node.
   std::vector<double> loads(pes.size());
@@ -221,8 +229,12 @@ void balance_node(const instance& inst, const std::vector<int>& pes, const std::
     std::vector<std::size_t> at;
     out = old;
     for (std::size_t k = 0; k < items.size(); ++k) {
-      if (old[k] >= 0) loads[static_cast<std::size_t>(old[k])] += items[k].load;
-      else { arrivals.push_back(items[k]); at.push_back(k); }
+      if (old[k] >= 0)
+        loads[static_cast<std::size_t>(old[k])] += items[k].load;
+      else {
+        arrivals.push_back(items[k]);
+        at.push_back(k);
+      }
     }
     std::vector<int> placed;
     greedy_place(loads, arrivals, placed);
@@ -233,7 +245,8 @@ void balance_node(const instance& inst, const std::vector<int>& pes, const std::
     const double avg = total / static_cast<double>(loads.size());
     refine_with_retries(loads, items, out, std::max(avg, heaviest), opts.tolerance);
   }
-  for (std::size_t k = 0; k < items.size(); ++k) p[items[k].id] = pes[static_cast<std::size_t>(out[k])];
+  for (std::size_t k = 0; k < items.size(); ++k)
+    p[items[k].id] = pes[static_cast<std::size_t>(out[k])];
 }
 
 node_totals totals_by_node(const instance& inst) {

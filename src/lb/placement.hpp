@@ -26,7 +26,8 @@ void sort_by_load(std::vector<item>& items);
 
 // Places `items` (heaviest first) one by one on the least-loaded bin:
 // out[k] = bin of items[k]; loads updated. O(n log bins).
-void greedy_place(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& out);
+void greedy_place(std::vector<double>& loads, const std::vector<item>& items,
+                  std::vector<int>& out);
 
 // greedy-refine on bins: old[k] is the bin items[k] is on now, or -1 (it
 // arrives from elsewhere). Greedy's max M is the bound; each item stays on
@@ -46,15 +47,16 @@ void refine_place(std::vector<double>& loads, const std::vector<item>& items, st
 // ones find the receivers full), again from the start with the limit one
 // tolerance step higher, at most 8 tries; keeps the plan with the lowest
 // max load (the fewest moves on a tie). loads and bin as refine_place.
-void refine_with_retries(std::vector<double>& loads, const std::vector<item>& items, std::vector<int>& bin,
-                         double limit, double tolerance);
+void refine_with_retries(std::vector<double>& loads, const std::vector<item>& items,
+                         std::vector<int>& bin, double limit, double tolerance);
 
 // Balances the objects `ids` (migratable, now assigned to the node whose
 // PEs are `pes`) across those PEs with strategy `inner` ("greedy",
 // "greedy-refine" or "refine"); an object already on one of `pes` counts as
 // there. `fixed` is fixed_loads(inst). Writes p[id].
-void balance_node(const instance& inst, const std::vector<int>& pes, const std::vector<std::uint32_t>& ids,
-                  const std::vector<double>& fixed, const options& opts, plan& p);
+void balance_node(const instance& inst, const std::vector<int>& pes,
+                  const std::vector<std::uint32_t>& ids, const std::vector<double>& fixed,
+                  const options& opts, plan& p);
 
 // The instance seen by node: each node's PEs, its load (background and
 // objects, summed over its PEs) and its PE count.

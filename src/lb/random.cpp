@@ -18,6 +18,8 @@ plan random_placement(const instance& inst, const options& opts) {
 
 }  // namespace
 
-std::unique_ptr<strategy> make_random() { return strategy_from(&random_placement); }
+std::unique_ptr<strategy> make_random() {
+  return strategy_from(&random_placement);
+}
 
 }  // namespace weft::lb::detail

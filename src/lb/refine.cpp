@@ -27,6 +27,8 @@ plan refine(const instance& inst, const options& opts) {
 
 }  // namespace
 
-std::unique_ptr<strategy> make_refine() { return strategy_from(&refine); }
+std::unique_ptr<strategy> make_refine() {
+  return strategy_from(&refine);
+}
 
 }  // namespace weft::lb::detail

@@ -63,14 +63,17 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
-bool has_strategy(const std::string& name) { return table().count(name) != 0; }
+bool has_strategy(const std::string& name) {
+  return table().count(name) != 0;
+}
 
 std::unique_ptr<strategy> make_strategy(const std::string& name) {
   auto it = table().find(name);
   if (it == table().end()) {
     if (name == "comm")
-      base::fatal("not implemented: the load-balancing strategy 'comm' (graph partitioning through "
-                  "METIS) is not built yet (issue 27)");
+      base::fatal(
+          "not implemented: the load-balancing strategy 'comm' (graph partitioning through "
+          "METIS) is not built yet (issue 27)");
     base::usage_error("unknown load-balancing strategy '%s' (accepted: %s)", name.c_str(),
                       joined_names().c_str());
   }
@@ -81,23 +84,25 @@ std::unique_ptr<strategy> make_strategy(const std::string& name) {
 
 void validate_plan(const std::string& name, const instance& inst, const plan& p) {
   if (p.size() != inst.objects.size())
-    base::fatal("lb: strategy '%s' returned a plan for %zu objects, the instance has %zu", name.c_str(),
-                p.size(), inst.objects.size());
+    base::fatal("lb: strategy '%s' returned a plan for %zu objects, the instance has %zu",
+                name.c_str(), p.size(), inst.objects.size());
   const int np = inst.num_pes();
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (p[i] < 0 || p[i] >= np)
       base::fatal("lb: strategy '%s' placed object %zu on PE %d, which does not exist (PEs 0..%d)",
                   name.c_str(), i, p[i], np - 1);
     if (!inst.objects[i].migratable && p[i] != inst.objects[i].pe)
-      base::fatal("lb: strategy '%s' moved object %zu, which is not migratable, from PE %d to PE %d",
-                  name.c_str(), i, inst.objects[i].pe, p[i]);
+      base::fatal(
+          "lb: strategy '%s' moved object %zu, which is not migratable, from PE %d to PE %d",
+          name.c_str(), i, inst.objects[i].pe, p[i]);
   }
 }
 
 result run(const std::string& name, const instance& inst, const options& opts) {
   std::unique_ptr<strategy> s = make_strategy(name);
   const std::string bad = check_instance(inst);
-  if (!bad.empty()) base::fatal("lb: strategy '%s' given a malformed instance: %s", name.c_str(), bad.c_str());
+  if (!bad.empty())
+    base::fatal("lb: strategy '%s' given a malformed instance: %s", name.c_str(), bad.c_str());
   result r;
   if (inst.objects.empty()) return r;
   const std::uint64_t t0 = base::wall_ns();

@@ -16,6 +16,8 @@ plan rotate(const instance& inst, const options&) {
 
 }  // namespace
 
-std::unique_ptr<strategy> make_rotate() { return strategy_from(&rotate); }
+std::unique_ptr<strategy> make_rotate() {
+  return strategy_from(&rotate);
+}
 
 }  // namespace weft::lb::detail

@@ -4,13 +4,13 @@
 // first), insertion (home, then the root, then the target PE), and the
 // life of an element here (construction, destruction, what an entry asked
 // for when it returns). The user-facing names for errors are here too.
+#include "weft/objects/collections.hpp"
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
 #include <exception>
 #include <string>
 #include "objects/internal.hpp"
-#include "weft/objects/collections.hpp"
 #include "weft/trace/session.hpp"
 
 namespace weft::objects::detail {
@@ -140,7 +140,7 @@ local_collection& get_local_collection(const collection_ref& ref) {
 }
 
 [[gnu::noinline]] local_collection& get_local_collection_first(std::uint64_t id,
-                                                                local_collection* lc) {
+                                                               local_collection* lc) {
   return get_local_collection(lc != nullptr ? collection_ref(lc->ref) : lookup_collection(id));
 }
 
@@ -357,8 +357,7 @@ void receive_insert_at_root(message_ptr m) {
   root_reduction& r = root_reduction_of(lc);
   // The new element joins at the first round the root has not seen, so
   // no round that may already be complete waits for it.
-  const std::uint32_t start =
-      std::uint32_t(std::max<std::int64_t>(r.max_seen + 1, r.next_deliver));
+  const std::uint32_t start = std::uint32_t(std::max<std::int64_t>(r.max_seen + 1, r.next_deliver));
   r.deltas[start] += 1;
   int to = h.arg_pe;
   if (to == -1) to = home_pe(lc.ref, h.key);

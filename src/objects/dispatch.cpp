@@ -36,19 +36,32 @@ void on_control(message_ptr m) {
       h.op != op_create && h.op != op_allreduce_done && h.op != op_future_set;
   if (names_collection && local_collection_for(m) == nullptr) return;
   switch (h.op) {
-    case op_create: return receive_creation(std::move(m));
-    case op_insert: return receive_insert(std::move(m));
-    case op_insert_home: return receive_insert_at_home(std::move(m));
-    case op_insert_root: return receive_insert_at_root(std::move(m));
-    case op_location: return receive_location(std::move(m));
-    case op_migrate_in: return receive_migrating_element(std::move(m));
-    case op_bcast_request: return receive_bcast_request(std::move(m));
-    case op_bcast: return receive_bcast(std::move(m));
-    case op_red_partial: return receive_reduction_partial(std::move(m));
-    case op_red_up: return receive_reduction_up(std::move(m));
-    case op_red_leave: return receive_element_left(std::move(m));
-    case op_allreduce_done: return receive_allreduce_result(std::move(m));
-    case op_future_set: return receive_future_value(std::move(m));
+    case op_create:
+      return receive_creation(std::move(m));
+    case op_insert:
+      return receive_insert(std::move(m));
+    case op_insert_home:
+      return receive_insert_at_home(std::move(m));
+    case op_insert_root:
+      return receive_insert_at_root(std::move(m));
+    case op_location:
+      return receive_location(std::move(m));
+    case op_migrate_in:
+      return receive_migrating_element(std::move(m));
+    case op_bcast_request:
+      return receive_bcast_request(std::move(m));
+    case op_bcast:
+      return receive_bcast(std::move(m));
+    case op_red_partial:
+      return receive_reduction_partial(std::move(m));
+    case op_red_up:
+      return receive_reduction_up(std::move(m));
+    case op_red_leave:
+      return receive_element_left(std::move(m));
+    case op_allreduce_done:
+      return receive_allreduce_result(std::move(m));
+    case op_future_set:
+      return receive_future_value(std::move(m));
     default:
       base::fatal("objects: control message of unknown kind %d", int(h.op));
   }

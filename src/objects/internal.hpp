@@ -165,7 +165,7 @@ local_collection& get_local_collection(const collection_ref& ref);
 // The same, for a collection named by id in a message: inline for the
 // common case (the collection of the previous message, created here).
 [[gnu::noinline]] local_collection& get_local_collection_first(std::uint64_t id,
-                                                                local_collection* lc);
+                                                               local_collection* lc);
 [[gnu::always_inline]] inline local_collection& get_local_collection(std::uint64_t id) {
   local_collection* lc = find_local_collection(id);
   if (lc != nullptr && lc->created) [[likely]]

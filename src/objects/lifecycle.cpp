@@ -72,9 +72,10 @@ std::vector<setup_creation> setup_creations() {
 collection_ref ref_of(const setup_creation& sc) {
   collection_ref ref;
   if (sc.ref_bytes.size() != sizeof ref)
-    base::fatal("the setup-done message from node 0 names a collection in %zu bytes, not %zu: "
-                "every process of a job must run the same program build",
-                sc.ref_bytes.size(), sizeof ref);
+    base::fatal(
+        "the setup-done message from node 0 names a collection in %zu bytes, not %zu: "
+        "every process of a job must run the same program build",
+        sc.ref_bytes.size(), sizeof ref);
   std::memcpy(&ref, sc.ref_bytes.data(), sizeof ref);
   return ref;
 }
@@ -199,12 +200,14 @@ void node_start() {
   trace::set_name_source("entry", [] {
     std::vector<std::pair<std::uint32_t, std::string>> names;
     const std::span<const entry_info> table = entry_table();
-    for (std::size_t i = 0; i < table.size(); ++i) names.emplace_back(std::uint32_t(i), table[i].name);
+    for (std::size_t i = 0; i < table.size(); ++i)
+      names.emplace_back(std::uint32_t(i), table[i].name);
     return names;
   });
   trace::set_name_source("collection", [] {
     std::vector<std::pair<std::uint32_t, std::string>> names;
-    for (std::uint32_t i = 0; i < element_type_count(); ++i) names.emplace_back(i, element_type(i).name);
+    for (std::uint32_t i = 0; i < element_type_count(); ++i)
+      names.emplace_back(i, element_type(i).name);
     return names;
   });
 }

@@ -55,7 +55,7 @@ void migrate_out(local_collection& lc, element_record& rec) {
   const index_key key = rec.key;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
-                          std::uint32_t(key.w[0]), 0);
+                        std::uint32_t(key.w[0]), 0);
   remove_element(lc, rec);
   lc.known[key] = {to, epoch, false};
   lc.cache.drop(key);
@@ -75,7 +75,7 @@ void receive_migrating_element(message_ptr m) {
   rec.coll = &lc;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
-                          std::uint32_t(h.key.w[0]), 0);
+                        std::uint32_t(h.key.w[0]), 0);
   pupper p = pupper::unpacker(args_of(*m), args_size(*m));
   p | rec.red_round | rec.epoch | rec.last_bcast;
   t_constructing_record = &rec;
@@ -84,8 +84,7 @@ void receive_migrating_element(message_ptr m) {
   try {
     type.pup(*obj, p);
   } catch (const serialization_error& ex) {
-    base::fatal("%s: its migrated state does not unpack: %s", element_name(rec).c_str(),
-                ex.what());
+    base::fatal("%s: its migrated state does not unpack: %s", element_name(rec).c_str(), ex.what());
   }
   rec.obj = obj;
   lc.local.emplace(h.key, std::move(owned));

@@ -243,7 +243,7 @@ struct node_objects {
   // Node 0, several nodes: the nodegroups made here, for the setup-done
   // message (groups and arrays are in `creations`).
   std::unordered_map<std::uint64_t, std::shared_ptr<const creation_info>> nodegroup_creations;
-  bool readonlies_set = false;  // the setup from node 0 is in place: past the gate
+  bool readonlies_set = false;   // the setup from node 0 is in place: past the gate
   bool setup_unpacking = false;  // a PE of this node is putting it in place
 };
 

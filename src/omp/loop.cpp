@@ -477,11 +477,9 @@ WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_start(bool, unsigned long long
     __attribute__((alias("GOMP_loop_ull_runtime_start")));
 WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_next(unsigned long long*, unsigned long long*)
     __attribute__((alias("GOMP_loop_ull_runtime_next")));
-WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_start(bool, unsigned long long,
-                                                              unsigned long long, unsigned long long,
-                                                              unsigned long long*,
-                                                              unsigned long long*)
-    __attribute__((alias("GOMP_loop_ull_runtime_start")));
+WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_start(
+    bool, unsigned long long, unsigned long long, unsigned long long, unsigned long long*,
+    unsigned long long*) __attribute__((alias("GOMP_loop_ull_runtime_start")));
 WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_next(unsigned long long*,
                                                              unsigned long long*)
     __attribute__((alias("GOMP_loop_ull_runtime_next")));

@@ -31,11 +31,11 @@
 #include "omp/omp_internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
-#include "weft/trace/trace.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
 #include "weft/core/send.hpp"
+#include "weft/trace/trace.hpp"
 
 namespace weft::omp {
 

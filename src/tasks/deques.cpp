@@ -38,7 +38,6 @@ void expose(loop& l, std::uint64_t lo, std::uint64_t hi) {
   t_me->deque.push(t);
 }
 
-
 namespace {
 
 // The newest task of this PE's deque if it belongs to `l` (the owner's pop
@@ -80,7 +79,7 @@ task* steal_one(pe_tasks& me) {
         note_taken(t);
         if (trace::on()) [[unlikely]]
           trace::detail::emit(trace::kind::steal,
-                                std::uint32_t(my_pe() - my_rank() + (start + k) % pes), 1, 0, 0);
+                              std::uint32_t(my_pe() - my_rank() + (start + k) % pes), 1, 0, 0);
         return t;
       }
       if (s == base::steal_status::empty) break;
@@ -88,7 +87,6 @@ task* steal_one(pe_tasks& me) {
   }
   return nullptr;
 }
-
 
 namespace {
 
@@ -202,10 +200,14 @@ std::uint64_t run_adaptive_history(loop& l, std::uint64_t lo, std::uint64_t hi) 
 
 std::uint64_t run_range(loop& l, std::uint64_t lo, std::uint64_t hi) {
   switch (l.scheme) {
-    case tasks_scheme::split: return run_split(l, lo, hi);
-    case tasks_scheme::adaptive_idle: return run_adaptive_idle(l, lo, hi);
-    case tasks_scheme::adaptive_history: return run_adaptive_history(l, lo, hi);
-    default: break;
+    case tasks_scheme::split:
+      return run_split(l, lo, hi);
+    case tasks_scheme::adaptive_idle:
+      return run_adaptive_idle(l, lo, hi);
+    case tasks_scheme::adaptive_history:
+      return run_adaptive_history(l, lo, hi);
+    default:
+      break;
   }
   base::fatal("tasks: a task of a %s loop on a deque", to_string(l.scheme));
 }
@@ -218,7 +220,7 @@ void run_task(task* t) {
   const bool traced = trace::on();
   if (traced) [[unlikely]]
     trace::detail::emit(trace::kind::task_begin, std::uint32_t(l.caller_pe), std::uint32_t(lo),
-                          std::uint32_t(hi - lo), l.caller_pe != my_pe());
+                        std::uint32_t(hi - lo), l.caller_pe != my_pe());
   // `l` may be gone once accounted (the caller returns).
   account(l, run_range(l, lo, hi));
   if (traced) [[unlikely]]

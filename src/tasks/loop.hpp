@@ -156,7 +156,6 @@ inline void account(loop& l, std::uint64_t k) {
   if (l.remaining.fetch_sub(k, std::memory_order_acq_rel) == k && async) send_done(caller, self);
 }
 
-
 // Drops a reference; the last one puts the descriptor back in the pool.
 inline void release(loop* l) {
   if (l->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;

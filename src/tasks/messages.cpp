@@ -77,12 +77,14 @@ void on_done(message_ptr m) {
     try {
       std::rethrow_exception(l->error);
     } catch (const std::exception& e) {
-      base::fatal("a body of weft::parallel_for_async threw %s (an asynchronous loop has nobody "
-                  "to rethrow it to)",
-                  e.what());
+      base::fatal(
+          "a body of weft::parallel_for_async threw %s (an asynchronous loop has nobody "
+          "to rethrow it to)",
+          e.what());
     } catch (...) {
-      base::fatal("a body of weft::parallel_for_async threw an exception not derived from "
-                  "std::exception");
+      base::fatal(
+          "a body of weft::parallel_for_async threw an exception not derived from "
+          "std::exception");
     }
   }
   weft::detail::pending_work_end();

@@ -37,12 +37,18 @@ namespace weft {
 
 const char* to_string(tasks_scheme s) noexcept {
   switch (s) {
-    case tasks_scheme::from_option: return "from-option";
-    case tasks_scheme::split: return "split";
-    case tasks_scheme::broadcast: return "broadcast";
-    case tasks_scheme::static_blocks: return "static";
-    case tasks_scheme::adaptive_idle: return "adaptive-idle";
-    case tasks_scheme::adaptive_history: return "adaptive-history";
+    case tasks_scheme::from_option:
+      return "from-option";
+    case tasks_scheme::split:
+      return "split";
+    case tasks_scheme::broadcast:
+      return "broadcast";
+    case tasks_scheme::static_blocks:
+      return "static";
+    case tasks_scheme::adaptive_idle:
+      return "adaptive-idle";
+    case tasks_scheme::adaptive_history:
+      return "adaptive-history";
   }
   return "?";
 }

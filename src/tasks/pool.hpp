@@ -21,8 +21,8 @@ namespace weft::tasks::internal {
 template <class T>
 struct shared_pool {
   std::mutex mutex;
-  T* head = nullptr;                      // guarded by mutex
-  std::size_t count = 0;                  // guarded by mutex
+  T* head = nullptr;                        // guarded by mutex
+  std::size_t count = 0;                    // guarded by mutex
   std::vector<std::unique_ptr<T[]>> slabs;  // guarded by mutex; every T ever made
 };
 
@@ -32,8 +32,8 @@ struct local_pool {
   std::size_t count = 0;
 };
 
-constexpr std::size_t pool_batch = 64;   // moved per lock
-constexpr std::size_t pool_keep = 512;   // a PE keeps at most this many free
+constexpr std::size_t pool_batch = 64;  // moved per lock
+constexpr std::size_t pool_keep = 512;  // a PE keeps at most this many free
 
 // Moves up to `n` descriptors from the front of one free list to the front
 // of another, keeping both counts.

@@ -36,8 +36,8 @@ namespace internal {
 // `writing` flag). Async-signal-safe: write(2) alone.
 void write_end_record(track& t, end_how how, int signal, std::uint64_t tick) {
   tick = std::max(tick, t.written_tick.load(std::memory_order_relaxed));
-  const record r{tick << 8 | std::uint64_t(kind::end), std::uint32_t(how), std::uint32_t(signal),
-                 0, 0};
+  const record r{tick << 8 | std::uint64_t(kind::end), std::uint32_t(how), std::uint32_t(signal), 0,
+                 0};
   (void)write_all(t.fd, &r, sizeof r);
 }
 
@@ -45,12 +45,14 @@ namespace {
 
 const char* signal_name(int sig) {
   switch (sig) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    default: return "signal";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return "signal";
   }
 }
-
 
 // --- SIGTERM and SIGINT ------------------------------------------------------
 

@@ -33,21 +33,28 @@ namespace internal {
 namespace {
 
 std::mutex g_names_mutex;
-std::map<std::string, name_source> g_name_sources;           // guarded by g_names_mutex
-std::vector<std::string> g_user_names;                        // guarded by g_names_mutex
-std::unordered_map<std::string, std::uint32_t> g_user_ids;    // guarded by g_names_mutex
-std::atomic<std::size_t> g_user_count{0};                     // g_user_names.size()
+std::map<std::string, name_source> g_name_sources;          // guarded by g_names_mutex
+std::vector<std::string> g_user_names;                      // guarded by g_names_mutex
+std::unordered_map<std::string, std::uint32_t> g_user_ids;  // guarded by g_names_mutex
+std::atomic<std::size_t> g_user_count{0};                   // g_user_names.size()
 
 // The name table a slice's id belongs to, in the summary.
 const char* space_of(kind begin) {
   switch (begin) {
-    case kind::handler_begin: return "handler";
-    case kind::entry_begin: return "entry";
-    case kind::task_begin: return "task";
-    case kind::region_begin: return "user";
-    case kind::progress_begin: return "progress";
-    case kind::lb_begin: return "lb";
-    default: return "flush";
+    case kind::handler_begin:
+      return "handler";
+    case kind::entry_begin:
+      return "entry";
+    case kind::task_begin:
+      return "task";
+    case kind::region_begin:
+      return "user";
+    case kind::progress_begin:
+      return "progress";
+    case kind::lb_begin:
+      return "lb";
+    default:
+      return "flush";
   }
 }
 
@@ -60,16 +67,16 @@ std::string host_name() {
 // The metadata less its ending ("end", "complete", "aborted"): what the
 // signal handler completes. The caller holds s.mutex (or is the abort path,
 // `failing`). `user_names` is set to the number of user names listed.
-std::string metadata_body(session& s, bool failing, std::uint64_t end_tick,
-                          std::uint64_t end_mono, std::size_t* user_names) {
+std::string metadata_body(session& s, bool failing, std::uint64_t end_tick, std::uint64_t end_mono,
+                          std::size_t* user_names) {
   std::string j = "{\n";
   j += "  \"format\": \"weft-trace\", \"version\": " + std::to_string(format_version) + ",\n";
   j += std::string("  \"mode\": \"") + (s.cfg.mode == trace_mode::full ? "full" : "summary") +
        "\",\n";
-  j += "  \"node\": " + std::to_string(s.cfg.node) + ", \"nodes\": " +
-       std::to_string(s.cfg.nodes) + ", \"first_pe\": " + std::to_string(s.cfg.first_pe) +
-       ", \"pes\": " + std::to_string(s.cfg.pes) + ", \"total_pes\": " +
-       std::to_string(s.cfg.pes * s.cfg.nodes) + ",\n";
+  j += "  \"node\": " + std::to_string(s.cfg.node) + ", \"nodes\": " + std::to_string(s.cfg.nodes) +
+       ", \"first_pe\": " + std::to_string(s.cfg.first_pe) +
+       ", \"pes\": " + std::to_string(s.cfg.pes) +
+       ", \"total_pes\": " + std::to_string(s.cfg.pes * s.cfg.nodes) + ",\n";
   j += "  \"host\": " + json_string(host_name()) + ", \"pid\": " + std::to_string(getpid()) +
        ",\n  \"argv\": [";
   for (std::size_t i = 0; i < s.cfg.argv.size(); ++i)
@@ -83,8 +90,8 @@ std::string metadata_body(session& s, bool failing, std::uint64_t end_tick,
                 (unsigned long long)s.real_base);
   j += clock;
   if (end_mono != 0)
-    j += ", \"tick_end\": " + std::to_string(end_tick) + ", \"mono_ns_end\": " +
-         std::to_string(end_mono);
+    j += ", \"tick_end\": " + std::to_string(end_tick) +
+         ", \"mono_ns_end\": " + std::to_string(end_mono);
   j += "},\n  \"names\": {\n";
   std::vector<std::pair<std::string, std::vector<std::pair<std::uint32_t, std::string>>>> tables;
   if (user_names != nullptr) *user_names = 0;
@@ -124,17 +131,17 @@ std::string metadata_body(session& s, bool failing, std::uint64_t end_tick,
   bool first = true;
   if (s.cfg.mode == trace_mode::full) {
     for (auto& t : s.tracks) {
-      j += std::string(first ? "" : ", ") + "{\"file\": " +
-           json_string(t->path.substr(t->path.find_last_of('/') + 1)) + ", \"kind\": \"" +
-           (t->what == track_kind::pe ? "pe" : "comm") + "\", \"pe\": " + std::to_string(t->pe) +
-           "}";
+      j += std::string(first ? "" : ", ") +
+           "{\"file\": " + json_string(t->path.substr(t->path.find_last_of('/') + 1)) +
+           ", \"kind\": \"" + (t->what == track_kind::pe ? "pe" : "comm") +
+           "\", \"pe\": " + std::to_string(t->pe) + "}";
       first = false;
     }
   }
   j += "],\n";
   if (s.cfg.mode == trace_mode::summary)
-    j += "  \"summary_file\": " + json_string("node" + std::to_string(s.cfg.node) +
-                                              ".summary.json") + ",\n";
+    j += "  \"summary_file\": " +
+         json_string("node" + std::to_string(s.cfg.node) + ".summary.json") + ",\n";
   return j;
 }
 
@@ -159,10 +166,14 @@ int write_file(const std::string& path, const std::string& text, const char** ca
 
 const char* how_name(end_how how) {
   switch (how) {
-    case end_how::exit: return "exit";
-    case end_how::fatal: return "fatal";
-    case end_how::timeout: return "timeout";
-    case end_how::signal: return "signal";
+    case end_how::exit:
+      return "exit";
+    case end_how::fatal:
+      return "fatal";
+    case end_how::timeout:
+      return "timeout";
+    case end_how::signal:
+      return "signal";
   }
   return "fatal";
 }
@@ -200,9 +211,8 @@ void write_metadata(session& s, const run_end* end) {
 }
 
 bool metadata_stale(const session& s) {
-  return (s.cfg.mode == trace_mode::full &&
-          s.tracks_listed.load(std::memory_order_relaxed) <
-              s.track_count.load(std::memory_order_relaxed)) ||
+  return (s.cfg.mode == trace_mode::full && s.tracks_listed.load(std::memory_order_relaxed) <
+                                                s.track_count.load(std::memory_order_relaxed)) ||
          s.user_names_listed.load(std::memory_order_relaxed) <
              g_user_count.load(std::memory_order_relaxed);
 }
@@ -213,11 +223,13 @@ std::string summary_json(session& s) {
   std::uint64_t width = 1;
   for (auto& t : s.tracks)
     if (t->what == track_kind::pe) width = std::max(width, t->bin_ticks);
-  std::string j = "{\n  \"format\": \"weft-trace-summary\", \"version\": " +
-                  std::to_string(format_version) + ", \"node\": " + std::to_string(s.cfg.node) +
-                  ",\n  \"bin_ns\": " + std::to_string(std::uint64_t(double(width) * k)) +
-                  ",\n  \"pes\": [";
-  const auto ns = [k](std::uint64_t ticks) { return std::to_string(std::uint64_t(double(ticks) * k)); };
+  std::string j =
+      "{\n  \"format\": \"weft-trace-summary\", \"version\": " + std::to_string(format_version) +
+      ", \"node\": " + std::to_string(s.cfg.node) +
+      ",\n  \"bin_ns\": " + std::to_string(std::uint64_t(double(width) * k)) + ",\n  \"pes\": [";
+  const auto ns = [k](std::uint64_t ticks) {
+    return std::to_string(std::uint64_t(double(ticks) * k));
+  };
   bool first_pe = true;
   for (auto& t : s.tracks) {
     if (t->what != track_kind::pe) continue;

@@ -39,7 +39,7 @@ namespace weft::trace {
 namespace detail {
 std::atomic<bool> g_on{false};
 constinit thread_local fast_path t_fast;
-}
+}  // namespace detail
 
 namespace internal {
 
@@ -190,8 +190,7 @@ inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint3
 void put_counters(track& t, std::uint64_t now) {
   const std::vector<std::uint64_t> v = t.counters.read();
   for (std::size_t i = 0; i < v.size(); ++i)
-    put(t, kind::counter, now, std::uint32_t(i), 0, std::uint32_t(v[i]),
-        std::uint32_t(v[i] >> 32));
+    put(t, kind::counter, now, std::uint32_t(i), 0, std::uint32_t(v[i]), std::uint32_t(v[i] >> 32));
 }
 
 // Writes the full buffer out; the time it takes shows on the track as a
@@ -302,25 +301,20 @@ void begin_track(track_kind what, int pe, int local) {
         std::string have;
         for (const auto& n : s->counter_names) have += (have.empty() ? "" : ", ") + n;
         base::info("counters not available: %s; %s", s->counter_note.c_str(),
-                   have.empty() ? "no counters this run"
-                                : ("counting " + have + " only").c_str());
+                   have.empty() ? "no counters this run" : ("counting " + have + " only").c_str());
       }
     }
   }
   if (s->traces && s->cfg.mode == trace_mode::full) {
-    t->path = what == track_kind::pe
-                  ? node_file(*s, ".pe" + std::to_string(local) + ".events")
-                  : node_file(*s, ".comm.events");
+    t->path = what == track_kind::pe ? node_file(*s, ".pe" + std::to_string(local) + ".events")
+                                     : node_file(*s, ".comm.events");
     t->fd = ::open(t->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (t->fd < 0) base::fatal_sys(errno, "open", "for the trace file %s", t->path.c_str());
     unsigned char header[32] = {};
     std::memcpy(header, magic, 8);
-    const std::uint32_t fields[6] = {format_version,
-                                     std::uint32_t(sizeof(record)),
-                                     std::uint32_t(s->cfg.node),
-                                     std::uint32_t(pe),
-                                     std::uint32_t(what),
-                                     0};
+    const std::uint32_t fields[6] = {
+        format_version,    std::uint32_t(sizeof(record)), std::uint32_t(s->cfg.node),
+        std::uint32_t(pe), std::uint32_t(what),           0};
     std::memcpy(header + 8, fields, sizeof fields);
     if (int err = write_all(t->fd, header, sizeof header); err != 0)
       base::fatal_sys(err, "write", "for the trace file %s (its header)", t->path.c_str());
@@ -422,8 +416,9 @@ void end_track() {
     } else {
       // Slices still open (a run that ended inside a handler: weft::exit)
       // end here.
-      while (!t->stack.empty()) summarize(*t, kind(std::uint8_t(t->stack.back().k) + 1),
-                                          now - s->tsc_base, t->stack.back().id);
+      while (!t->stack.empty())
+        summarize(*t, kind(std::uint8_t(t->stack.back().k) + 1), now - s->tsc_base,
+                  t->stack.back().id);
     }
   }
   t->last_tick = tick_of(*s, now);

@@ -8,7 +8,8 @@
 namespace lbtest {
 
 // `loads` all on PE `on`, `pes` PEs of `per_node` to a node.
-inline weft::lb::instance objects_on(const std::vector<double>& loads, int pes, int per_node = 1, int on = 0) {
+inline weft::lb::instance objects_on(const std::vector<double>& loads, int pes, int per_node = 1,
+                                     int on = 0) {
   weft::lb::instance inst;
   for (int i = 0; i < pes; ++i) inst.pes.push_back({0.0, i / per_node});
   for (double l : loads) inst.objects.push_back({l, on, true, 100});
@@ -27,8 +28,8 @@ inline const std::vector<const char*>& balancers() {
 }
 
 inline const std::vector<const char*>& all_builtin() {
-  static const std::vector<const char*> names = {"greedy",       "greedy-refine", "refine", "node-aware",
-                                                 "hierarchical", "rotate",        "random"};
+  static const std::vector<const char*> names = {
+      "greedy", "greedy-refine", "refine", "node-aware", "hierarchical", "rotate", "random"};
   return names;
 }
 

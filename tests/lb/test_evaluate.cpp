@@ -27,7 +27,11 @@ TEST(lb_evaluate, KnownFigures) {
   EXPECT_DOUBLE_EQ(m.min_load, 0.5);
   EXPECT_DOUBLE_EQ(m.avg_load, 10.5 / 4);
   const double a = 10.5 / 4;
-  EXPECT_NEAR(m.stddev, std::sqrt(((1 - a) * (1 - a) + (2 - a) * (2 - a) + (7 - a) * (7 - a) + (0.5 - a) * (0.5 - a)) / 4), 1e-12);
+  EXPECT_NEAR(
+      m.stddev,
+      std::sqrt(
+          ((1 - a) * (1 - a) + (2 - a) * (2 - a) + (7 - a) * (7 - a) + (0.5 - a) * (0.5 - a)) / 4),
+      1e-12);
   EXPECT_EQ(m.migrations, 3u);
   EXPECT_EQ(m.bytes_moved, 300u);
   EXPECT_EQ(m.off_pe_messages, 3u);  // 0-1 and 1-2 cross PEs; 2-3 does not
@@ -93,7 +97,9 @@ TEST(lb_lbaf, ExportParsesAndCarriesTheInstance) {
   ASSERT_EQ(lb::write_lbaf(inst, dir + "/lb_lbaf_test.%r.json"), "");
   std::ifstream f(dir + "/lb_lbaf_test.0.json");
   EXPECT_EQ(nlohmann::json::parse(f)["phases"][0]["tasks"].size(), 4u);
-  for (int r = 0; r < 4; ++r) std::remove((dir + "/lb_lbaf_test." + std::to_string(r) + ".json").c_str());
-  EXPECT_NE(lb::write_lbaf(inst, "/nonexistent-dir/x.json").find("cannot write /nonexistent-dir/x.json"),
-            std::string::npos);
+  for (int r = 0; r < 4; ++r)
+    std::remove((dir + "/lb_lbaf_test." + std::to_string(r) + ".json").c_str());
+  EXPECT_NE(
+      lb::write_lbaf(inst, "/nonexistent-dir/x.json").find("cannot write /nonexistent-dir/x.json"),
+      std::string::npos);
 }

@@ -67,7 +67,8 @@ TEST(lb_registry_death, PlanNamingAMissingPEIsFatalNamingTheStrategy) {
         register_fixed("bad-user", {0, 5, 1});
         lb::run("bad-user", inst);
       },
-      testing::ExitedWithCode(3), "strategy 'bad-user' placed object 1 on PE 5, which does not exist");
+      testing::ExitedWithCode(3),
+      "strategy 'bad-user' placed object 1 on PE 5, which does not exist");
   EXPECT_EXIT(
       {
         register_fixed("negative", {0, -1, 1});
@@ -83,7 +84,8 @@ TEST(lb_registry_death, PlanOfWrongLengthIsFatal) {
         register_fixed("short", {0, 1});
         lb::run("short", inst);
       },
-      testing::ExitedWithCode(3), "strategy 'short' returned a plan for 2 objects, the instance has 3");
+      testing::ExitedWithCode(3),
+      "strategy 'short' returned a plan for 2 objects, the instance has 3");
 }
 
 TEST(lb_registry_death, MovingANonMigratableObjectIsFatal) {
@@ -109,5 +111,6 @@ TEST(lb_registry_death, BadInnerStrategyIsAUsageError) {
   lb::options o;
   o.inner = "rotate";
   EXPECT_EXIT(lb::run("node-aware", inst, o), testing::ExitedWithCode(2),
-              "node-aware: inner strategy 'rotate' is not accepted \\(accepted: greedy, greedy-refine, refine\\)");
+              "node-aware: inner strategy 'rotate' is not accepted \\(accepted: greedy, "
+              "greedy-refine, refine\\)");
 }

@@ -74,7 +74,8 @@ TEST(lb_greedy, WithinLptBoundOfBruteForceOptimum) {
     const double opt = optimum(loads, 3);
     for (const char* name : {"greedy", "greedy-refine"}) {
       const double got = lbtest::max_load(inst, lb::run(name, inst).placement);
-      const double bound = (4.0 / 3.0 - 1.0 / 9.0) * opt * (std::string(name) == "greedy" ? 1.0 : 1.02);
+      const double bound =
+          (4.0 / 3.0 - 1.0 / 9.0) * opt * (std::string(name) == "greedy" ? 1.0 : 1.02);
       EXPECT_LE(got, bound + 1e-12) << name << " seed " << seed;
       EXPECT_GE(got, opt - 1e-12);
     }
@@ -151,7 +152,8 @@ TEST(lb_greedy_refine, FewerMigrationsAtGreedysQuality) {
   const lb::metrics greedy = lb::evaluate(inst, lb::run("greedy", inst).placement);
   const lb::metrics refined = lb::evaluate(inst, lb::run("greedy-refine", inst).placement);
   EXPECT_LE(refined.max_load, greedy.max_load * 1.02 + 1e-9);
-  EXPECT_LT(refined.migrations * 4, greedy.migrations) << refined.migrations << " vs " << greedy.migrations;
+  EXPECT_LT(refined.migrations * 4, greedy.migrations)
+      << refined.migrations << " vs " << greedy.migrations;
 }
 
 TEST(lb_node_aware, NodeTotalsBalanced) {
@@ -176,14 +178,16 @@ TEST(lb_node_aware, NodeTotalsBalanced) {
   auto crossing = [&](const lb::plan& q) {
     int n = 0;
     for (std::size_t i = 0; i < q.size(); ++i)
-      n += inst.pes[static_cast<std::size_t>(q[i])].node != inst.pes[static_cast<std::size_t>(inst.objects[i].pe)].node;
+      n += inst.pes[static_cast<std::size_t>(q[i])].node !=
+           inst.pes[static_cast<std::size_t>(inst.objects[i].pe)].node;
     return n;
   };
   EXPECT_LT(crossing(p), crossing(lb::run("greedy", inst).placement));
 }
 
 TEST(lb_hierarchical, WithinBoundOfGreedy) {
-  for (lb::load_kind load : {lb::load_kind::lognormal, lb::load_kind::hotspot, lb::load_kind::uniform}) {
+  for (lb::load_kind load :
+       {lb::load_kind::lognormal, lb::load_kind::hotspot, lb::load_kind::uniform}) {
     lb::generator g;
     g.objects = 20000;
     g.pes = 512;
@@ -201,8 +205,9 @@ TEST(lb_hierarchical, WithinBoundOfGreedy) {
     EXPECT_LE(h.max_load, gr.max_load * bound) << int(load);
     EXPECT_LE(h.quality(), bound) << int(load);
     EXPECT_LT(h.migrations, gr.migrations / 2) << int(load);
-    std::printf("load %d: hierarchical %.4f (%llu migrations), greedy %.4f (%llu)\n", int(load), h.quality(),
-                (unsigned long long)h.migrations, gr.quality(), (unsigned long long)gr.migrations);
+    std::printf("load %d: hierarchical %.4f (%llu migrations), greedy %.4f (%llu)\n", int(load),
+                h.quality(), (unsigned long long)h.migrations, gr.quality(),
+                (unsigned long long)gr.migrations);
   }
 }
 
@@ -225,9 +230,11 @@ TEST(lb_hierarchical, EveryInnerStrategyAndOddGroups) {
 
 TEST(lb_strategies, EmptyInstance) {
   lb::instance inst;
-  for (const char* name : lbtest::all_builtin()) EXPECT_TRUE(lb::run(name, inst).placement.empty()) << name;
+  for (const char* name : lbtest::all_builtin())
+    EXPECT_TRUE(lb::run(name, inst).placement.empty()) << name;
   inst.pes.resize(4);
-  for (const char* name : lbtest::all_builtin()) EXPECT_TRUE(lb::run(name, inst).placement.empty()) << name;
+  for (const char* name : lbtest::all_builtin())
+    EXPECT_TRUE(lb::run(name, inst).placement.empty()) << name;
 }
 
 TEST(lb_strategies, OnePE) {

@@ -1698,22 +1698,14 @@ struct case_entry {
   weft::task<> (*fn)();
 };
 const case_entry cases[] = {
-    {"tree", case_tree},
-    {"array1d", case_array1d},
-    {"array2d", case_array2d},
-    {"group", case_group},
-    {"nodegroup", case_nodegroup},
-    {"chares", case_chares},
-    {"migration", case_migration},
-    {"insert", case_insert},
-    {"futures", case_futures},
-    {"coroutines", case_coroutines},
-    {"readonly", case_readonly},
-    {"setup_group", case_setup_group},
-    {"buffer", case_buffer},
-    {"priorities", case_priorities},
-    {"exitcode", case_exitcode},
-    {"error", case_error},
+    {"tree", case_tree},           {"array1d", case_array1d},
+    {"array2d", case_array2d},     {"group", case_group},
+    {"nodegroup", case_nodegroup}, {"chares", case_chares},
+    {"migration", case_migration}, {"insert", case_insert},
+    {"futures", case_futures},     {"coroutines", case_coroutines},
+    {"readonly", case_readonly},   {"setup_group", case_setup_group},
+    {"buffer", case_buffer},       {"priorities", case_priorities},
+    {"exitcode", case_exitcode},   {"error", case_error},
     {"deleted", case_deleted},
 };
 

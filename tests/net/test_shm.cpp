@@ -13,12 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string>

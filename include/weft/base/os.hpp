@@ -87,9 +87,8 @@ WEFT_API sys_failure create_shared_segment(const char* name, std::size_t bytes,
 // A segment shorter than `min_bytes` (at least `bytes`: its creator has not
 // sized it yet) is not mapped: success, with out.addr null. ENOENT from
 // shm_open: no such name (not yet, or no longer).
-WEFT_API sys_failure map_shared_segment(const char* name, std::size_t min_bytes,
-                                        std::size_t bytes, bool writable,
-                                        mapping& out) noexcept;
+WEFT_API sys_failure map_shared_segment(const char* name, std::size_t min_bytes, std::size_t bytes,
+                                        bool writable, mapping& out) noexcept;
 
 // Removes the name `name`; the mappings stay valid until unmapped. Returns 0
 // or the errno (ENOENT: no such name). Async-signal-safe: the abort paths

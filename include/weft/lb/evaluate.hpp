@@ -13,8 +13,8 @@ namespace weft::lb {
 
 struct metrics {
   double max_load = 0, avg_load = 0, min_load = 0, stddev = 0;
-  double lower_bound = 0;       // see above; 0 for an empty instance
-  std::uint64_t migrations = 0; // objects whose PE changes
+  double lower_bound = 0;        // see above; 0 for an empty instance
+  std::uint64_t migrations = 0;  // objects whose PE changes
   std::uint64_t bytes_moved = 0;
   // Communication on edges whose ends are on different PEs / nodes.
   std::uint64_t off_pe_messages = 0, off_pe_bytes = 0;

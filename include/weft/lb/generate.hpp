@@ -22,9 +22,9 @@ struct generator {
   graph_kind graph = graph_kind::ring;
   load_kind load = load_kind::lognormal;
   std::uint64_t seed = 1;
-  double background = 0;            // per PE, added to every PE
+  double background = 0;              // per PE, added to every PE
   std::uint64_t object_bytes = 1024;  // each object's packed size
-  int random_degree = 4;            // random graph: edges per object
+  int random_degree = 4;              // random graph: edges per object
 };
 
 // uniform: loads in [0.5, 1.5); lognormal: exp(N(0, 1)); hotspot: uniform,
@@ -35,8 +35,12 @@ struct generator {
 WEFT_API instance generate(const generator& g);
 
 // The names the simulator accepts, for its usage errors.
-inline const char* graph_names() { return "ring, mesh2d, random, none"; }
-inline const char* load_names() { return "uniform, lognormal, hotspot"; }
+inline const char* graph_names() {
+  return "ring, mesh2d, random, none";
+}
+inline const char* load_names() {
+  return "uniform, lognormal, hotspot";
+}
 // Parses a name; false if unknown.
 WEFT_API bool parse_graph(const std::string& s, graph_kind& out);
 WEFT_API bool parse_load(const std::string& s, load_kind& out);

@@ -15,9 +15,9 @@
 #include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
 #include "weft/core/send.hpp"
+#include "weft/objects/coroutine.hpp"
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/pup.hpp"
-#include "weft/objects/coroutine.hpp"
 
 namespace weft {
 

@@ -245,7 +245,7 @@ constexpr std::size_t min_packed_bytes() {
 // ---- the pup overloads; user types may add their own in their namespace ----
 
 template <class T>
-requires objects::detail::bitwise<T>
+  requires objects::detail::bitwise<T>
 [[gnu::always_inline]] inline void pup(pupper& p, T& v) {
   p.bytes(&v, sizeof v, objects::detail::type_name_v<T>);
 }
@@ -260,7 +260,7 @@ inline void pup(pupper& p, bool& b) {
 }
 
 template <class T>
-requires objects::detail::has_pup_member<T>
+  requires objects::detail::has_pup_member<T>
 void pup(pupper& p, T& v) {
   v.pup(p);
 }
@@ -340,17 +340,20 @@ void pup(pupper& p, std::basic_string<C, Tr, A>& s) {
 }
 
 template <class T, std::size_t N>
-requires(!objects::detail::bitwise<std::array<T, N>>) void pup(pupper& p, std::array<T, N>& a) {
+  requires(!objects::detail::bitwise<std::array<T, N>>)
+void pup(pupper& p, std::array<T, N>& a) {
   for (auto& x : a) p | x;
 }
 
 template <class A, class B>
-requires(!objects::detail::bitwise<std::pair<A, B>>) void pup(pupper& p, std::pair<A, B>& v) {
+  requires(!objects::detail::bitwise<std::pair<A, B>>)
+void pup(pupper& p, std::pair<A, B>& v) {
   p | v.first | v.second;
 }
 
 template <class... Ts>
-requires(!objects::detail::bitwise<std::tuple<Ts...>>) void pup(pupper& p, std::tuple<Ts...>& t) {
+  requires(!objects::detail::bitwise<std::tuple<Ts...>>)
+void pup(pupper& p, std::tuple<Ts...>& t) {
   std::apply([&p](auto&... xs) { ((p | xs), ...); }, t);
 }
 

@@ -90,8 +90,8 @@ void shm_transport::map_pool(peer& p) {
   if (const auto f = base::os::map_shared_segment(name.c_str(), bytes, bytes, true, m))
     fail_init_sys(f, "for node %d's message pool %s (%zu bytes)", p.node, name.c_str(), bytes);
   if (m.addr == nullptr)
-    fail_init("node %d's message pool %s is smaller than the %zu bytes its segment says",
-              p.node, name.c_str(), bytes);
+    fail_init("node %d's message pool %s is smaller than the %zu bytes its segment says", p.node,
+              name.c_str(), bytes);
   p.view = new pool_view(static_cast<unsigned char*>(m.addr), bytes, p.hdr->pool_addr, this);
   p.pool = p.view->base();
   p.pool_bytes = bytes;

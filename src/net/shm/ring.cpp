@@ -88,8 +88,8 @@ bool shm_transport::push_pending(peer& p, pending& q) {
   }
   if (q.kind == k_pool || q.kind == k_return) {
     // Lent, or handed back: either way core let go of it in send().
-    const std::uint64_t addr = q.kind == k_pool ? reinterpret_cast<std::uint64_t>(q.buffer)
-                                                : p.view->remote(q.buffer);
+    const std::uint64_t addr =
+        q.kind == k_pool ? reinterpret_cast<std::uint64_t>(q.buffer) : p.view->remote(q.buffer);
     const descriptor d{addr, q.bytes};
     return try_push(p, q.kind, &d, nullptr, 0);
   }
@@ -134,7 +134,7 @@ void shm_transport::send(int node, void* buffer, std::size_t bytes) {
   const bool returning = p.view != nullptr && p.view->contains(buffer);
   const bool use_cma = cma_ && bytes >= opts_.cma_min;
   const bool in_pool = bytes > p.eager_limit && pool_ != nullptr && pool_->contains(buffer);
-  pending q{returning               ? k_return
+  pending q{returning                ? k_return
             : bytes <= p.eager_limit ? k_eager
             : in_pool                ? k_pool
             : use_cma                ? k_rndv
@@ -218,8 +218,7 @@ void shm_transport::publish_head(peer& p) {
     ring_doorbell(p.hdr, light_doorbells_);
 }
 
-void shm_transport::start_receive(peer& p, rx_mode mode, std::uint64_t remote,
-                                  std::size_t total) {
+void shm_transport::start_receive(peer& p, rx_mode mode, std::uint64_t remote, std::size_t total) {
   p.rx = mode;
   p.rx_remote = remote;
   p.rx_total = total;
@@ -293,14 +292,27 @@ void shm_transport::start_receive(peer& p, rx_mode mode, std::uint64_t remote,
     ++n;
     bool more;
     switch (kind) {
-      case k_eager: [[likely]] more = on_eager(p, at, bytes, cap); break;
-      case k_ack: [[unlikely]] more = on_ack(p, at); break;
-      case k_rndv: [[unlikely]] more = on_rndv(p, at); break;
-      case k_pool: [[unlikely]] more = on_pool(p, at); break;
-      case k_return: [[unlikely]] more = on_return(p, at); break;
+      case k_eager:
+        [[likely]] more = on_eager(p, at, bytes, cap);
+        break;
+      case k_ack:
+        [[unlikely]] more = on_ack(p, at);
+        break;
+      case k_rndv:
+        [[unlikely]] more = on_rndv(p, at);
+        break;
+      case k_pool:
+        [[unlikely]] more = on_pool(p, at);
+        break;
+      case k_return:
+        [[unlikely]] more = on_return(p, at);
+        break;
       case k_chunk_first:
-      case k_chunk: more = on_chunk(p, kind, at, bytes, cap); break;
-      default: ring_corrupt(p.node, "record kind %u", kind);
+      case k_chunk:
+        more = on_chunk(p, kind, at, bytes, cap);
+        break;
+      default:
+        ring_corrupt(p.node, "record kind %u", kind);
     }
     if (!more) {
       publish_head(p);

@@ -54,8 +54,8 @@ std::string pool_segment_name(const std::string& job_id, int rank) {
 bool remove_stale(const char* name) {
   base::os::mapping m;
   pid_t owner = 0;
-  if (const auto f = base::os::map_shared_segment(name, sizeof(seg_header), sizeof(seg_header),
-                                                  false, m)) {
+  if (const auto f =
+          base::os::map_shared_segment(name, sizeof(seg_header), sizeof(seg_header), false, m)) {
     if (std::strcmp(f.call, "shm_open") == 0) return f.err == ENOENT;
   } else if (m.addr != nullptr) {
     auto* hdr = static_cast<seg_header*>(m.addr);
@@ -77,8 +77,7 @@ bool remove_stale(const char* name) {
 // exists was left by an earlier job of the same id: `replace_stale` removes
 // it (true) or says that its owner still runs (false: fatal). `linked` is
 // set while the name exists, for the cleanup of a failed init.
-void* shm_transport::create_segment(const char* name, std::size_t bytes,
-                                    std::atomic<bool>& linked,
+void* shm_transport::create_segment(const char* name, std::size_t bytes, std::atomic<bool>& linked,
                                     bool (*replace_stale)(const char* name)) {
   base::os::mapping m;
   auto f = base::os::create_shared_segment(name, bytes, m);

@@ -66,9 +66,9 @@ struct shm_options {
 // What the shm transport sent by each path so far (read on the thread that
 // drives it).
 struct shm_counters {
-  std::uint64_t eager = 0;   // whole in one ring record
-  std::uint64_t chunked = 0; // in pieces through the ring
-  std::uint64_t cma = 0;     // read by the receiver with process_vm_readv
+  std::uint64_t eager = 0;     // whole in one ring record
+  std::uint64_t chunked = 0;   // in pieces through the ring
+  std::uint64_t cma = 0;       // read by the receiver with process_vm_readv
   std::uint64_t pooled = 0;    // lent from the message pool (sent)
   std::uint64_t in_place = 0;  // of the peers' lent blocks, held by core in place (received)
   std::uint64_t returned = 0;  // blocks held in place sent back to their owner (sent)

@@ -68,8 +68,7 @@ class shm_transport;
 // blocks: retire() at teardown, unmapped with the last block.
 class pool_view final : public base::registered_memory {
  public:
-  pool_view(unsigned char* base, std::size_t bytes, std::uint64_t remote_base,
-            shm_transport* owner)
+  pool_view(unsigned char* base, std::size_t bytes, std::uint64_t remote_base, shm_transport* owner)
       : base_(base), bytes_(bytes), remote_base_(remote_base), owner_(owner) {}
   pool_view(const pool_view&) = delete;
   pool_view& operator=(const pool_view&) = delete;

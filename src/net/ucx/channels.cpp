@@ -94,8 +94,8 @@ void ucx_transport::receive_channel_ready(int src, const am_header& h, const std
 void ucx_transport::connect_outgoing_channel(const deferred_work& w) {
   if (w.hdr.cookie >= outgoing_channels_.size() ||
       outgoing_channels_[w.hdr.cookie].node != w.node || outgoing_channels_[w.hdr.cookie].ready)
-    base::fatal("ucx transport (node %d): node %d answered for unknown channel %llu", rank_,
-                w.node, static_cast<unsigned long long>(w.hdr.cookie));
+    base::fatal("ucx transport (node %d): node %d answered for unknown channel %llu", rank_, w.node,
+                static_cast<unsigned long long>(w.hdr.cookie));
   outgoing_channel& c = outgoing_channels_[w.hdr.cookie];
   fatal_unless_ok(ucp_ep_rkey_unpack(peers_[std::size_t(w.node)].ep, w.data.data(), &c.rkey),
                   "ucp_ep_rkey_unpack (persistent channel)", w.node);
@@ -137,8 +137,7 @@ void ucx_transport::open_incoming_channel(const deferred_work& w) {
                   w.node);
   ucp_mem_attr_t ma{};
   ma.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
-  fatal_unless_ok(ucp_mem_query(c.memh, &ma), "ucp_mem_query (persistent channel buffer)",
-                  w.node);
+  fatal_unless_ok(ucp_mem_query(c.memh, &ma), "ucp_mem_query (persistent channel buffer)", w.node);
   c.buffer = ma.address;
   channels.emplace(w.hdr.cookie, c);
   std::vector<std::byte> rkey = pack_rkey(c.memh, w.node);

@@ -89,8 +89,7 @@ void ucx_transport::register_am_handlers() {
   for (unsigned id = 0; id < am_count; ++id)
     fatal_unless_ok(set_am_handler(worker_, id, handlers[id], this),
                     "ucp_worker_set_am_recv_handler");
-  eager_by_id_ =
-      opt_.eager_source_ids && std::size_t(am_count) + std::size_t(size_) <= am_id_limit;
+  eager_by_id_ = opt_.eager_source_ids && std::size_t(am_count) + std::size_t(size_) <= am_id_limit;
   if (eager_by_id_)
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
@@ -100,9 +99,9 @@ void ucx_transport::register_am_handlers() {
     }
 }
 
-ucs_status_t ucx_transport::on_eager_from(void* arg, const void* header,
-                                          std::size_t header_length, void* data,
-                                          std::size_t length, const ucp_am_recv_param_t* param) {
+ucs_status_t ucx_transport::on_eager_from(void* arg, const void* header, std::size_t header_length,
+                                          void* data, std::size_t length,
+                                          const ucp_am_recv_param_t* param) {
   (void)header;
   auto* p = static_cast<peer*>(arg);
   p->self->receive_eager_from(p->node, header_length, data, length, param);
@@ -225,9 +224,8 @@ void ucx_transport::send_control(int node, unsigned id, am_header h, const void*
 inline void ucx_transport::send_eager_by_id(int node, void* buffer, std::size_t bytes) {
   request* r = new_message_request(node, buffer);
   ucp_request_param_t p = eager_send_params(r);
-  ucs_status_ptr_t status = ucp_am_send_nbx(peers_[std::size_t(node)].ep,
-                                            am_count + unsigned(rank_), nullptr, 0, buffer, bytes,
-                                            &p);
+  ucs_status_ptr_t status = ucp_am_send_nbx(
+      peers_[std::size_t(node)].ep, am_count + unsigned(rank_), nullptr, 0, buffer, bytes, &p);
   if (status == nullptr) {
     free_request(r);
     hooks_.release(buffer);

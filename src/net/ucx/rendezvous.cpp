@@ -158,8 +158,7 @@ void ucx_transport::start_get(deferred_work& w) {
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = &on_request_done;
   p.user_data = r;
-  track_request(r, ucp_get_nbx(pr.ep, w.buffer, w.hdr.size, w.hdr.addr, rkey, &p),
-                "ucp_get_nbx");
+  track_request(r, ucp_get_nbx(pr.ep, w.buffer, w.hdr.size, w.hdr.addr, rkey, &p), "ucp_get_nbx");
 }
 
 // The GET is in: the message is ready in its window entry, and the sender

@@ -10,6 +10,7 @@
 // watch's records. finalize: sends settled, everything sent to this node
 // delivered, a barrier, then the endpoints closed between two PMIx fences
 // (a peer must not drop its worker while another still flushes towards it).
+#include "ucx_transport.hpp"
 #include <poll.h>
 #include <sys/mman.h>
 #include <cerrno>
@@ -18,7 +19,6 @@
 #include <cstring>
 #include <thread>
 #include <utility>
-#include "ucx_transport.hpp"
 
 namespace weft::net::ucx {
 
@@ -171,12 +171,24 @@ std::vector<std::byte> ucx_transport::pack_rkey(ucp_mem_h memh, int node) {
 
 void ucx_transport::perform(deferred_work& w) {
   switch (w.kind) {
-    case deferred_work::start_get: start_get(w); break;
-    case deferred_work::rendezvous_acked: finish_rendezvous_send(w.node, w.hdr.cookie); break;
-    case deferred_work::open_channel: open_incoming_channel(w); break;
-    case deferred_work::channel_ready: connect_outgoing_channel(w); break;
-    case deferred_work::return_credit: send_channel_credit(w.node, w.hdr.cookie); break;
-    case deferred_work::release_buffer: hooks_.release(w.buffer); break;
+    case deferred_work::start_get:
+      start_get(w);
+      break;
+    case deferred_work::rendezvous_acked:
+      finish_rendezvous_send(w.node, w.hdr.cookie);
+      break;
+    case deferred_work::open_channel:
+      open_incoming_channel(w);
+      break;
+    case deferred_work::channel_ready:
+      connect_outgoing_channel(w);
+      break;
+    case deferred_work::return_credit:
+      send_channel_credit(w.node, w.hdr.cookie);
+      break;
+    case deferred_work::release_buffer:
+      hooks_.release(w.buffer);
+      break;
   }
 }
 
@@ -195,10 +207,17 @@ void ucx_transport::complete_request(request* r) {
     return;
   }
   switch (r->kind) {
-    case request_kind::message_send: hooks_.release(r->buffer); break;
-    case request_kind::control_send: break;
-    case request_kind::rendezvous_get: complete_get(r); break;
-    case request_kind::channel_flush: complete_channel_flush(r); break;
+    case request_kind::message_send:
+      hooks_.release(r->buffer);
+      break;
+    case request_kind::control_send:
+      break;
+    case request_kind::rendezvous_get:
+      complete_get(r);
+      break;
+    case request_kind::channel_flush:
+      complete_channel_flush(r);
+      break;
   }
   free_request(r);
 }
@@ -329,8 +348,8 @@ void ucx_transport::finalize() {
     // 2. Everything sent to this node is delivered: the counts each node sent
     //    to each other node, against what arrived here.
     std::vector<std::uint64_t> all(std::size_t(size_) * std::size_t(size_));
-    allgather_within(next_seq_out_.data(), next_seq_out_.size() * sizeof(std::uint64_t),
-                     all.data(), 0, "finalize");
+    allgather_within(next_seq_out_.data(), next_seq_out_.size() * sizeof(std::uint64_t), all.data(),
+                     0, "finalize");
     progress_until([&] {
       for (int src = 0; src < size_; ++src)
         if (src != rank_ && windows_[std::size_t(src)].next_seq !=

@@ -238,9 +238,9 @@ class ucx_transport final : public transport {
     return UCS_OK;
   }
   // An eager message with an eager_header (id am_eager); eager.cpp.
-  static ucs_status_t on_eager_with_header(void* arg, const void* header,
-                                           std::size_t header_length, void* data,
-                                           std::size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t on_eager_with_header(void* arg, const void* header, std::size_t header_length,
+                                           void* data, std::size_t length,
+                                           const ucp_am_recv_param_t* param);
   // An eager message from the peer `arg` (id am_count + its node); eager.cpp.
   static ucs_status_t on_eager_from(void* arg, const void* header, std::size_t header_length,
                                     void* data, std::size_t length,
@@ -307,12 +307,10 @@ class ucx_transport final : public transport {
   void finish_rendezvous_send(int node, std::uint64_t cookie);
 
   // --- persistent channels (channels.cpp)
-  void receive_channel_open(int src, const am_header& h, const std::byte* data,
-                            std::size_t length);
+  void receive_channel_open(int src, const am_header& h, const std::byte* data, std::size_t length);
   void receive_channel_ready(int src, const am_header& h, const std::byte* data,
                              std::size_t length);
-  void receive_channel_note(int src, const am_header& h, const std::byte* data,
-                            std::size_t length);
+  void receive_channel_note(int src, const am_header& h, const std::byte* data, std::size_t length);
   void receive_channel_credit(int src, const am_header& h, const std::byte* data,
                               std::size_t length);
   void open_incoming_channel(const deferred_work& w);
@@ -329,9 +327,7 @@ class ucx_transport final : public transport {
   // --- the work deferred from callbacks, waiting, teardown (ucx_transport.cpp)
   void perform(deferred_work& w);
   int handle_callback_work();
-  bool has_work() const {
-    return ready_count_ > 0 || !deferred_.empty() || !completed_.empty();
-  }
+  bool has_work() const { return ready_count_ > 0 || !deferred_.empty() || !completed_.empty(); }
   void wait_for_events(std::uint64_t timeout_ns);
   // Sleeps on the armed worker fd for at most timeout_ns.
   void sleep_on_event_fd(std::uint64_t timeout_ns);
@@ -386,14 +382,14 @@ class ucx_transport final : public transport {
   std::atomic<ucp_worker_h> signal_worker_{nullptr};
   std::atomic<bool> wake_requested_{false};
 
-  std::vector<peer> peers_;  // sized once at init: the handlers hold pointers
+  std::vector<peer> peers_;                  // sized once at init: the handlers hold pointers
   std::vector<std::uint64_t> next_seq_out_;  // next sequence number per destination
   std::vector<std::uint32_t> notes_due_;     // per destination: channel notes not yet sent
   std::vector<reorder_window> windows_;      // per source
   std::size_t ready_count_ = 0;  // ready window entries not yet delivered, over all sources
 
   ucp_mem_h pool_memh_ = nullptr;
-  message_pool* pool_ = nullptr;  // retired at finalize; see message_pool
+  message_pool* pool_ = nullptr;                   // retired at finalize; see message_pool
   std::vector<rendezvous_send> rendezvous_sends_;  // by cookie
   std::vector<std::uint32_t> free_cookies_;
   std::size_t rendezvous_sends_live_ = 0;

@@ -7,6 +7,7 @@
 #include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
 #include "weft/core/send.hpp"
+#include "weft/lb/runtime.hpp"
 #include "weft/objects/buffer.hpp"
 #include "weft/objects/collections.hpp"
 #include "weft/objects/coroutine.hpp"

@@ -158,6 +158,26 @@ void define_runtime_options(base::option_set& set) {
               "objects share the PEs' threads; or all of them, with a carrier thread for each "
               "thread that finds its PE's thread taken (docs/omp.md)",
               base::one_of({"team", "all"})});
+  // Strategy names are the lb layer's registry (the program may add its
+  // own), checked when the node starts (src/lb/runtime.cpp).
+  set.define({"lb", "off",
+              "off|greedy|greedy-refine|refine|comm|node-aware|hierarchical|rotate|random|a "
+              "registered strategy",
+              "the load balancer run when the elements of an array call at_sync(): it moves "
+              "elements by their measured loads (docs/lb.md); off resumes them where they are",
+              [](const std::string& v) -> std::optional<std::string> {
+                if (v.empty()) return std::string("empty strategy name");
+                return std::nullopt;
+              }});
+  set.define({"lb-tolerance", "1.05", "number 1..100",
+              "greedy-refine and refine keep an element where it is while its PE stays within "
+              "this factor of the lower bound on the max load",
+              base::number_in(1.0, 100.0)});
+  set.define({"lb-stats", "0", "bool",
+              "a line per balancing step on stderr: max/avg load before, the strategy's "
+              "predicted max/avg after, migrations, bytes moved, time in the strategy and in "
+              "migration",
+              base::boolean(), true});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -245,6 +265,10 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;
   c.counters = set.get("counters");
   c.counters_given = set.given("counters");
+  c.lb = set.get("lb");
+  c.lb_tolerance = set.get_double("lb-tolerance");
+  c.lb_stats = set.get_bool("lb-stats");
+  c.measure_busy = c.stats || c.lb != "off";
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());
 

@@ -206,7 +206,7 @@ void handle(node_state& node, pe_state& pe, message* m) {
   // watchdog must see the outer one again when it returns.
   const std::int64_t outer = pe.current_handler.load(std::memory_order_relaxed);
   pe.current_handler.store(m->handler, std::memory_order_relaxed);
-  const bool timed = node.cfg.stats;
+  const bool timed = node.cfg.measure_busy;
   const std::uint64_t t0 = timed ? base::cycles() : 0;
   try {
     h.fn(message_ptr(m));
@@ -720,6 +720,10 @@ int idle_pes() noexcept {
 void end_idle_period() noexcept {
   core::node_state* node = core::g_node.load(std::memory_order_relaxed);
   if (node != nullptr && core::t_pe != nullptr) core::end_idle(*node, *core::t_pe);
+}
+
+std::uint64_t pe_busy_cycles() noexcept {
+  return core::t_pe != nullptr ? core::t_pe->busy_cycles : 0;
 }
 
 void wake_idle_pes(int n) noexcept {

@@ -225,6 +225,7 @@ element_record& construct_element(local_collection& lc, const index_key& key, st
 
 void remove_element(local_collection& lc, element_record& rec) {
   round_hist_remove(lc, rec.red_round);
+  if (rec.sync != sync_state::none) --lc.sync_waiting;
   element_base* obj = rec.obj;
   index_key key = rec.key;
   rec.obj = nullptr;

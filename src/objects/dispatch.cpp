@@ -62,6 +62,16 @@ void on_control(message_ptr m) {
       return receive_allreduce_result(std::move(m));
     case op_future_set:
       return receive_future_value(std::move(m));
+    case op_sync_plan:
+      return receive_sync_plan(std::move(m));
+    case op_sync_done:
+      return receive_sync_done(std::move(m));
+    case op_sync_resume:
+      return receive_sync_resume(std::move(m));
+    case op_sync_count:
+      return receive_sync_count(std::move(m));
+    case op_sync_counts:
+      return receive_sync_counts(std::move(m));
     default:
       base::fatal("objects: control message of unknown kind %d", int(h.op));
   }

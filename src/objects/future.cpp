@@ -39,8 +39,13 @@ void resume(element_record* owner, std::coroutine_handle<> h) {
     return;
   }
   if (owner != nullptr) owner->contributed_now = false;
+  const std::uint64_t t0 = g_measure_load && owner != nullptr ? base::cycles() : 0;
   h.resume();
-  if (owner != nullptr && owner->obj != nullptr) after_entry(*owner);
+  // The element may be gone (the coroutine destroyed it): its record too.
+  if (owner != nullptr && owner->obj != nullptr) {
+    if (t0 != 0) owner->load_cycles += base::cycles() - t0;
+    after_entry(*owner);
+  }
 }
 
 void promise_base::finished_detached(promise_base& p) noexcept {

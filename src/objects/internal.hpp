@@ -200,7 +200,7 @@ void destroy_frames(element_record& rec);
 // What an entry asked for (destroy, migrate), carried out when it returned.
 void after_entry(element_record& rec);
 // Migration (migration.cpp).
-void migrate_out(local_collection& lc, element_record& rec);
+void migrate_out(local_collection& lc, element_record& rec, bool by_balancer = false);
 
 // ---- location (location.cpp) ---------------------------------------------------
 
@@ -209,6 +209,10 @@ void tell_home(local_collection& lc, const index_key& key, int pe, std::uint32_t
                location_kind kind);
 void apply_home_update(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
                        location_kind kind);
+// What this PE knows of where `key` is: news at least as new as what it
+// knew replaces it (at the element's home, its home table).
+void learn_location(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
+                    location_kind kind);
 // Kept messages are delivered here and now, in the order they came: queued
 // again they would fall behind what the same senders sent later.
 void redeliver_kept(local_collection& lc, std::vector<message*> msgs);
@@ -220,6 +224,23 @@ void redeliver_kept(local_collection& lc, std::vector<message*> msgs);
 [[gnu::noinline]] bool deliver_special(element_record& rec, message_ptr& m);
 [[gnu::noinline]] void deliver_to_mailbox(element_record& rec, message_ptr m);
 
+// ---- load balancing (sync.cpp) -------------------------------------------------
+
+// Entry methods' wall time is measured per element (--weft:lb is on). Set
+// before the PEs start, read-only while they run.
+extern bool g_measure_load;
+// A migrating element's state says whether the balancer moved it (the new
+// PE counts it in the step) and whether it waits in at_sync.
+void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
+void sync_node_start();
+void receive_sync_plan(message_ptr m);
+void receive_sync_done(message_ptr m);
+void receive_sync_resume(message_ptr m);
+void receive_sync_count(message_ptr m);
+void receive_sync_counts(message_ptr m);
+// The at_sync round of `ref` completed at its root with these records.
+void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
+
 // Runs entry `e` of the element with the arguments in `m` (the caller
 // frees `m` afterwards).
 [[gnu::always_inline]] inline void invoke_entry(element_record& rec, const entry_info& e,
@@ -228,6 +249,7 @@ void redeliver_kept(local_collection& lc, std::vector<message*> msgs);
   rec.running = e.name.c_str();
   if (trace::on()) [[unlikely]]
     trace_entry_begin(rec, e);
+  const std::uint64_t t0 = g_measure_load ? base::cycles() : 0;
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
@@ -237,6 +259,8 @@ void redeliver_kept(local_collection& lc, std::vector<message*> msgs);
     base::fatal("entry method %s of %s on PE %d threw %s", e.name.c_str(),
                 element_name(rec).c_str(), my_pe(), ex.what());
   }
+  if (t0 != 0) [[unlikely]]
+    rec.load_cycles += base::cycles() - t0;
   if (trace::on()) [[unlikely]]
     trace_entry_end(e);
   rec.running = nullptr;

@@ -196,6 +196,7 @@ void node_start() {
   freeze_registries(true);
   g_entry_table = entry_table();
   g_node_objects = new node_objects;
+  sync_node_start();
   // The trace names entry methods and collections (by element type).
   trace::set_name_source("entry", [] {
     std::vector<std::pair<std::uint32_t, std::string>> names;

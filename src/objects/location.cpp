@@ -96,18 +96,21 @@ void tell_home(local_collection& lc, const index_key& key, int pe, std::uint32_t
   send_object_to_pe(home, std::move(m));
 }
 
+void learn_location(local_collection& lc, const index_key& key, int pe, std::uint32_t epoch,
+                    location_kind kind) {
+  if (home_pe(lc.ref, key) == my_pe()) {
+    apply_home_update(lc, key, pe, epoch, kind);
+  } else {
+    location& l = lc.known[key];
+    if (l.pe < 0 || epoch >= l.epoch) l = {pe, epoch, kind == loc_deleted};
+    lc.cache.drop(key);
+  }
+}
+
 void receive_location(message_ptr m) {
   const obj_header& h = header_of(*m);
-  local_collection& lc = get_local_collection(h.collection);
-  const int pe = h.arg_pe;
-  const auto [epoch, kind] = h.args.location;
-  if (home_pe(lc.ref, h.key) == my_pe()) {
-    apply_home_update(lc, h.key, pe, epoch, kind);
-  } else {
-    location& l = lc.known[h.key];
-    if (l.pe < 0 || epoch >= l.epoch) l = {pe, epoch, kind == loc_deleted};
-    lc.cache.drop(h.key);
-  }
+  learn_location(get_local_collection(h.collection), h.key, h.arg_pe, h.args.location.epoch,
+                 h.args.location.kind);
 }
 
 // The trace records around an entry call, out of line: their code would
@@ -238,6 +241,7 @@ void forward_or_keep(local_collection& lc, message_ptr m) {
   if (rec == nullptr) [[unlikely]]
     rec = find_local_record(lc, h.key);
   if (rec != nullptr && rec->obj != nullptr) [[likely]] {
+    ++lc.msgs_taken;
     deliver_to_element(*rec, std::move(m));
     return;
   }
@@ -258,6 +262,7 @@ void on_element_message(message_ptr m) {
       if (rec != nullptr && rec->obj != nullptr) [[likely]] {
         const entry_info& e = checked_entry(h.entry);
         if (!e.awaited) [[likely]] {
+          ++lc->msgs_taken;
           // The message is freed by whoever passed it (handle(): the
           // parameter's destructor), on return.
           invoke_entry(*rec, e, *m);
@@ -284,9 +289,10 @@ void redeliver_kept(local_collection& lc, std::vector<message*> msgs) {
       continue;
     }
     auto it = lc.local.find(h.key);
-    if (it != lc.local.end() && it->second->obj != nullptr)
+    if (it != lc.local.end() && it->second->obj != nullptr) {
+      ++lc.msgs_taken;
       deliver_to_element(*it->second, std::move(m));
-    else
+    } else
       forward_or_keep(lc, std::move(m));
   }
 }
@@ -370,7 +376,12 @@ namespace {
   }
   const index_key& key = header_of(*m).key;
   int dest = -1;
-  if (local_collection* lc = find_local_collection(ref.id)) [[likely]] {
+  local_collection* lc = find_local_collection(ref.id);
+  if (lc != nullptr)
+    ++lc->msgs_sent;
+  else if (t_pe_objects != nullptr)
+    ++t_pe_objects->msgs_sent_unknown[ref.id];
+  if (lc != nullptr) [[likely]] {
     // A chare is cached by pe only from its construction here to its
     // destruction (chares do not move); elsewhere its lookups go the slow way.
     dest = lc->cache.pe(key);
@@ -391,6 +402,7 @@ void send_element(const collection_ref& ref, message* m) {
     if (lc != nullptr && lc->ref.id == ref.id) [[likely]] {
       const std::int32_t dest = lc->cache.pe(header_of(*m).key);
       if (dest >= 0) [[likely]] {
+        ++lc->msgs_sent;
         send_object_to_pe(dest, m);
         return;
       }

@@ -22,7 +22,7 @@ constexpr std::int32_t migration_priority = INT32_MAX;
 
 }  // namespace
 
-void migrate_out(local_collection& lc, element_record& rec) {
+void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   const int to = rec.migrate_to;
   rec.migrate_to = -1;
   if (to == my_pe()) return;
@@ -39,7 +39,11 @@ void migrate_out(local_collection& lc, element_record& rec) {
   auto pack = [&](pupper& p) {
     std::uint32_t round = rec.red_round, ep = epoch;
     std::uint64_t bc = rec.last_bcast;
-    p | round | ep | bc;
+    // Whether the balancer moved it (its new PE counts it in the step) and
+    // whether it waits there for the step's end.
+    std::uint8_t flags =
+        std::uint8_t((by_balancer ? 1 : 0) | (rec.sync == sync_state::waiting ? 2 : 0));
+    p | round | ep | bc | flags;
     type.pup(*rec.obj, p);
   };
   pupper sizer = pupper::sizer();
@@ -52,6 +56,8 @@ void migrate_out(local_collection& lc, element_record& rec) {
   std::vector<message*> follow;
   for (auto& [id, mb] : rec.mailboxes)
     for (auto& q : mb.queued) follow.push_back(q.release());
+  // Taken here, they are in flight again (sync.cpp counts them).
+  lc.msgs_taken -= follow.size();
   const index_key key = rec.key;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
@@ -77,7 +83,9 @@ void receive_migrating_element(message_ptr m) {
     trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
                         std::uint32_t(h.key.w[0]), 0);
   pupper p = pupper::unpacker(args_of(*m), args_size(*m));
-  p | rec.red_round | rec.epoch | rec.last_bcast;
+  std::uint8_t flags = 0;
+  p | rec.red_round | rec.epoch | rec.last_bcast | flags;
+  if (flags & 2) rec.sync = sync_state::waiting;
   t_constructing_record = &rec;
   element_base* obj = type.make_empty();
   t_constructing_record = nullptr;
@@ -93,6 +101,7 @@ void receive_migrating_element(message_ptr m) {
   lc.cache.drop(h.key);
   tell_home(lc, h.key, my_pe(), rec.epoch, loc_moved);
   const index_key key = h.key;
+  sync_element_arrived(lc, rec, (flags & 1) != 0);
   obj->on_migrated();
   bcast_catch_up(lc, rec);
   // on_migrated may have asked to move on or be destroyed (catch_up may
@@ -105,6 +114,10 @@ void request_migration(element_record& rec, int pe) {
   const int pes = num_pes();
   if (rec.ref.kind != collection_kind::array)
     object_error(element_name(rec) + ": only array elements migrate");
+  if (rec.sync != sync_state::none)
+    object_error(element_name(rec) +
+                 " called migrate_to() while it waits in at_sync(): the balancing step decides "
+                 "where it goes");
   if (pe < 0 || pe >= pes)
     object_error("migrate_to(" + std::to_string(pe) + ") of " + element_name(rec) +
                  ": no such PE (there are " + std::to_string(pes) + ")");

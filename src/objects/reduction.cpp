@@ -222,6 +222,9 @@ void deliver_result(const collection_ref& ref, std::uint32_t round, partial&& p)
       weft::broadcast(std::move(m));
       break;
     }
+    case callback_kind::sync:
+      sync_round_done(ref, std::move(p.value));
+      break;
     case callback_kind::none:
       object_error("round " + std::to_string(round) + " of the reductions of " +
                    collection_name(ref) + " has no callback");

@@ -55,6 +55,11 @@ enum op_kind : std::uint8_t {
   op_future_set,      // to the owner PE: the value of future args.future_id
   op_red_up,          // to the parent node: a child node's partial results and what it passed
   op_setup_done,      // to every PE of other nodes: main's setup ended; the readonly values
+  op_sync_plan,       // from the root: elements of this PE to move, and how many arrive
+  op_sync_done,       // to the root: this PE's moves of the step are over
+  op_sync_resume,     // to every PE: the balancing step ended; resume the waiting elements
+  op_sync_count,      // to every PE: how many element messages of the collection it sent and took
+  op_sync_counts,     // to the root: the answer
 };
 
 struct location {
@@ -169,6 +174,33 @@ struct route_cache {
   }
 };
 
+// One element's move in a balancing step: in plan messages (its new PE),
+// and in the resume message, with its epoch there, so that every PE knows
+// where it went before anybody sends to it again.
+struct sync_move {
+  index_key key;
+  std::int32_t to = 0;
+  std::uint32_t epoch = 0;
+};
+
+// The root's view of a collection's balancing steps.
+struct sync_root {
+  std::vector<sync_move> moves;  // the current step's
+  std::vector<sync_record> records;
+  // Waves of counts until no message to the collection's elements is in
+  // flight (sent == taken, twice alike): then elements move, and nothing
+  // sent before the step can be forwarded past something sent after it.
+  int waves = 0;
+  int replies = 0;
+  std::uint64_t sent = 0, taken = 0, last_sent = ~0ull, last_taken = ~0ull;
+  std::uint64_t steps = 0;  // steps started
+  int pending = 0;          // PEs of the current step that have not reported their moves done
+  std::uint64_t t_start = 0, t_quiet = 0, t_plan = 0;  // wall_ns: round done, quiet, plan sent
+  double strategy_s = 0;
+  // For --weft:lb-stats: the step's figures, printed when it ends.
+  std::string line;
+};
+
 struct local_collection {
   collection_ref ref;
   route_cache cache;     // in front of `local` and `known`: drop a key whenever they change for it
@@ -191,6 +223,21 @@ struct local_collection {
   std::int64_t reported_passed = std::numeric_limits<std::int64_t>::min();
   node_combiner* combiner = nullptr;
   std::unique_ptr<root_reduction> root;  // on the root PE
+
+  // Balancing steps (sync.cpp). This PE in the current step: elements the
+  // balancer moved here so far, and (once the plan came) how many it sends.
+  std::int64_t sync_arrived = 0;
+  std::int64_t sync_expected = 0;
+  bool sync_plan_seen = false;
+  std::vector<index_key> sync_kept;  // told to send, but kept (gone or busy)
+  std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
+  std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
+  double sync_load_sum = 0;          // their loads, as they told the step (seconds)
+  sync_root sync;                    // on the root PE
+  // Element messages of this collection sent from this PE (entry calls,
+  // not broadcasts) and taken here by an element (run or kept for next<>):
+  // in flight somewhere while the job's sums differ.
+  std::uint64_t msgs_sent = 0, msgs_taken = 0;
 };
 
 struct future_slot {
@@ -217,6 +264,8 @@ struct pe_objects {
   bool gated = false;
   std::vector<message*> gate;
   std::uint32_t place_next = 0;  // chares placed by the runtime: the next node, round robin
+  // Element messages sent to collections this PE did not know yet, by id.
+  std::unordered_map<std::uint64_t, std::uint64_t> msgs_sent_unknown;
 };
 
 struct nodegroup_instance {

@@ -1478,6 +1478,85 @@ weft::task<> case_setup_group() {
   passed();
 }
 
+// ---- lb_rotate -----------------------------------------------------------------------
+// Run with --weft:lb=rotate: elements on a ring exchange messages, call
+// at_sync() each step and send more right after it (in flight while they
+// move); every element moves one PE on at every step, across processes.
+// Each message carries its sender's sequence number for that receiver:
+// none may be lost, duplicated or overtaken.
+
+constexpr int rotate_steps = 5;
+constexpr int rotate_late = 3;
+
+struct Rotor : weft::array_element<Rotor, int> {
+  Rotor() = default;
+  std::map<int, long> next_seq, sent_seq;
+  std::map<int, int> got;  // step -> on-time messages
+  int step = 0, last_pe = -1;
+  long bad = 0, received = 0, moved = 0;
+  std::vector<double> ballast = std::vector<double>(200, 0.25);
+  void pup(weft::pupper& p) {
+    p | next_seq | sent_seq | got | step | last_pe | bad | received | moved | ballast;
+  }
+  int left() const { return (this_index() + array_size() - 1) % array_size(); }
+  int right() const { return (this_index() + 1) % array_size(); }
+  void send_to(int to, bool on_time) {
+    this_proxy()[to].send<&Rotor::msg>(this_index(), sent_seq[to]++, step, on_time);
+  }
+  void start() {
+    send_to(left(), true);
+    send_to(right(), true);
+    advance();
+  }
+  void msg(int from, long seq, int s, bool on_time) {
+    if (seq != next_seq[from]) {
+      if (bad++ == 0)
+        std::fprintf(stderr,
+                     "mp_objects: lb_rotate: element %d got seq %ld from %d, expected %ld\n",
+                     this_index(), seq, from, next_seq[from]);
+    }
+    next_seq[from] = seq + 1;
+    ++received;
+    if (on_time && ++got[s] == 2 && s == step) advance();
+  }
+  void advance() {
+    if (got[step] < 2 || step >= rotate_steps) return;
+    got.erase(step);
+    last_pe = weft::my_pe();
+    at_sync();
+    for (int k = 0; k < rotate_late; ++k) send_to(k % 2 ? left() : right(), false);
+  }
+  void resume_from_sync() override {
+    if (weft::my_pe() != last_pe) ++moved;
+    if (++step < rotate_steps) {
+      start();
+      return;
+    }
+  }
+  void report(weft::callback<std::vector<long>> cb) {
+    contribute(std::vector<long>{bad, received, moved}, weft::op::sum, cb);
+  }
+};
+
+weft::task<> case_lb_rotate() {
+  check(weft::config().lb == "rotate", "run lb_rotate with --weft:lb=rotate (got %s)",
+        weft::config().lb.c_str());
+  const int n = 3 * weft::num_pes() + 1;
+  auto a = weft::array<Rotor>::create(n);
+  a.broadcast<&Rotor::start>();
+  auto q = quiescence();
+  co_await q;
+  auto f = weft::make_future<std::vector<long>>();
+  a.broadcast<&Rotor::report>(weft::callback<std::vector<long>>(f));
+  const std::vector<long> t = co_await f;
+  check(t[0] == 0, "%ld messages arrived out of order", t[0]);
+  const long want = long(n) * rotate_steps * (2 + rotate_late);
+  check(t[1] == want, "%ld messages arrived, expected %ld", t[1], want);
+  check(t[2] == long(n) * rotate_steps, "elements moved %ld times, expected %ld", t[2],
+        long(n) * rotate_steps);
+  passed();
+}
+
 // ---- buffer ------------------------------------------------------------------------
 
 constexpr std::size_t big_doubles = std::size_t(1) << 17;  // 1 MiB
@@ -1706,7 +1785,7 @@ const case_entry cases[] = {
     {"readonly", case_readonly},   {"setup_group", case_setup_group},
     {"buffer", case_buffer},       {"priorities", case_priorities},
     {"exitcode", case_exitcode},   {"error", case_error},
-    {"deleted", case_deleted},
+    {"deleted", case_deleted},     {"lb_rotate", case_lb_rotate},
 };
 
 }  // namespace

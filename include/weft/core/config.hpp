@@ -54,7 +54,14 @@ struct runtime_config {
   std::string trace_mode = "full";
   std::size_t trace_buffer_bytes = 4u << 20;
   std::string counters;
-  bool counters_given = false;   // --weft:counters set: refused counters are said
+  bool counters_given = false;
+  // Load balancing (the lb layer reads these; core validates the numbers,
+  // lb the strategy's name, which may be one the program registered).
+  std::string lb = "off";      // strategy at at_sync(), or off
+  double lb_tolerance = 1.05;  // greedy-refine and refine: max load within this of the bound
+  bool lb_stats = false;       // a line per balancing step
+  // Handler time is measured per PE (stats, or load balancing's background).
+  bool measure_busy = false;     // --weft:counters set: refused counters are said
   std::string config_text;       // --weft:print-config text: values and their origins
 };
 

@@ -295,6 +295,35 @@ class element_ops : public element_base {
     return awaiter(&record(), entry_id<T, M>(), n);
   }
 
+  // A safe point for load balancing: this element is ready to move. Once
+  // every element of the array called it, the balancer (--weft:lb) places
+  // them by their measured loads and moves them, and each goes on in
+  // resume_from_sync() on its PE. In a coroutine entry method,
+  // `co_await at_sync()` resumes the coroutine instead (such an element
+  // keeps its PE: a suspended coroutine frame cannot be packed). An element
+  // calls it once per step; messages sent to it meanwhile are delivered.
+  auto at_sync() {
+    struct awaiter {
+      element_record* rec;
+      bool arrived = false;
+      explicit awaiter(element_record* r) : rec(r) {}
+      awaiter(const awaiter&) = delete;
+      // A plain call: the statement ends, the element waits in the step.
+      ~awaiter() {
+        if (!arrived) arrive_at_sync(*rec, {});
+      }
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) {
+        arrived = true;
+        arrive_at_sync(*rec, h);
+      }
+      void await_resume() const noexcept {}
+    };
+    return awaiter(&record());
+  }
+  // Whether the balancer may move this element (default true).
+  void set_migratable(bool m) { detail::set_migratable(record(), m); }
+
   // Moves this element to PE `pe` once the current entry method returns:
   // its state is packed (pup), sent, and unpacked there, then
   // on_migrated() runs. Messages sent meanwhile follow it.

@@ -37,6 +37,13 @@ class element_base {
 
   // Called on the new PE after a migration, once the state is unpacked.
   virtual void on_migrated() {}
+  // After a balancing step this element waited for with at_sync() (not
+  // co_await at_sync()), on its PE after the step: where it goes on.
+  virtual void resume_from_sync() {}
+  // The element's load for the balancer, in seconds over the interval since
+  // its last at_sync; negative (the default): the runtime measures it (the
+  // wall time of its entry methods).
+  virtual double load_estimate() const { return -1.0; }
 
   element_record& record() const noexcept { return *rec_; }
 

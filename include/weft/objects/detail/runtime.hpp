@@ -111,6 +111,13 @@ struct mailbox {
   mailbox_waiter* waiter = nullptr;
 };
 
+// Where an element stands in a balancing step (at_sync, sync.cpp).
+enum class sync_state : std::uint8_t {
+  none,       // running freely
+  waiting,    // called at_sync(); resume_from_sync() runs after the step
+  coroutine,  // a coroutine awaits at_sync(); it resumes after the step
+};
+
 // The runtime's record of one element, shared with the element's base class.
 struct element_record {
   collection_ref ref;
@@ -126,6 +133,12 @@ struct element_record {
   const char* running = nullptr;                    // entry running now, for errors
   std::vector<std::coroutine_handle<>> coroutines;  // suspended tasks it owns
   std::unordered_map<std::uint32_t, mailbox> mailboxes;
+  // Load balancing (src/objects/sync.cpp). Cycles in this element's entry
+  // methods since its last at_sync (counted only while balancing is on).
+  std::uint64_t load_cycles = 0;
+  sync_state sync = sync_state::none;
+  bool migratable = true;          // set_migratable(false): the balancer never moves it
+  std::coroutine_handle<> sync_h;  // co_await at_sync(): resumed after the step
 };
 
 // ---- messages ----------------------------------------------------------------
@@ -242,6 +255,33 @@ WEFT_API element_base* local_element(const collection_ref& ref) noexcept;
 // Requests from inside an entry method; carried out when it returns.
 WEFT_API void request_migration(element_record& rec, int pe);
 WEFT_API void request_destroy(element_record& rec);
+// at_sync(): the element waits for the collection's balancing step; `h`
+// (a coroutine awaiting at_sync) resumes after it, else resume_from_sync().
+WEFT_API void arrive_at_sync(element_record& rec, std::coroutine_handle<> h);
+WEFT_API void set_migratable(element_record& rec, bool migratable);
+
+// What an element tells the balancer at at_sync (gathered at the root).
+struct sync_record {
+  index_key key;
+  double load = 0;          // seconds in its entry methods since its last step (or its estimate)
+  double background = -1;   // seconds of its PE's other work; negative: not in this record
+  std::uint64_t bytes = 0;  // its packed size (0 when not measured)
+  std::int32_t pe = 0;
+  std::uint32_t epoch = 0;  // its migrations so far
+  std::uint8_t migratable = 1;
+  std::uint8_t reserved_[7] = {};
+};
+// The plan of a balancing step: a PE for each record, in their order, and
+// what --weft:lb-stats says of it.
+struct balance_plan {
+  std::vector<int> pe;
+  std::string summary;
+};
+// The lb layer's strategy runner (src/lb/runtime.cpp installs it); called
+// on the collection's root PE when every element arrived at at_sync.
+using balancer_fn = balance_plan (*)(const collection_ref& ref, std::uint64_t step,
+                                     const std::vector<sync_record>& records);
+WEFT_API void set_balancer(balancer_fn fn);
 // A destroy message to an element from outside.
 WEFT_API void send_destroy(const collection_ref& ref, const index_key& key);
 
@@ -255,7 +295,16 @@ WEFT_API void resume(element_record* owner, std::coroutine_handle<> h);
 
 // ---- reductions ---------------------------------------------------------------
 
-enum class callback_kind : std::uint8_t { none, element, broadcast, future, exit, all_reduce };
+// sync: at_sync's round, to the balancer at the root (sync.cpp).
+enum class callback_kind : std::uint8_t {
+  none,
+  element,
+  broadcast,
+  future,
+  exit,
+  all_reduce,
+  sync
+};
 struct callback_desc {
   callback_kind kind = callback_kind::none;
   std::int32_t pe = -1;  // future owner

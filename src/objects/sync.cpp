@@ -1,0 +1,403 @@
+// Balancing steps (at_sync): the objects layer's half of measurement-based
+// load balancing. The lb layer chooses where elements go; this file
+// measures them, gathers the measurements, moves the elements and resumes
+// them.
+//
+// A step of one array:
+//  1. each element calls at_sync(): it contributes its record (load, size,
+//     PE, whether it may move) to a reduction round of its own, so that
+//     elements migrating meanwhile are counted exactly once, as for any
+//     reduction;
+//  2. at the root, the round's result goes to the balancer (src/lb), which
+//     returns a PE per element; each PE that sends or receives gets one
+//     plan message: the elements it sends, and how many arrive;
+//  3. a PE reports done when it sent its elements and received as many as
+//     the plan said (an element that can no longer move is cancelled at
+//     its destination);
+//  4. when every such PE reported, the root broadcasts resume: each element
+//     that waited goes on in resume_from_sync(), or its coroutine resumes.
+// Messages to elements in flight are forwarded as after any migration
+// (location.cpp), so nothing sent during a step is lost or duplicated.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include "objects/internal.hpp"
+#include "weft/base/timer.hpp"
+#include "weft/core/handler.hpp"
+#include "weft/objects/collections.hpp"
+
+namespace weft::objects::detail {
+
+bool g_measure_load = false;
+
+namespace {
+
+balancer_fn g_balancer = nullptr;
+bool g_balancing = false;  // --weft:lb is not off
+bool g_lb_stats = false;
+// The step's round gathers the records: registered at static
+// initialisation, as every reducer must be (its id is the same in every
+// process).
+const std::uint32_t sync_reducer = reducer_registered<op::concat_t, std::vector<sync_record>>;
+
+double cycles_to_s(std::uint64_t c) {
+  return base::cycles_to_ns(c) * 1e-9;
+}
+
+// Plan message: arg_pe says which kind.
+enum plan_kind : std::int32_t { plan_moves = 0, plan_cancel = 1 };
+// Done message: arg_pe says whether it is a PE's report or the root's own
+// note that the plan moved nothing.
+enum done_kind : std::int32_t { done_moves = 0, done_nothing_moved = 1 };
+
+template <class T>
+void append_bytes(message& m, std::size_t at, const std::vector<T>& v) {
+  if (!v.empty()) std::memcpy(args_of(m) + at, v.data(), v.size() * sizeof(T));
+}
+template <class T>
+std::vector<T> read_bytes(message& m, std::size_t at) {
+  std::vector<T> v((args_size(m) - at) / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), args_of(m) + at, v.size() * sizeof(T));
+  return v;
+}
+
+// A PE's part of the step is over: it reports, with the moves it could not
+// make.
+void report_if_done(local_collection& lc) {
+  if (!lc.sync_plan_seen || lc.sync_arrived != lc.sync_expected) return;
+  lc.sync_plan_seen = false;
+  lc.sync_arrived = lc.sync_expected = 0;
+  message_ptr m = new_control_message(lc.ref, index_key{}, op_sync_done,
+                                      lc.sync_kept.size() * sizeof(index_key));
+  header_of(*m).arg_pe = done_moves;
+  append_bytes(*m, 0, lc.sync_kept);
+  lc.sync_kept.clear();
+  send_object_to_pe(lc.ref.root_pe, std::move(m));
+}
+
+// The element's place in the plan can no longer be kept: its destination
+// stops waiting for it.
+void cancel_arrival(local_collection& lc, int to) {
+  message_ptr m = new_control_message(lc.ref, index_key{}, op_sync_plan, 0);
+  header_of(*m).arg_pe = plan_cancel;
+  send_object_to_pe(to, std::move(m));
+}
+
+void run_resume_from_sync(element_record& rec) {
+  rec.contributed_now = false;
+  rec.running = "resume_from_sync";
+  const std::uint64_t t0 = g_measure_load ? base::cycles() : 0;
+  try {
+    rec.obj->resume_from_sync();
+  } catch (const std::exception& ex) {
+    base::fatal("resume_from_sync of %s on PE %d threw %s", element_name(rec).c_str(), my_pe(),
+                ex.what());
+  }
+  if (t0 != 0) rec.load_cycles += base::cycles() - t0;
+  rec.running = nullptr;
+  after_entry(rec);
+}
+
+}  // namespace
+
+void set_balancer(balancer_fn fn) {
+  g_balancer = fn;
+}
+
+void sync_node_start() {
+  const runtime_config& cfg = weft::config();
+  g_balancing = cfg.lb != "off";
+  g_measure_load = g_balancing;
+  g_lb_stats = cfg.lb_stats;
+  if (g_balancing && g_balancer == nullptr)
+    base::usage_error(
+        "--weft:lb=%s needs the lb layer, which this program does not link: link weft::weft "
+        "(or weft::lb) and include <weft/weft.hpp>",
+        cfg.lb.c_str());
+}
+
+void set_migratable(element_record& rec, bool migratable) {
+  rec.migratable = migratable;
+}
+
+void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
+  if (rec.ref.kind != collection_kind::array)
+    object_error(element_name(rec) +
+                 " called at_sync(): only array elements take part in load balancing");
+  if (rec.sync != sync_state::none)
+    object_error(element_name(rec) +
+                 " called at_sync() again before its balancing step ended (one call per step; "
+                 "go on in resume_from_sync() or after co_await at_sync())");
+  local_collection& lc = *rec.coll;
+  rec.sync = h ? sync_state::coroutine : sync_state::waiting;
+  rec.sync_h = h;
+
+  sync_record r;
+  r.key = rec.key;
+  r.pe = my_pe();
+  r.epoch = rec.epoch;
+  const double estimate = rec.obj->load_estimate();
+  r.load = estimate >= 0 ? estimate : cycles_to_s(rec.load_cycles);
+  rec.load_cycles = 0;
+  const element_type_info& type = element_type(rec.ref.type);
+  // A coroutine frame (suspended, or this one awaiting at_sync) cannot be
+  // packed: such an element keeps its PE.
+  r.migratable = rec.migratable && !h && rec.coroutines.empty() && type.pup != nullptr;
+  if (g_balancing && r.migratable) {
+    pupper sizer = pupper::sizer();
+    type.pup(*rec.obj, sizer);
+    r.bytes = sizer.offset();
+  }
+  // The last element of this PE to arrive says what else the PE did since
+  // the last step: its handlers' time less its elements'.
+  ++lc.sync_waiting;
+  lc.sync_load_sum += r.load;
+  if (g_balancing && lc.sync_waiting == lc.local.size())
+    r.background = std::max(
+        0.0, cycles_to_s(weft::detail::pe_busy_cycles() - lc.sync_busy0) - lc.sync_load_sum);
+  callback_desc cb;
+  cb.kind = callback_kind::sync;
+  cb.ref = rec.ref;
+  // The step's round is separate from what the entry contributed before.
+  const bool contributed = rec.contributed_now;
+  rec.contributed_now = false;
+  contribute(rec, sync_reducer, cb, to_bytes(std::vector<sync_record>{r}));
+  rec.contributed_now = contributed;
+}
+
+namespace {
+
+// Counting waves before a step moves anything; past this many the elements
+// move anyway (messages keep flowing to the collection from outside it),
+// and the job is told that in-flight messages may arrive out of order.
+constexpr int max_count_waves = 2000;
+
+void start_count_wave(local_collection& lc) {
+  sync_root& root = lc.sync;
+  ++root.waves;
+  root.replies = 0;
+  root.sent = root.taken = 0;
+  weft::broadcast(new_control_message(lc.ref, index_key{}, op_sync_count, 0));
+}
+
+void plan_step(local_collection& lc);
+
+}  // namespace
+
+void sync_round_done(const collection_ref& ref, std::vector<std::byte> value) {
+  local_collection& lc = get_local_collection(ref.id);
+  sync_root& root = lc.sync;
+  root.t_start = base::wall_ns();
+  root.records.clear();
+  from_bytes(value, root.records);
+  root.waves = 0;
+  root.last_sent = root.last_taken = ~0ull;
+  if (!g_balancing) {
+    // Nothing moves: the elements resume at once.
+    plan_step(lc);
+    return;
+  }
+  start_count_wave(lc);
+}
+
+void receive_sync_count(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  std::uint64_t counts[2] = {lc.msgs_sent, lc.msgs_taken};
+  pe_objects& s = this_pe_objects();
+  if (auto it = s.msgs_sent_unknown.find(h.collection); it != s.msgs_sent_unknown.end())
+    counts[0] += it->second;
+  message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_counts, sizeof counts);
+  std::memcpy(args_of(*r), counts, sizeof counts);
+  send_object_to_pe(lc.ref.root_pe, std::move(r));
+}
+
+void receive_sync_counts(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  sync_root& root = lc.sync;
+  std::uint64_t counts[2];
+  std::memcpy(counts, args_of(*m), sizeof counts);
+  root.sent += counts[0];
+  root.taken += counts[1];
+  if (++root.replies < num_pes()) return;
+  const bool quiet =
+      root.sent == root.taken && root.sent == root.last_sent && root.taken == root.last_taken;
+  root.last_sent = root.sent;
+  root.last_taken = root.taken;
+  if (quiet) {
+    plan_step(lc);
+    return;
+  }
+  if (root.waves >= max_count_waves) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      base::warn(
+          "lb: messages to %s kept flowing during its balancing step; its elements move "
+          "anyway, and a message in flight to one that moves may arrive after one its "
+          "sender sent later",
+          collection_name(lc.ref).c_str());
+    plan_step(lc);
+    return;
+  }
+  start_count_wave(lc);
+}
+
+namespace {
+
+void plan_step(local_collection& lc) {
+  const collection_ref& ref = lc.ref;
+  sync_root& root = lc.sync;
+  const std::uint64_t step = root.steps++;
+  const std::vector<sync_record>& records = root.records;
+  root.t_quiet = base::wall_ns();
+  balance_plan plan;
+  if (g_balancing) {
+    plan = g_balancer(ref, step, records);
+    if (plan.pe.size() != records.size())
+      base::fatal("lb: the balancer placed %zu elements of %s, not the %zu that took part",
+                  plan.pe.size(), collection_name(ref).c_str(), records.size());
+  } else {
+    plan.pe.resize(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i) plan.pe[i] = records[i].pe;
+  }
+  // Per PE: the elements it sends, and how many it receives.
+  std::map<int, std::pair<std::vector<sync_move>, std::int64_t>> per_pe;
+  root.moves.clear();
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const int from = records[i].pe, to = plan.pe[i];
+    if (from == to) continue;
+    if (!records[i].migratable)
+      base::fatal("lb: the balancer moved %s, which cannot move",
+                  key_string(ref, records[i].key).c_str());
+    per_pe[from].first.push_back({records[i].key, to, records[i].epoch + 1});
+    ++per_pe[to].second;
+    root.moves.push_back({records[i].key, to, records[i].epoch + 1});
+  }
+  root.t_plan = base::wall_ns();
+  root.line.clear();
+  if (g_lb_stats) {
+    char waits[48];
+    std::snprintf(waits, sizeof waits, ", %d count waves", root.waves);
+    root.line = "weft lb: " + collection_name(ref) + " step " + std::to_string(step) + ": " +
+                std::to_string(records.size()) + " elements" +
+                (plan.summary.empty() ? "" : ", " + plan.summary) + waits;
+  }
+  root.records.clear();
+  root.pending = int(per_pe.size());
+  if (root.pending == 0) {
+    message_ptr m = new_control_message(ref, index_key{}, op_sync_done, 0);
+    header_of(*m).arg_pe = done_nothing_moved;
+    send_object_to_pe(my_pe(), std::move(m));
+    return;
+  }
+  for (auto& [pe, work] : per_pe) {
+    auto& [out, incoming] = work;
+    message_ptr m = new_control_message(ref, index_key{}, op_sync_plan,
+                                        sizeof(std::int64_t) + out.size() * sizeof(sync_move));
+    header_of(*m).arg_pe = plan_moves;
+    std::memcpy(args_of(*m), &incoming, sizeof incoming);
+    append_bytes(*m, sizeof incoming, out);
+    send_object_to_pe(pe, std::move(m));
+  }
+}
+
+}  // namespace
+
+void receive_sync_plan(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  if (h.arg_pe == plan_cancel) {
+    --lc.sync_expected;
+    report_if_done(lc);
+    return;
+  }
+  std::int64_t incoming = 0;
+  std::memcpy(&incoming, args_of(*m), sizeof incoming);
+  const std::vector<sync_move> out = read_bytes<sync_move>(*m, sizeof incoming);
+  m.reset();
+  for (const sync_move& mv : out) {
+    auto it = lc.local.find(mv.key);
+    element_record* rec = it == lc.local.end() ? nullptr : it->second.get();
+    // Gone (destroyed since it arrived), or it can no longer be packed (a
+    // coroutine of it suspended meanwhile): it stays, and its destination
+    // stops waiting for it.
+    if (rec == nullptr || !rec->coroutines.empty() || rec->sync != sync_state::waiting) {
+      cancel_arrival(lc, mv.to);
+      lc.sync_kept.push_back(mv.key);
+      continue;
+    }
+    rec->migrate_to = mv.to;
+    migrate_out(lc, *rec, true);
+  }
+  lc.sync_expected += incoming;
+  lc.sync_plan_seen = true;
+  report_if_done(lc);
+}
+
+void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer) {
+  if (rec.sync != sync_state::none) ++lc.sync_waiting;
+  if (!by_balancer) return;
+  ++lc.sync_arrived;
+  report_if_done(lc);
+}
+
+void receive_sync_done(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  sync_root& root = lc.sync;
+  if (h.arg_pe == done_moves) {
+    const std::vector<index_key> kept = read_bytes<index_key>(*m, 0);
+    if (!kept.empty())
+      std::erase_if(root.moves, [&](const sync_move& mv) {
+        return std::find(kept.begin(), kept.end(), mv.key) != kept.end();
+      });
+    if (--root.pending > 0) return;
+  }
+  if (g_lb_stats) {
+    const double ms = 1e-6;
+    const std::uint64_t now = base::wall_ns();
+    std::fprintf(stderr, "%s; %.3f ms: counting %.3f, balancer %.3f, migration %.3f\n",
+                 root.line.c_str(), double(now - root.t_start) * ms,
+                 double(root.t_quiet - root.t_start) * ms, double(root.t_plan - root.t_quiet) * ms,
+                 double(now - root.t_plan) * ms);
+  }
+  message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_resume,
+                                      root.moves.size() * sizeof(sync_move));
+  append_bytes(*r, 0, root.moves);
+  root.moves.clear();
+  weft::broadcast(std::move(r));
+}
+
+void receive_sync_resume(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  // Where the moved elements are now: nobody sends to them by the old way
+  // (a message forwarded from there could be overtaken by a later one).
+  for (const sync_move& mv : read_bytes<sync_move>(*m, 0))
+    if (!lc.local.contains(mv.key)) learn_location(lc, mv.key, mv.to, mv.epoch, loc_moved);
+  m.reset();
+  lc.sync_busy0 = weft::detail::pe_busy_cycles();
+  lc.sync_load_sum = 0;
+  std::vector<index_key> keys;
+  keys.reserve(lc.sync_waiting);
+  for (const auto& [k, rec] : lc.local)
+    if (rec->sync != sync_state::none) keys.push_back(k);
+  // Each may insert, destroy or move elements: look each up again.
+  for (const index_key& k : keys) {
+    auto it = lc.local.find(k);
+    if (it == lc.local.end() || it->second->sync == sync_state::none) continue;
+    element_record& rec = *it->second;
+    const sync_state was = rec.sync;
+    rec.sync = sync_state::none;
+    --lc.sync_waiting;
+    if (was == sync_state::coroutine)
+      resume(&rec, std::exchange(rec.sync_h, {}));
+    else
+      run_resume_from_sync(rec);
+  }
+}
+
+}  // namespace weft::objects::detail

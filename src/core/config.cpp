@@ -44,6 +44,32 @@ constexpr int spsc_pairs_max_pes = 8;
 constexpr const char* bind_accepted = "none|compact|scatter|CPU list (0-3,6 or L0-3)";
 
 namespace {
+// "A:B" (inclusive), "A:" (A to the end) or "A" (that step alone) into
+// [a, b] (b -1: no end); what is wrong, or "".
+std::string parse_step_range(const std::string& v, long& a, long& b) {
+  const std::size_t colon = v.find(':');
+  auto number = [](const std::string& t, long& out) {
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 9)
+      return false;
+    out = std::stol(t);
+    return true;
+  };
+  if (colon == std::string::npos) {
+    if (!number(v, a)) return "not a step number or range";
+    b = a;
+    return "";
+  }
+  if (!number(v.substr(0, colon), a)) return "the first step is not a number";
+  const std::string rest = v.substr(colon + 1);
+  if (rest.empty()) {
+    b = -1;
+    return "";
+  }
+  if (!number(rest, b)) return "the last step is not a number";
+  if (b < a) return "the last step comes before the first";
+  return "";
+}
+
 // An option's checker from a function that says what is wrong with a value
 // ("" when nothing is).
 template <class Check>
@@ -178,6 +204,24 @@ void define_runtime_options(base::option_set& set) {
               "predicted max/avg after, migrations, bytes moved, time in the strategy and in "
               "migration",
               base::boolean(), true});
+  set.define({"lb-period", "0", "seconds (0 = off)",
+              "balance the arrays whose elements do not call at_sync, without their help, at "
+              "the first safe point after each period: elements move between entry methods "
+              "(docs/lb.md)",
+              base::number_in(0.0, 1e6)});
+  set.define({"lb-dump", "", "file",
+              "write each balancing step's load records (a versioned binary format, "
+              "docs/lb.md) to this file, for tools/weft-lbsim --replay",
+              [](const std::string& v) -> std::optional<std::string> {
+                if (v.empty()) return std::string("empty file name");
+                return std::nullopt;
+              }});
+  set.define({"lb-dump-steps", "0:", "A:B, A: or A (step numbers from 0)",
+              "the balancing steps --weft:lb-dump writes (default all)",
+              reason_checker([](const std::string& v) -> std::string {
+                long a = 0, b = -1;
+                return parse_step_range(v, a, b);
+              })});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -268,6 +312,15 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.lb = set.get("lb");
   c.lb_tolerance = set.get_double("lb-tolerance");
   c.lb_stats = set.get_bool("lb-stats");
+  c.lb_period_s = set.get_double("lb-period");
+  c.lb_dump = set.given("lb-dump") ? set.get("lb-dump") : "";
+  parse_step_range(set.get("lb-dump-steps"), c.lb_dump_first, c.lb_dump_last);
+  if (set.given("lb-dump-steps") && c.lb_dump.empty())
+    base::usage_error("%s applies only with --weft:lb-dump=FILE",
+                      set.origin("lb-dump-steps").c_str());
+  if ((c.lb_period_s > 0 || !c.lb_dump.empty()) && c.lb == "off")
+    base::usage_error("%s needs a strategy: add --weft:lb=NAME (greedy-refine, for one)",
+                      set.origin(c.lb_period_s > 0 ? "lb-period" : "lb-dump").c_str());
   c.measure_busy = c.stats || c.lb != "off";
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());

@@ -59,7 +59,10 @@ od::balance_plan balance(const od::collection_ref&, std::uint64_t step,
 }
 
 void node_start() {
-  const std::string& name = weft::config().lb;
+  const runtime_config& cfg = weft::config();
+  if (!cfg.lb_dump.empty()) base::usage_error("not implemented: --weft:lb-dump");
+  if (cfg.lb_period_s > 0) base::usage_error("not implemented: --weft:lb-period");
+  const std::string& name = cfg.lb;
   if (name == "off" || has_strategy(name)) return;
   std::string accepted = "off";
   for (const std::string& s : strategy_names()) accepted += "|" + s;

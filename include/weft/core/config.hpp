@@ -60,6 +60,9 @@ struct runtime_config {
   std::string lb = "off";      // strategy at at_sync(), or off
   double lb_tolerance = 1.05;  // greedy-refine and refine: max load within this of the bound
   bool lb_stats = false;       // a line per balancing step
+  double lb_period_s = 0;      // > 0: balance without at_sync, at the first safe point each period
+  std::string lb_dump;         // file the steps' load records are written to ("": none)
+  long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
   // Handler time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;     // --weft:counters set: refused counters are said
   std::string config_text;       // --weft:print-config text: values and their origins

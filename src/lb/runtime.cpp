@@ -61,7 +61,6 @@ od::balance_plan balance(const od::collection_ref&, std::uint64_t step,
 void node_start() {
   const runtime_config& cfg = weft::config();
   if (!cfg.lb_dump.empty()) base::usage_error("not implemented: --weft:lb-dump");
-  if (cfg.lb_period_s > 0) base::usage_error("not implemented: --weft:lb-period");
   const std::string& name = cfg.lb;
   if (name == "off" || has_strategy(name)) return;
   std::string accepted = "off";
@@ -71,6 +70,10 @@ void node_start() {
 }
 
 }  // namespace
+
+void balance() {
+  od::request_balance_everywhere();
+}
 
 bool detail::install_runtime() noexcept {
   static const bool done = [] {

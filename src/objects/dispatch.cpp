@@ -72,6 +72,14 @@ void on_control(message_ptr m) {
       return receive_sync_count(std::move(m));
     case op_sync_counts:
       return receive_sync_counts(std::move(m));
+    case op_lb_start:
+      return receive_lb_start(std::move(m));
+    case op_lb_collect:
+      return receive_lb_collect(std::move(m));
+    case op_lb_records:
+      return receive_lb_records(std::move(m));
+    case op_migrate_pointer:
+      return receive_element_by_pointer(std::move(m));
     default:
       base::fatal("objects: control message of unknown kind %d", int(h.op));
   }

@@ -201,6 +201,10 @@ void destroy_frames(element_record& rec);
 void after_entry(element_record& rec);
 // Migration (migration.cpp).
 void migrate_out(local_collection& lc, element_record& rec, bool by_balancer = false);
+// Moves inside the process: the record itself, by pointer (migration.cpp).
+bool can_move_by_pointer(const element_record& rec, int to);
+void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_balancer);
+void receive_element_by_pointer(message_ptr m);
 
 // ---- location (location.cpp) ---------------------------------------------------
 
@@ -238,6 +242,10 @@ void receive_sync_done(message_ptr m);
 void receive_sync_resume(message_ptr m);
 void receive_sync_count(message_ptr m);
 void receive_sync_counts(message_ptr m);
+void receive_lb_start(message_ptr m);
+void receive_lb_collect(message_ptr m);
+void receive_lb_records(message_ptr m);
+void sync_pe_start();
 // The at_sync round of `ref` completed at its root with these records.
 void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 

@@ -216,6 +216,7 @@ void node_start() {
 void pe_start() {
   t_pe_objects = new pe_objects;
   t_pe_objects->gated = num_nodes() > 1 && my_node() != 0;
+  sync_pe_start();
 }
 
 void pe_stop() {

@@ -7,6 +7,7 @@
 // The epoch (migrations so far) orders location news: a PE keeps the
 // newest it has heard, whatever order the news arrives in.
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <string>
 #include "objects/internal.hpp"
@@ -106,6 +107,75 @@ void receive_migrating_element(message_ptr m) {
   bcast_catch_up(lc, rec);
   // on_migrated may have asked to move on or be destroyed (catch_up may
   // have done so already, freeing rec).
+  if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
+  reduction_flush(lc);
+}
+
+// ---- moves inside a process (the balancer's) -------------------------------------
+// A PE of the same process can take the element as it is: the record, the
+// object and its coroutine frames change PEs by pointer, with no packing.
+// That moves what packing cannot (an element whose coroutine awaits
+// at_sync, or a type without pup), and faster. It needs every suspension
+// of the element to travel with its record: next<> (its mailboxes) and
+// at_sync do; an all_reduce or a future awaited on this PE would resume
+// here, so such an element stays.
+
+bool can_move_by_pointer(const element_record& rec, int to) {
+  if (!pe_on_this_node(to) || rec.running != nullptr) return false;
+  if (rec.coroutines.empty()) return true;
+  pe_objects& s = this_pe_objects();
+  for (const auto& [k, slots] : s.allreduce)
+    for (const allreduce_slot* slot : slots)
+      if (slot->owner == &rec) return false;
+  for (const auto& [id, f] : s.futures)
+    if (f.waiter != nullptr && f.waiter->effective_owner() == &rec) return false;
+  return true;
+}
+
+void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_balancer) {
+  const index_key key = rec.key;
+  auto it = lc.local.find(key);
+  std::unique_ptr<element_record> owned = std::move(it->second);
+  round_hist_remove(lc, rec.red_round);
+  if (rec.sync != sync_state::none) --lc.sync_waiting;
+  lc.local.erase(it);
+  ++rec.epoch;
+  lc.known[key] = {to, rec.epoch, false};
+  lc.cache.drop(key);
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
+                        std::uint32_t(key.w[0]), 0);
+  message_ptr m = new_control_message(rec.ref, key, op_migrate_pointer, sizeof(std::uint64_t));
+  const std::uint64_t raw = reinterpret_cast<std::uintptr_t>(owned.release());
+  std::memcpy(args_of(*m), &raw, sizeof raw);
+  header_of(*m).arg_pe = by_balancer ? 1 : 0;
+  m->priority = migration_priority;
+  send_object_to_pe(to, std::move(m));
+  reduction_flush(lc);
+}
+
+void receive_element_by_pointer(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  std::uint64_t raw = 0;
+  std::memcpy(&raw, args_of(*m), sizeof raw);
+  std::unique_ptr<element_record> owned(reinterpret_cast<element_record*>(std::uintptr_t(raw)));
+  element_record& rec = *owned;
+  const bool by_balancer = h.arg_pe == 1;
+  const index_key key = rec.key;
+  rec.coll = &lc;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
+                        std::uint32_t(key.w[0]), 0);
+  m.reset();
+  lc.local.emplace(key, std::move(owned));
+  round_hist_add(lc, rec.red_round);
+  lc.known[key] = {my_pe(), rec.epoch, false};
+  lc.cache.drop(key);
+  tell_home(lc, key, my_pe(), rec.epoch, loc_moved);
+  sync_element_arrived(lc, rec, by_balancer);
+  rec.obj->on_migrated();
+  bcast_catch_up(lc, rec);
   if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
   reduction_flush(lc);
 }

@@ -39,27 +39,31 @@ inline constexpr std::int64_t passed_all = std::numeric_limits<std::int64_t>::ma
 
 // Runtime-internal kinds of object messages (obj_header::op).
 enum op_kind : std::uint8_t {
-  op_entry = 0,       // an entry method call to an element
-  op_destroy,         // destroy an element
-  op_create,          // construct this PE's (node's) part of a new collection
-  op_insert,          // construct one element here; args.insert: where it starts
-  op_insert_home,     // at home: expect the element (keep its messages), then op_insert_root
-  op_insert_root,     // at the root: choose the first round, then op_insert; arg_pe: the PE
-  op_location,        // an element's place: arg_pe, args.location (epoch, kind)
-  op_migrate_in,      // a migrating element's state
-  op_bcast_request,   // at the root: number and send a broadcast
-  op_bcast,           // a numbered broadcast; args.bcast_seq: its number
-  op_red_partial,     // at the root: a partial reduction result of round args.round
-  op_red_leave,       // at the root: an element left at round args.round
-  op_allreduce_done,  // to every PE: the result of all_reduce round args.round
-  op_future_set,      // to the owner PE: the value of future args.future_id
-  op_red_up,          // to the parent node: a child node's partial results and what it passed
-  op_setup_done,      // to every PE of other nodes: main's setup ended; the readonly values
-  op_sync_plan,       // from the root: elements of this PE to move, and how many arrive
-  op_sync_done,       // to the root: this PE's moves of the step are over
-  op_sync_resume,     // to every PE: the balancing step ended; resume the waiting elements
-  op_sync_count,      // to every PE: how many element messages of the collection it sent and took
-  op_sync_counts,     // to the root: the answer
+  op_entry = 0,        // an entry method call to an element
+  op_destroy,          // destroy an element
+  op_create,           // construct this PE's (node's) part of a new collection
+  op_insert,           // construct one element here; args.insert: where it starts
+  op_insert_home,      // at home: expect the element (keep its messages), then op_insert_root
+  op_insert_root,      // at the root: choose the first round, then op_insert; arg_pe: the PE
+  op_location,         // an element's place: arg_pe, args.location (epoch, kind)
+  op_migrate_in,       // a migrating element's state
+  op_bcast_request,    // at the root: number and send a broadcast
+  op_bcast,            // a numbered broadcast; args.bcast_seq: its number
+  op_red_partial,      // at the root: a partial reduction result of round args.round
+  op_red_leave,        // at the root: an element left at round args.round
+  op_allreduce_done,   // to every PE: the result of all_reduce round args.round
+  op_future_set,       // to the owner PE: the value of future args.future_id
+  op_red_up,           // to the parent node: a child node's partial results and what it passed
+  op_setup_done,       // to every PE of other nodes: main's setup ended; the readonly values
+  op_sync_plan,        // from the root: elements of this PE to move, and how many arrive
+  op_sync_done,        // to the root: this PE's moves of the step are over
+  op_sync_resume,      // to every PE: the balancing step ended; resume the waiting elements
+  op_sync_count,       // to every PE: how many element messages of the collection it sent and took
+  op_sync_counts,      // to the root: the answer
+  op_lb_start,         // to the root: balance the collection now, without at_sync (on demand)
+  op_lb_collect,       // to every PE: the records of the elements here, for a step without at_sync
+  op_lb_records,       // to the root: the answer
+  op_migrate_pointer,  // an element moving inside the process: its record, by pointer
 };
 
 struct location {
@@ -187,6 +191,16 @@ struct sync_move {
 struct sync_root {
   std::vector<sync_move> moves;  // the current step's
   std::vector<sync_record> records;
+  // One step at a time. A step without at_sync (periodic, on demand)
+  // moves elements between their entry methods; an at_sync round that
+  // completes meanwhile waits for it to end, as does a request for another.
+  bool in_step = false;
+  bool unassisted = false;    // the current step is one without at_sync
+  bool uses_at_sync = false;  // periodic balancing leaves the collection to at_sync
+  bool again = false;
+  std::vector<std::byte> deferred;  // an at_sync round's result, while a step runs
+  bool has_deferred = false;
+  int record_replies = 0;
   // Waves of counts until no message to the collection's elements is in
   // flight (sent == taken, twice alike): then elements move, and nothing
   // sent before the step can be forwarded past something sent after it.

@@ -26,6 +26,7 @@
 #include "objects/internal.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/core/handler.hpp"
+#include "weft/core/run.hpp"
 #include "weft/objects/collections.hpp"
 
 namespace weft::objects::detail {
@@ -144,8 +145,12 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
   const element_type_info& type = element_type(rec.ref.type);
   // A coroutine frame (suspended, or this one awaiting at_sync) cannot be
   // packed: such an element keeps its PE.
-  r.migratable = rec.migratable && !h && rec.coroutines.empty() && type.pup != nullptr;
-  if (g_balancing && r.migratable) {
+  // A type with a pup migrates. Inside its process it moves as it is (by
+  // pointer, its coroutine frames too); to another process only without
+  // coroutine frames (this one awaiting at_sync included): the plan's moves
+  // it cannot make are cancelled when carried out.
+  r.migratable = rec.migratable && type.pup != nullptr;
+  if (g_balancing && r.migratable && !h && rec.coroutines.empty()) {
     pupper sizer = pupper::sizer();
     type.pup(*rec.obj, sizer);
     r.bytes = sizer.offset();
@@ -186,9 +191,19 @@ void plan_step(local_collection& lc);
 
 }  // namespace
 
+void start_unassisted_step(local_collection& lc);
+
 void sync_round_done(const collection_ref& ref, std::vector<std::byte> value) {
   local_collection& lc = get_local_collection(ref.id);
   sync_root& root = lc.sync;
+  root.uses_at_sync = true;
+  if (root.in_step) {
+    root.deferred = std::move(value);
+    root.has_deferred = true;
+    return;
+  }
+  root.in_step = true;
+  root.unassisted = false;
   root.t_start = base::wall_ns();
   root.records.clear();
   from_bytes(value, root.records);
@@ -298,6 +313,7 @@ void plan_step(local_collection& lc) {
     message_ptr m = new_control_message(ref, index_key{}, op_sync_plan,
                                         sizeof(std::int64_t) + out.size() * sizeof(sync_move));
     header_of(*m).arg_pe = plan_moves;
+    header_of(*m).args.round = root.unassisted ? 1 : 0;
     std::memcpy(args_of(*m), &incoming, sizeof incoming);
     append_bytes(*m, sizeof incoming, out);
     send_object_to_pe(pe, std::move(m));
@@ -305,6 +321,103 @@ void plan_step(local_collection& lc) {
 }
 
 }  // namespace
+
+// ---- steps without at_sync (periodic, on demand) -----------------------------------
+
+void start_unassisted_step(local_collection& lc) {
+  sync_root& root = lc.sync;
+  if (!g_balancing) return;
+  if (root.in_step) {
+    root.again = true;
+    return;
+  }
+  root.in_step = true;
+  root.unassisted = true;
+  root.t_start = base::wall_ns();
+  root.records.clear();
+  root.record_replies = 0;
+  root.waves = 0;
+  weft::broadcast(new_control_message(lc.ref, index_key{}, op_lb_collect, 0));
+}
+
+void receive_lb_start(message_ptr m) {
+  start_unassisted_step(get_local_collection(header_of(*m).collection));
+}
+
+// This PE's elements, as they are between two entry methods.
+void receive_lb_collect(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  const element_type_info& type = element_type(lc.ref.type);
+  std::vector<sync_record> out;
+  out.reserve(lc.local.size());
+  double loads = 0;
+  for (const auto& [key, rec] : lc.local) {
+    sync_record r;
+    r.key = key;
+    r.pe = my_pe();
+    r.epoch = rec->epoch;
+    const double estimate = rec->obj->load_estimate();
+    r.load = estimate >= 0 ? estimate : cycles_to_s(rec->load_cycles);
+    rec->load_cycles = 0;
+    loads += r.load;
+    r.migratable = rec->migratable && type.pup != nullptr && rec->sync == sync_state::none &&
+                   rec->running == nullptr;
+    if (r.migratable && rec->coroutines.empty()) {
+      pupper sizer = pupper::sizer();
+      type.pup(*rec->obj, sizer);
+      r.bytes = sizer.offset();
+    }
+    out.push_back(r);
+  }
+  const std::uint64_t busy = weft::detail::pe_busy_cycles();
+  if (!out.empty())
+    out.front().background = std::max(0.0, cycles_to_s(busy - lc.sync_busy0) - loads);
+  lc.sync_busy0 = busy;
+  message_ptr r =
+      new_control_message(lc.ref, index_key{}, op_lb_records, out.size() * sizeof(sync_record));
+  append_bytes(*r, 0, out);
+  send_object_to_pe(lc.ref.root_pe, std::move(r));
+}
+
+void receive_lb_records(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  sync_root& root = lc.sync;
+  const std::vector<sync_record> got = read_bytes<sync_record>(*m, 0);
+  root.records.insert(root.records.end(), got.begin(), got.end());
+  if (++root.record_replies < num_pes()) return;
+  plan_step(lc);
+}
+
+void request_balance_everywhere() {
+  for (const auto& [id, lc] : this_pe_objects().collections) {
+    if (lc->ref.kind != collection_kind::array || !lc->created) continue;
+    send_object_to_pe(lc->ref.root_pe, new_control_message(lc->ref, index_key{}, op_lb_start, 0));
+  }
+}
+
+void sync_pe_start() {
+  const runtime_config& cfg = weft::config();
+  if (!g_balancing || cfg.lb_period_s <= 0) return;
+  // A condition, not a timer: it keeps no job from ending (quiescence).
+  const double period_ns = cfg.lb_period_s * 1e9;
+  std::uint64_t next = base::wall_ns() + std::uint64_t(period_ns);
+  weft::poll_while([next, period_ns]() mutable {
+    const std::uint64_t now = base::wall_ns();
+    if (now < next) return true;
+    next = now + std::uint64_t(period_ns);
+    if (t_pe_objects == nullptr) return false;
+    for (const auto& [id, lc] : t_pe_objects->collections) {
+      const collection_ref& ref = lc->ref;
+      if (ref.kind != collection_kind::array || !lc->created || ref.root_pe != my_pe() ||
+          lc->sync.uses_at_sync || element_type(ref.type).pup == nullptr)
+        continue;
+      start_unassisted_step(*lc);
+    }
+    return true;
+  });
+}
 
 void receive_sync_plan(message_ptr m) {
   const obj_header& h = header_of(*m);
@@ -314,6 +427,7 @@ void receive_sync_plan(message_ptr m) {
     report_if_done(lc);
     return;
   }
+  const bool unassisted = h.args.round != 0;
   std::int64_t incoming = 0;
   std::memcpy(&incoming, args_of(*m), sizeof incoming);
   const std::vector<sync_move> out = read_bytes<sync_move>(*m, sizeof incoming);
@@ -321,10 +435,21 @@ void receive_sync_plan(message_ptr m) {
   for (const sync_move& mv : out) {
     auto it = lc.local.find(mv.key);
     element_record* rec = it == lc.local.end() ? nullptr : it->second.get();
-    // Gone (destroyed since it arrived), or it can no longer be packed (a
-    // coroutine of it suspended meanwhile): it stays, and its destination
-    // stops waiting for it.
-    if (rec == nullptr || !rec->coroutines.empty() || rec->sync != sync_state::waiting) {
+    // Inside the process it moves as it is; to another, packed. An element
+    // gone (destroyed since), running (this handler is nested in one of its
+    // entry methods, which serves messages while it waits, as a
+    // parallel_for does), not in the step (a step without at_sync: it
+    // called at_sync since), or that cannot be packed for another process
+    // (a suspended coroutine, no pup) stays, and its destination stops
+    // waiting for it.
+    const bool in_step = unassisted ? rec != nullptr && rec->sync == sync_state::none
+                                    : rec != nullptr && rec->sync != sync_state::none;
+    if (in_step && can_move_by_pointer(*rec, mv.to)) {
+      move_by_pointer(lc, *rec, mv.to, true);
+      continue;
+    }
+    const bool packable = in_step && rec->coroutines.empty() && rec->running == nullptr;
+    if (!packable) {
       cancel_arrival(lc, mv.to);
       lc.sync_kept.push_back(mv.key);
       continue;
@@ -366,9 +491,18 @@ void receive_sync_done(message_ptr m) {
   }
   message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_resume,
                                       root.moves.size() * sizeof(sync_move));
+  header_of(*r).args.round = root.unassisted ? 1 : 0;
   append_bytes(*r, 0, root.moves);
   root.moves.clear();
   weft::broadcast(std::move(r));
+  root.in_step = false;
+  if (root.has_deferred) {
+    root.has_deferred = false;
+    sync_round_done(lc.ref, std::move(root.deferred));
+  } else if (root.again) {
+    root.again = false;
+    start_unassisted_step(lc);
+  }
 }
 
 void receive_sync_resume(message_ptr m) {
@@ -378,6 +512,9 @@ void receive_sync_resume(message_ptr m) {
   // (a message forwarded from there could be overtaken by a later one).
   for (const sync_move& mv : read_bytes<sync_move>(*m, 0))
     if (!lc.local.contains(mv.key)) learn_location(lc, mv.key, mv.to, mv.epoch, loc_moved);
+  // A step without at_sync resumes nobody (elements in at_sync wait for
+  // their own step).
+  if (h.args.round != 0) return;
   m.reset();
   lc.sync_busy0 = weft::detail::pe_busy_cycles();
   lc.sync_load_sum = 0;

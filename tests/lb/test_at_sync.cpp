@@ -188,30 +188,39 @@ TEST_P(AtSyncTest, GreedySpreadsHeavyElements) {
 // ---- co_await at_sync() in a coroutine ------------------------------------------------
 
 std::atomic<long> g_co_done{0};
-std::atomic<long> g_co_moved{0};
+std::atomic<long> g_co_wrong_pe{0};
 
+// In one process a coroutine awaiting at_sync moves with its element (by
+// pointer): rotate puts it one PE on at each step, with its mailbox.
 struct Looper : weft::array_element<Looper, int> {
   Looper() = default;
   void pup(weft::pupper&) {}
+  void token(int) {}
   weft::task<> run(int steps) {
-    const int pe = weft::my_pe();
+    const int n = array_size(), pes = weft::num_pes();
+    int pe = weft::my_pe();
     for (int s = 0; s < steps; ++s) {
+      this_proxy()[(this_index() + 1) % n].send<&Looper::token>(s);
+      auto got = co_await next<&Looper::token>(1);
+      PE_CHECK(std::get<0>(got[0]) == s, "token of another step");
+      const long all = co_await all_reduce(1L, weft::op::sum);
+      PE_CHECK(all == n, "all_reduce after a move");
       co_await at_sync();
-      // A suspended frame cannot move: it resumes where it was.
-      if (weft::my_pe() != pe) ++g_co_moved;
+      if (weft::my_pe() != (pe + 1) % pes) ++g_co_wrong_pe;
+      pe = weft::my_pe();
     }
     ++g_co_done;
   }
 };
 
-TEST_P(AtSyncTest, CoroutineAwaitsSteps) {
+TEST_P(AtSyncTest, CoroutineMovesWithItsElement) {
   g_co_done = 0;
-  g_co_moved = 0;
+  g_co_wrong_pe = 0;
   const int n = elements();
   ASSERT_EQ(run_pes(pes(),
                     [n]() -> weft::task<> {
                       auto a = weft::array<Looper>::create(n);
-                      a.broadcast<&Looper::run>(4);
+                      a.broadcast<&Looper::run>(5);
                       co_await quiescence();
                       weft::exit(0);
                     },
@@ -219,7 +228,88 @@ TEST_P(AtSyncTest, CoroutineAwaitsSteps) {
             0);
   expect_no_pe_errors();
   EXPECT_EQ(g_co_done.load(), n);
-  EXPECT_EQ(g_co_moved.load(), 0);
+  EXPECT_EQ(g_co_wrong_pe.load(), 0);
+}
+
+// ---- on demand: weft::lb::balance() from main ---------------------------------------
+
+struct Idle : weft::array_element<Idle, int> {
+  Idle() = default;
+  void pup(weft::pupper&) {}
+  double load_estimate() const override { return this_index() < weft::num_pes() ? 4.0 : 1.0; }
+  void where() {
+    std::lock_guard<std::mutex> lock(g_placed.mu);
+    g_placed.pe_of[this_index()] = weft::my_pe();
+  }
+};
+
+TEST_P(AtSyncTest, BalanceOnDemandMovesIdleElements) {
+  g_placed.pe_of.clear();
+  const int p = pes(), n = 2 * p;
+  ASSERT_EQ(run_pes(p,
+                    [n]() -> weft::task<> {
+                      auto a = weft::array<Idle>::create(n);
+                      co_await quiescence();
+                      weft::lb::balance();
+                      co_await quiescence();
+                      a.broadcast<&Idle::where>();
+                      co_await quiescence();
+                      weft::exit(0);
+                    },
+                    {"--weft:lb=greedy"}),
+            0);
+  expect_no_pe_errors();
+  ASSERT_EQ(int(g_placed.pe_of.size()), n);
+  std::map<int, int> heavy;
+  for (auto [i, pe] : g_placed.pe_of)
+    if (i < p) ++heavy[pe];
+  for (int pe = 0; pe < p; ++pe) EXPECT_EQ(heavy[pe], 1) << "PE " << pe;
+}
+
+// ---- periodic: elements move between entry methods while messages flow -------------
+
+std::atomic<long> g_hops{0};
+std::atomic<long> g_moves{0};
+std::atomic<long> g_stopped{0};
+constexpr long max_hops = 2000000;
+
+struct Token : weft::array_element<Token, int> {
+  Token() = default;
+  long seen = 0;  // tokens through this element
+  void pup(weft::pupper& p) { p | seen; }
+  void on_migrated() override { ++g_moves; }
+  void pass(long hop) {
+    ++seen;
+    ++g_hops;
+    // Go on until elements have moved a few times (or a cap, so that a
+    // run never hangs: then the test fails on the moves).
+    if (g_moves.load() >= 3 * array_size() || hop >= max_hops) {
+      ++g_stopped;  // this token ends here: each must end exactly once
+      return;
+    }
+    this_proxy()[(this_index() + 1) % array_size()].send<&Token::pass>(hop + 1);
+  }
+};
+
+TEST_P(AtSyncTest, PeriodicBalancingMovesElementsWithoutLosingTokens) {
+  if (pes() == 1) GTEST_SKIP() << "nothing to move on one PE";
+  g_hops = 0;
+  g_moves = 0;
+  g_stopped = 0;
+  const int n = elements();
+  ASSERT_EQ(run_pes(pes(),
+                    [n]() -> weft::task<> {
+                      auto a = weft::array<Token>::create(n);
+                      // Several tokens circulate at once.
+                      for (int t = 0; t < 3; ++t) a[t].send<&Token::pass>(0L);
+                      co_await quiescence();
+                      weft::exit(0);
+                    },
+                    {"--weft:lb=rotate", "--weft:lb-period=0.002"}),
+            0);
+  expect_no_pe_errors();
+  EXPECT_GE(g_moves.load(), 3L * n);
+  EXPECT_EQ(g_stopped.load(), 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pes, AtSyncTest, testing::Values(1, 2, 4), pes_name);

@@ -9,6 +9,15 @@
 #pragma once
 #include "weft/base/export.hpp"
 
+namespace weft::lb {
+// Balances every array now, without their elements' help: the strategy of
+// --weft:lb places their elements by the loads measured since the last
+// step, and they move between their entry methods (an element with a
+// suspended coroutine, or waiting in at_sync, stays). From any element, or
+// from main. Nothing happens with --weft:lb=off. PE.
+WEFT_API void balance();
+}  // namespace weft::lb
+
 namespace weft::lb::detail {
 // Installs the balancer (idempotent); true.
 WEFT_API bool install_runtime() noexcept;

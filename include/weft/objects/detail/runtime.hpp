@@ -282,6 +282,8 @@ struct balance_plan {
 using balancer_fn = balance_plan (*)(const collection_ref& ref, std::uint64_t step,
                                      const std::vector<sync_record>& records);
 WEFT_API void set_balancer(balancer_fn fn);
+// weft::lb::balance(): a step without at_sync for every array, now.
+WEFT_API void request_balance_everywhere();
 // A destroy message to an element from outside.
 WEFT_API void send_destroy(const collection_ref& ref, const index_key& key);
 

@@ -96,8 +96,8 @@ struct config {
 void parse_steps(const std::string& v, long& a, long& b) {
   auto number = [&](const std::string& t, long& out) {
     if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 18)
-      weft::base::usage_error("weft-lbsim: --steps=%s: accepted: A:B, A: or A (step numbers from 0)",
-                              v.c_str());
+      weft::base::usage_error(
+          "weft-lbsim: --steps=%s: accepted: A:B, A: or A (step numbers from 0)", v.c_str());
     out = std::stol(t);
   };
   const std::size_t colon = v.find(':');
@@ -173,14 +173,12 @@ config parse(int argc, char** argv) {
     else if (arg == "--seed") {
       c.gen.seed = c.opts.seed = parse_count(arg, value, 0);
       c.seed_given = true;
-    }
-    else if (arg == "--background")
+    } else if (arg == "--background")
       c.gen.background = parse_real(arg, value, 0);
     else if (arg == "--tolerance") {
       c.opts.tolerance = parse_real(arg, value, 1);
       c.tolerance_given = true;
-    }
-    else if (arg == "--group-size")
+    } else if (arg == "--group-size")
       c.opts.group_size = static_cast<int>(parse_count(arg, value, 1));
     else if (arg == "--inner") {
       if (value != "greedy" && value != "greedy-refine" && value != "refine")
@@ -268,8 +266,8 @@ void text_row(const std::string& name, const lb::metrics& m) {
 // One report: the instance's line (or JSON object) and a row per strategy.
 // `step` is null for a generated instance; for a replayed one, its plan is
 // the '(dumped)' row when the dump carries it.
-void report(const config& c, const lb::instance& inst, const lb::options& opts,
-            std::uint64_t seed, const lb::dumped_step* step) {
+void report(const config& c, const lb::instance& inst, const lb::options& opts, std::uint64_t seed,
+            const lb::dumped_step* step) {
   std::vector<std::pair<std::string, lb::metrics>> rows;
   rows.emplace_back("(before)", lb::evaluate(inst, lb::current_placement(inst)));
   if (step && !step->chosen.empty())
@@ -332,13 +330,15 @@ int replay(const config& c) {
   });
   if (steps.empty()) {
     if (in_file == 0)
-      weft::base::fatal("weft-lbsim: --replay: %s holds no balancing step (no array whose root PE "
-                        "is on the node that wrote it reached at_sync, or --weft:lb-dump-steps "
-                        "left them all out)",
-                        c.replay.c_str());
-    weft::base::fatal("weft-lbsim: --replay: none of the %zu steps in %s is selected by "
-                      "--steps/--collection",
-                      in_file, c.replay.c_str());
+      weft::base::fatal(
+          "weft-lbsim: --replay: %s holds no balancing step (no array whose root PE "
+          "is on the node that wrote it reached at_sync, or --weft:lb-dump-steps "
+          "left them all out)",
+          c.replay.c_str());
+    weft::base::fatal(
+        "weft-lbsim: --replay: none of the %zu steps in %s is selected by "
+        "--steps/--collection",
+        in_file, c.replay.c_str());
   }
   const std::size_t s_at = c.lbaf.find("%s");
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -349,10 +349,11 @@ int replay(const config& c) {
         path.replace(s_at, 2, std::to_string(s.step));
         for (std::size_t j = 0; j < i; ++j)
           if (steps[j].step == s.step)
-            weft::base::fatal("weft-lbsim: --lbaf=%s: step %llu of %s and of %s would both be "
-                              "written to %s; choose one with --collection",
-                              c.lbaf.c_str(), static_cast<unsigned long long>(s.step),
-                              steps[j].collection.c_str(), s.collection.c_str(), path.c_str());
+            weft::base::fatal(
+                "weft-lbsim: --lbaf=%s: step %llu of %s and of %s would both be "
+                "written to %s; choose one with --collection",
+                c.lbaf.c_str(), static_cast<unsigned long long>(s.step),
+                steps[j].collection.c_str(), s.collection.c_str(), path.c_str());
       }
       write_lbaf_or_fail(s.inst, path);
     }

@@ -130,8 +130,7 @@ dumped_step parse_step(decoder& d) {
   // Checked in 128-bit-free arithmetic: each term is below 2^32 * 24.
   const std::uint64_t arrays = pes * pe_bytes + objects * object_bytes + planned * 4ull;
   const std::uint64_t room = end - d.pos();
-  if (arrays > room || edges > (room - arrays) / edge_bytes ||
-      arrays + edges * edge_bytes != room)
+  if (arrays > room || edges > (room - arrays) / edge_bytes || arrays + edges * edge_bytes != room)
     d.fail(counts_at, std::to_string(pes) + " PEs, " + std::to_string(objects) + " objects, " +
                           std::to_string(edges) + " edges and a plan of " +
                           std::to_string(planned) + " do not fill the step's " +
@@ -152,8 +151,8 @@ dumped_step parse_step(decoder& d) {
     const std::size_t flags_at = d.pos();
     const std::uint32_t flags = d.u32("an object's flags");
     if (flags & ~object_migratable)
-      d.fail(flags_at, "object flags " + std::to_string(flags) +
-                           ": version 1 knows only bit 0 (migratable)");
+      d.fail(flags_at,
+             "object flags " + std::to_string(flags) + ": version 1 knows only bit 0 (migratable)");
     o.migratable = (flags & object_migratable) != 0;
     o.bytes = d.u64("an object's bytes");
   }
@@ -225,8 +224,7 @@ std::string encode_step(const dumped_step& s) {
   return out + body;
 }
 
-std::vector<dumped_step> parse_dump(const std::string& bytes, const std::string& name,
-                                    int* node) {
+std::vector<dumped_step> parse_dump(const std::string& bytes, const std::string& name, int* node) {
   decoder d(bytes, name);
   if (!d.bytes_are(dump_magic, sizeof dump_magic)) {
     if (d.left() < sizeof dump_magic)

@@ -168,8 +168,7 @@ TEST(DumpFormat, WrongMagic) {
   bytes[3] = 'X';
   const std::string msg = parse_error(bytes);
   EXPECT_NE(msg.find("f.lbdump: byte 0: not a weft lb dump"), std::string::npos) << msg;
-  EXPECT_NE(parse_error("{\"type\":\"LBDatafile\"}").find("not a weft lb dump"),
-            std::string::npos);
+  EXPECT_NE(parse_error("{\"type\":\"LBDatafile\"}").find("not a weft lb dump"), std::string::npos);
 }
 
 TEST(DumpFormat, WrongVersion) {
@@ -245,16 +244,17 @@ struct Stepper : weft::array_element<Stepper, int> {
 // Two arrays of `n` elements balance run_steps steps each, concurrently.
 void run_two_arrays(int pes, int n, const std::vector<std::string>& opts) {
   g_stepper_done = 0;
-  ASSERT_EQ(run_pes(pes,
-                    [n]() -> weft::task<> {
-                      auto a = weft::array<Stepper>::create(n);
-                      auto b = weft::array<Stepper>::create(n + 1);
-                      a.broadcast<&Stepper::go>();
-                      b.broadcast<&Stepper::go>();
-                      co_await quiescence();
-                      weft::exit(0);
-                    },
-                    opts),
+  ASSERT_EQ(run_pes(
+                pes,
+                [n]() -> weft::task<> {
+                  auto a = weft::array<Stepper>::create(n);
+                  auto b = weft::array<Stepper>::create(n + 1);
+                  a.broadcast<&Stepper::go>();
+                  b.broadcast<&Stepper::go>();
+                  co_await quiescence();
+                  weft::exit(0);
+                },
+                opts),
             0);
   expect_no_pe_errors();
   EXPECT_EQ(g_stepper_done.load(), 2L * n + 1);
@@ -292,8 +292,8 @@ TEST(DumpRun, EveryStepOfTwoArrays) {
 
 TEST(DumpRun, StepRangeWritesOnlyThoseSteps) {
   const std::string path = temp_path("run_range");
-  run_two_arrays(2, 6, {"--weft:lb=greedy-refine", "--weft:lb-dump=" + path,
-                        "--weft:lb-dump-steps=1:2"});
+  run_two_arrays(2, 6,
+                 {"--weft:lb=greedy-refine", "--weft:lb-dump=" + path, "--weft:lb-dump-steps=1:2"});
   const auto steps = lb::read_dump(path);
   ASSERT_EQ(steps.size(), 4u);
   std::map<std::string, std::set<std::uint64_t>> seen;

@@ -32,10 +32,10 @@ inline constexpr char dump_magic[8] = {'W', 'E', 'F', 'T', 'L', 'B', 'D', '\0'};
 inline constexpr std::uint32_t dump_version = 1;
 
 struct dumped_step {
-  std::uint64_t step = 0;   // the collection's balancing step, from 0
-  std::string collection;   // e.g. "array Block#0.1" (objects' collection_name)
-  std::string strategy;     // what ran ("" when the step carries no plan)
-  double tolerance = 0;     // the strategy's options as the run set them
+  std::uint64_t step = 0;  // the collection's balancing step, from 0
+  std::string collection;  // e.g. "array Block#0.1" (objects' collection_name)
+  std::string strategy;    // what ran ("" when the step carries no plan)
+  double tolerance = 0;    // the strategy's options as the run set them
   std::uint64_t seed = 0;
   instance inst;
   plan chosen;  // the strategy's plan; empty: not recorded

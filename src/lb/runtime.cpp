@@ -1,15 +1,20 @@
 // The balancer behind at_sync (src/objects/sync.cpp): the step's records
 // become an lb::instance, the strategy named by --weft:lb places them, and
-// the plan goes back with a line for --weft:lb-stats.
+// the plan goes back with a line for --weft:lb-stats. With
+// --weft:lb-dump=FILE each step in the chosen range is also appended to
+// the node's dump file (weft/lb/dump.hpp).
 #include "weft/lb/runtime.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
+#include "weft/lb/dump.hpp"
 #include "weft/lb/evaluate.hpp"
 #include "weft/lb/strategy.hpp"
 #include "weft/objects/detail/runtime.hpp"
@@ -20,13 +25,58 @@ namespace {
 
 namespace od = weft::objects::detail;
 
+// The node's dump file. Several arrays may balance at once, each on its
+// root PE, so every access holds `mu`; a step is encoded outside the lock
+// and written with one fwrite and a flush, so a killed run leaves whole
+// steps (a reader reports a step cut short by the kill as truncated).
+// Opened by the node's first PE as it starts (a stale file from an earlier
+// run is replaced even when this run balances nothing), closed at node
+// stop; a program running weft::run again opens it afresh.
+struct dump_file {
+  std::mutex mu;
+  std::FILE* f = nullptr;  // guarded by mu
+  std::string path;        // guarded by mu
+};
+dump_file g_dump;
+
+// Opens the file if it is not open yet. Caller holds g_dump.mu. PE.
+void open_dump_locked() {
+  if (g_dump.f) return;
+  const int node = my_node();
+  g_dump.path = dump_path_for_node(weft::config().lb_dump, node);
+  g_dump.f = std::fopen(g_dump.path.c_str(), "wb");
+  if (!g_dump.f)
+    base::fatal_sys(errno, "fopen", "--weft:lb-dump: cannot create %s", g_dump.path.c_str());
+  const std::string header = encode_dump_header(node);
+  if (std::fwrite(header.data(), 1, header.size(), g_dump.f) != header.size() ||
+      std::fflush(g_dump.f) != 0)
+    base::fatal_sys(errno, "fwrite", "--weft:lb-dump: cannot write %s", g_dump.path.c_str());
+}
+
+bool dumps_step(std::uint64_t step) {
+  const runtime_config& cfg = weft::config();
+  if (cfg.lb_dump.empty() || step < std::uint64_t(cfg.lb_dump_first)) return false;
+  return cfg.lb_dump_last < 0 || step <= std::uint64_t(cfg.lb_dump_last);
+}
+
+void dump_step(const dumped_step& s) {
+  const std::string bytes = encode_step(s);
+  std::lock_guard<std::mutex> lock(g_dump.mu);
+  open_dump_locked();
+  if (std::fwrite(bytes.data(), 1, bytes.size(), g_dump.f) != bytes.size() ||
+      std::fflush(g_dump.f) != 0)
+    base::fatal_sys(errno, "fwrite", "--weft:lb-dump: cannot write step %llu of %s to %s",
+                    static_cast<unsigned long long>(s.step), s.collection.c_str(),
+                    g_dump.path.c_str());
+}
+
 std::string format(const char* fmt, double a, double b) {
   char buf[96];
   std::snprintf(buf, sizeof buf, fmt, a, b);
   return buf;
 }
 
-od::balance_plan balance(const od::collection_ref&, std::uint64_t step,
+od::balance_plan balance(const od::collection_ref& ref, std::uint64_t step,
                          const std::vector<od::sync_record>& records) {
   const runtime_config& cfg = weft::config();
   instance inst;
@@ -44,6 +94,17 @@ od::balance_plan balance(const od::collection_ref&, std::uint64_t step,
   opts.tolerance = cfg.lb_tolerance;
   opts.seed = step + 1;
   result res = run(cfg.lb, inst, opts);
+  if (dumps_step(step)) {
+    dumped_step s;
+    s.step = step;
+    s.collection = od::collection_name(ref);
+    s.strategy = cfg.lb;
+    s.tolerance = opts.tolerance;
+    s.seed = opts.seed;
+    s.inst = inst;
+    if (res.placement.size() == inst.objects.size()) s.chosen = res.placement;
+    dump_step(s);
+  }
   od::balance_plan plan;
   if (cfg.lb_stats) {
     const metrics before = evaluate(inst, current_placement(inst));
@@ -60,13 +121,25 @@ od::balance_plan balance(const od::collection_ref&, std::uint64_t step,
 
 void node_start() {
   const runtime_config& cfg = weft::config();
-  if (!cfg.lb_dump.empty()) base::usage_error("not implemented: --weft:lb-dump");
   const std::string& name = cfg.lb;
   if (name == "off" || has_strategy(name)) return;
   std::string accepted = "off";
   for (const std::string& s : strategy_names()) accepted += "|" + s;
   base::usage_error("--weft:lb=%s: no such strategy; accepted: %s (or one the program registers)",
                     name.c_str(), accepted.c_str());
+}
+
+void pe_start() {
+  if (weft::config().lb_dump.empty() || my_rank() != 0) return;
+  std::lock_guard<std::mutex> lock(g_dump.mu);
+  open_dump_locked();
+}
+
+void node_stop() {
+  std::lock_guard<std::mutex> lock(g_dump.mu);
+  if (g_dump.f && std::fclose(g_dump.f) != 0)
+    base::fatal_sys(errno, "fclose", "--weft:lb-dump: cannot close %s", g_dump.path.c_str());
+  g_dump.f = nullptr;
 }
 
 }  // namespace
@@ -78,7 +151,7 @@ void balance() {
 bool detail::install_runtime() noexcept {
   static const bool done = [] {
     od::set_balancer(&balance);
-    weft::detail::register_layer({"lb", &node_start, nullptr, nullptr, nullptr});
+    weft::detail::register_layer({"lb", &node_start, &pe_start, nullptr, &node_stop});
     return true;
   }();
   return done;

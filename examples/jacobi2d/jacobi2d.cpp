@@ -8,6 +8,10 @@
 // maximum change over the whole grid with co_await all_reduce(...). When that
 // falls below the tolerance, or after the maximum number of iterations, the
 // blocks send their interiors to the main function with a `set` reduction.
+// Every LB_EVERY iterations the blocks co_await at_sync(): with
+// --weft:lb=NAME the balancer may move them (in one process a block moves
+// with its suspended coroutine; across processes a block in a coroutine
+// stays), and the result must not change.
 // The main function then repeats the computation serially, with the same
 // kernel and number of iterations, and compares: the two must agree to the
 // last bit.
@@ -72,6 +76,9 @@ using gathered = std::vector<std::pair<weft::index2d, block_result>>;
 
 // Index (x, y) = (block row, block column).
 struct Block : weft::array_element<Block, weft::index2d> {
+  Block() = default;  // for migration
+  void pup(weft::pupper& p) { p | n_ | blocks_ | u_ | v_; }
+
   Block(int n, int blocks) : n_(n / blocks), blocks_(blocks) {
     const std::size_t cells = std::size_t(n_ + 2) * std::size_t(n_ + 2);
     u_.assign(cells, 0.0);
@@ -85,7 +92,7 @@ struct Block : weft::array_element<Block, weft::index2d> {
   // body never runs.
   void ghost(int /*s*/, int /*iter*/, std::vector<double> /*edge*/) {}
 
-  weft::task<> run(int max_iter, double tol, weft::callback<gathered> done) {
+  weft::task<> run(int max_iter, double tol, int lb_every, weft::callback<gathered> done) {
     std::vector<side> sides;
     for (side s : {north, south, west, east})
       if (has_neighbour(s)) sides.push_back(s);
@@ -107,6 +114,7 @@ struct Block : weft::array_element<Block, weft::index2d> {
       ++iter;
       residual = co_await all_reduce(change, weft::op::max);
       if (residual < tol) break;
+      if (lb_every > 0 && iter % lb_every == 0) co_await at_sync();  // let the balancer move blocks
     }
     contribute(block_result{iter, residual, interior()}, weft::op::set, done);
   }
@@ -187,8 +195,8 @@ struct Block : weft::array_element<Block, weft::index2d> {
     return out;
   }
 
-  int n_;       // interior points per side of this block
-  int blocks_;  // blocks per side of the grid
+  int n_ = 0;       // interior points per side of this block
+  int blocks_ = 0;  // blocks per side of the grid
   std::vector<double> u_, v_;
 };
 
@@ -232,10 +240,10 @@ bool parse_tolerance(const char* s, double& out) {
 
 int main(int argc, char** argv) {
   return weft::run(argc, argv, [](weft::args a) -> weft::task<> {
-    int n = 64, b = 4, max_iter = 200;
+    int n = 64, b = 4, max_iter = 200, lb_every = 25;
     double tol = 1e-8;
     std::string problem;
-    if (a.argc > 5)
+    if (a.argc > 6)
       problem = "too many arguments";
     else if (a.argc > 1 && !parse_int(a.argv[1], n))
       problem = std::string("N must be an integer in 1..100000, not '") + a.argv[1] + "'";
@@ -245,11 +253,17 @@ int main(int argc, char** argv) {
       problem = std::string("MAX_ITER must be an integer in 1..100000, not '") + a.argv[3] + "'";
     else if (a.argc > 4 && !parse_tolerance(a.argv[4], tol))
       problem = std::string("TOL must be a number >= 0, not '") + a.argv[4] + "'";
+    else if (a.argc > 5 && std::string(a.argv[5]) == "0")
+      lb_every = 0;
+    else if (a.argc > 5 && !parse_int(a.argv[5], lb_every))
+      problem = std::string("LB_EVERY must be an integer in 0..100000 (0: never), not '") +
+                a.argv[5] + "'";
     else if (n % b != 0)
       problem = "BLOCKS (" + std::to_string(b) + ") does not divide N (" + std::to_string(n) + ")";
     if (!problem.empty()) {
-      std::fprintf(stderr, "usage: jacobi2d [N [BLOCKS [MAX_ITER [TOL]]]] [--weft:options]: %s\n",
-                   problem.c_str());
+      std::fprintf(
+          stderr, "usage: jacobi2d [N [BLOCKS [MAX_ITER [TOL [LB_EVERY]]]]] [--weft:options]: %s\n",
+          problem.c_str());
       weft::exit(2);
       co_return;
     }
@@ -259,7 +273,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     auto blocks = weft::array<Block>::create(weft::index2d{b, b}, n, b);
     auto done = weft::make_future<gathered>();
-    blocks.broadcast<&Block::run>(max_iter, tol, weft::callback<gathered>(done));
+    blocks.broadcast<&Block::run>(max_iter, tol, lb_every, weft::callback<gathered>(done));
     gathered parts = co_await done;
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

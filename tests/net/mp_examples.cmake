@@ -66,6 +66,12 @@ function(weft_mp_example_tests)
           ARGS 64 4 200 1e-8 ${weft_args}
           EXPECT "jacobi2d: 64x64 grid in 4x4 blocks of 16x16 on ${pes} PEs"
                  "jacobi2d: iterations=200 residual=[0-9.e+-]+ max_diff_vs_serial=0\n")
+        # Balancing every 10 sweeps: blocks move inside a process (their
+        # coroutines with them), stay across processes; the same result.
+        weft_mp_example_test(${prefix}.jacobi2d.lb NP ${np} TARGET jacobi2d
+          ARGS 64 4 200 1e-8 10 --weft:lb=rotate ${weft_args}
+          EXPECT "jacobi2d: 64x64 grid in 4x4 blocks of 16x16 on ${pes} PEs"
+                 "jacobi2d: iterations=200 residual=[0-9.e+-]+ max_diff_vs_serial=0\n")
       endif()
       if(TARGET nqueens)
         weft_mp_example_test(${prefix}.nqueens NP ${np} TARGET nqueens ARGS 10 3 ${weft_args}

@@ -16,6 +16,7 @@ packages=(
   libgtest-dev              # unit tests
   libbenchmark-dev          # micro-benchmarks
   libtbb-dev                # oneTBB: bench/tasks_overhead's tbb::parallel_for baseline
+  libmetis-dev              # graph partitioning: the 'comm' load-balancing strategy
   python3 python3-matplotlib # tools/ (reports, plots)
 )
 

@@ -12,6 +12,7 @@ namespace weft::lb::detail {
 using balance_fn = plan (*)(const instance&, const options&);
 std::unique_ptr<strategy> strategy_from(balance_fn balance);
 
+std::unique_ptr<strategy> make_comm();
 std::unique_ptr<strategy> make_greedy();
 std::unique_ptr<strategy> make_greedy_refine();
 std::unique_ptr<strategy> make_refine();

@@ -31,6 +31,7 @@ namespace {
 
 std::map<std::string, factory>& table() {
   static std::map<std::string, factory> t = {
+      {"comm", detail::make_comm},
       {"greedy", detail::make_greedy},
       {"greedy-refine", detail::make_greedy_refine},
       {"refine", detail::make_refine},
@@ -70,10 +71,6 @@ bool has_strategy(const std::string& name) {
 std::unique_ptr<strategy> make_strategy(const std::string& name) {
   auto it = table().find(name);
   if (it == table().end()) {
-    if (name == "comm")
-      base::fatal(
-          "not implemented: the load-balancing strategy 'comm' (graph partitioning through "
-          "METIS) is not built yet (issue 27)");
     base::usage_error("unknown load-balancing strategy '%s' (accepted: %s)", name.c_str(),
                       joined_names().c_str());
   }

@@ -17,9 +17,11 @@
 // in the cluster are tens of times heavier than the others, and as the
 // cluster drifts the heavy ones change: the principle of persistence holds
 // from one balancing step to the next, but not over the whole run. Both
-// arrays call at_sync() every K steps; the runtime measures the entry
-// methods' wall time and moves elements (--weft:lb=NAME), and each goes on in
-// resume_from_sync().
+// arrays call at_sync() every K steps, each element telling the balancer the
+// CPU time of its entry methods since the last one (load_estimate(); the
+// runtime's wall-clock measurement with --md:loads=wall); the strategy
+// (--weft:lb=NAME) moves elements, and each goes on in resume_from_sync().
+// Atoms move to their new cell every step.
 //
 // Determinism: the result must not depend on where elements run, on arrival
 // order, or on balancing. A compute sums its pairs in a fixed order (atoms of
@@ -147,8 +149,8 @@ std::vector<atom> initial_atoms(const params& p, std::string& problem) {
   }
   if (n_cluster > 0 && radius + 1.0 > box / 2) {
     problem = "the cluster (" + std::to_string(n_cluster) + " atoms, radius " +
-              std::to_string(radius) + ") does not fit in the box of edge " +
-              std::to_string(box) + ": use fewer atoms, a smaller cluster fraction or more cells";
+              std::to_string(radius) + ") does not fit in the box of edge " + std::to_string(box) +
+              ": use fewer atoms, a smaller cluster fraction or more cells";
     return {};
   }
 
@@ -202,13 +204,21 @@ std::vector<atom> initial_atoms(const params& p, std::string& problem) {
 
 // Neighbour offsets, slot s = (dx+1)*9 + (dy+1)*3 + (dz+1): slot 13 is the cell
 // itself, slot 26 - s the opposite offset, slots 14..26 the half shell.
-std::array<int, 3> offset(int slot) { return {slot / 9 - 1, slot / 3 % 3 - 1, slot % 3 - 1}; }
+std::array<int, 3> offset(int slot) {
+  return {slot / 9 - 1, slot / 3 % 3 - 1, slot % 3 - 1};
+}
 constexpr int self_slot = 13;
 constexpr int computes_per_cell = 14;  // the self pair and 13 half-shell pairs
 
-int wrapi(int i, int n) { return (i % n + n) % n; }
-int linear(const weft::index3d& c, int n) { return (c.x * n + c.y) * n + c.z; }
-weft::index3d unlinear(int l, int n) { return {l / (n * n), l / n % n, l % n}; }
+int wrapi(int i, int n) {
+  return (i % n + n) % n;
+}
+int linear(const weft::index3d& c, int n) {
+  return (c.x * n + c.y) * n + c.z;
+}
+weft::index3d unlinear(int l, int n) {
+  return {l / (n * n), l / n % n, l % n};
+}
 weft::index3d neighbour(const weft::index3d& c, int slot, int n) {
   const auto d = offset(slot);
   return {wrapi(c.x + d[0], n), wrapi(c.y + d[1], n), wrapi(c.z + d[2], n)};
@@ -219,9 +229,9 @@ struct report {
   double kinetic = 0.0;
   double potential = 0.0;
   std::int64_t atoms = 0;
-  int cells_moved = 0;     // this cell changed PE in the last balancing step
-  int computes_moved = 0;  // of the computes this cell owns
-  std::vector<double> busy;  // seconds of entry-method work per PE since the last report
+  int cells_moved = 0;            // this cell changed PE in the last balancing step
+  int computes_moved = 0;         // of the computes this cell owns
+  std::vector<double> busy;       // seconds of entry-method work per PE since the last report
   std::vector<atom> final_atoms;  // the cell's atoms, in the last report only
   void pup(weft::pupper& p) {
     p | kinetic | potential | atoms | cells_moved | computes_moved | busy | final_atoms;
@@ -285,10 +295,9 @@ struct Cell : weft::array_element<Cell, weft::index3d> {
   }
 
   void pup(weft::pupper& p) {
-    p | p_ | computes_ | reports_to_ | step_ | atoms_ | slot_forces_ | slot_energy_ |
-        forces_got_ | incoming_ | early_ | migrants_got_ | busy_ | own_cpu_ |
-        interval_cpu_ | next_report_ | pe_at_sync_ |
-        moved_ | computes_moved_;
+    p | p_ | computes_ | reports_to_ | step_ | atoms_ | slot_forces_ | slot_energy_ | forces_got_ |
+        incoming_ | early_ | migrants_got_ | busy_ | own_cpu_ | interval_cpu_ | next_report_ |
+        pe_at_sync_ | moved_ | computes_moved_;
   }
 
   void start(weft::array_proxy<Compute, int> computes);
@@ -419,7 +428,8 @@ struct Cell : weft::array_element<Cell, weft::index3d> {
         if (neighbour(me, s, p_.cells) == c) slot = s;
       if (slot < 0) {
         std::fprintf(stderr,
-                     "md: fatal: atom %" PRId64 " crossed more than one cell in step %d "
+                     "md: fatal: atom %" PRId64
+                     " crossed more than one cell in step %d "
                      "(speed too high for dt)\n",
                      a.id, step_);
         weft::exit(3);
@@ -430,8 +440,8 @@ struct Cell : weft::array_element<Cell, weft::index3d> {
     atoms_ = std::move(stay);
     for (int s = 0; s < 27; ++s)
       if (s != self_slot)
-        this_proxy()[neighbour(me, s, p_.cells)].send<&Cell::migrants>(step_,
-                                                                      std::move(out[std::size_t(s)]));
+        this_proxy()[neighbour(me, s, p_.cells)].send<&Cell::migrants>(
+            step_, std::move(out[std::size_t(s)]));
     // Those that came a step early.
     std::vector<early_migrants> later;
     std::vector<early_migrants> now = std::move(early_);
@@ -469,7 +479,7 @@ struct Cell : weft::array_element<Cell, weft::index3d> {
   std::vector<atom> incoming_;
   std::vector<early_migrants> early_;
   int migrants_got_ = 0;
-  std::vector<double> busy_;  // CPU seconds per PE since the last report, of the computes it owns
+  std::vector<double> busy_;   // CPU seconds per PE since the last report, of the computes it owns
   double own_cpu_ = 0.0;       // CPU seconds of this cell's entry methods since the last report
   double interval_cpu_ = 0.0;  // since the last at_sync(), for load_estimate()
   int next_report_ = 0;
@@ -484,7 +494,8 @@ struct Compute : weft::array_element<Compute, int> {
   Compute(params p, weft::array_proxy<Cell, weft::index3d> cells) : p_(p), cells_(cells) {}
 
   void pup(weft::pupper& p) {
-    p | p_ | cells_ | got_ | step_ | pos_a_ | pos_b_ | busy_ | interval_time_ | pe_at_sync_ | moved_;
+    p | p_ | cells_ | got_ | step_ | pos_a_ | pos_b_ | busy_ | interval_time_ | pe_at_sync_ |
+        moved_;
   }
 
   int slot() const { return self_slot + this_index() % computes_per_cell; }
@@ -517,8 +528,7 @@ struct Compute : weft::array_element<Compute, int> {
   }
   double load_estimate() const override { return p_.cpu_loads ? interval_time_ : -1.0; }
 
-  void resume_from_sync() override { moved_ = weft::my_pe() != pe_at_sync_ ? 1 : 0;
-}
+  void resume_from_sync() override { moved_ = weft::my_pe() != pe_at_sync_ ? 1 : 0; }
 
  private:
   // The pair force of a separation (dx, dy, dz) within the cutoff, added to
@@ -542,7 +552,8 @@ struct Compute : weft::array_element<Compute, int> {
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = i + 1; j < n; ++j) {
         double dx[3];
-        for (int d = 0; d < 3; ++d) dx[d] = pos_a_[3 * i + std::size_t(d)] - pos_a_[3 * j + std::size_t(d)];
+        for (int d = 0; d < 3; ++d)
+          dx[d] = pos_a_[3 * i + std::size_t(d)] - pos_a_[3 * j + std::size_t(d)];
         if (dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2] >= cutoff2) continue;
         energy += pair(dx, &f[3 * i], &f[3 * j]) - shift;
       }
@@ -610,8 +621,7 @@ void Cell::send_positions() {
     computes_[me * computes_per_cell + k].send<&Compute::positions>(step_, 0, pos);
   for (int s = self_slot + 1; s < 27; ++s) {
     const int owner = linear(neighbour(this_index(), 26 - s, n), n);
-    computes_[owner * computes_per_cell + (s - self_slot)].send<&Compute::positions>(step_, 1,
-                                                                                    pos);
+    computes_[owner * computes_per_cell + (s - self_slot)].send<&Compute::positions>(step_, 1, pos);
   }
 }
 
@@ -619,7 +629,8 @@ void Cell::send_positions() {
 
 const char* usage =
     "usage: md [--md:cells=C] [--md:atoms=N] [--md:steps=S] [--md:lb-every=K] "
-    "[--md:cluster=F] [--md:cell-size=X] [--md:dt=T] [--md:tolerance=E] [--md:loads=cpu|wall] [--weft:options]";
+    "[--md:cluster=F] [--md:cell-size=X] [--md:dt=T] [--md:tolerance=E] [--md:loads=cpu|wall] "
+    "[--weft:options]";
 
 bool parse_int(const std::string& s, int lo, int hi, int& out) {
   char* end = nullptr;
@@ -676,7 +687,12 @@ std::string parse_args(int argc, char** argv, params& p) {
 
 }  // namespace
 
-// A built-in strategy run on the instance without the PEs' background load.
+// A built-in strategy run on the instance with every PE's background load
+// set to 0 (registered as md-<name>). The runtime's background is a PE's
+// wall-clock busy time less its elements' loads: with more runnable threads
+// than cores it is mostly time the OS gave the core to another process,
+// which is not there the next interval, and the built-in strategies move
+// elements to make up for it. Here only the elements' own (CPU) loads count.
 class without_background : public weft::lb::strategy {
  public:
   explicit without_background(std::string inner) : inner_(std::move(inner)) {}
@@ -815,9 +831,9 @@ int main(int argc, char** argv) {
     std::printf("md: checksum sum_x=%.17g hash=%016" PRIx64 "\n", sum, hash);
     std::fflush(stdout);
     if (int(atoms.size()) != p.atoms || worst_drift > p.tolerance) {
-      std::fprintf(stderr, "md: FAILED: %s\n",
-                   int(atoms.size()) != p.atoms ? "atoms lost"
-                                                 : "energy drift beyond the tolerance");
+      std::fprintf(
+          stderr, "md: FAILED: %s\n",
+          int(atoms.size()) != p.atoms ? "atoms lost" : "energy drift beyond the tolerance");
       weft::exit(1);
       co_return;
     }

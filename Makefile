@@ -35,9 +35,10 @@ build-full: deps
 	  -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCHMARKS=OFF >/dev/null
 	@cmake --build build/full -j $(JOBS)
 
-# The main job: kNeighbor on all cores of this machine, one process.
+# The main job: the molecular-dynamics mini-app on all cores of this machine,
+# one process, balancing on (kNeighbor runs in `make bench`).
 run: build-release
-	@build/release/bench/kneighbor $(ARGS)
+	@build/release/examples/md --weft:lb=greedy-refine --weft:lb-stats $(ARGS)
 
 test: build-test build-tsan build-full
 	@cd build/test && ctest --output-on-failure -j $(JOBS)

@@ -77,6 +77,14 @@ function(weft_mp_example_tests)
         weft_mp_example_test(${prefix}.nqueens NP ${np} TARGET nqueens ARGS 10 3 ${weft_args}
           EXPECT "solutions=724 tasks=83 time_s=[0-9.]+\n")
       endif()
+      if(TARGET md)
+        # The checksum of one process (examples/md/check_md.cmake's small
+        # system), with elements moving between processes.
+        weft_mp_example_test(${prefix}.md NP ${np} TARGET md
+          ARGS --md:cells=3 --md:cell-size=5 --md:atoms=600 --md:cluster=0.5 --md:steps=60
+               --md:lb-every=5 --weft:lb=greedy-refine ${weft_args}
+          EXPECT "md: checksum sum_x=12659.812380122923 hash=87fa78deea9b2306\n")
+      endif()
       if(TARGET kneighbor)
         # Every byte checked (touch); the objects level with each payload kind.
         set(kn_args --json --iters=50 --repeat 1 --bytes=16,4096 --touch=true ${weft_args})

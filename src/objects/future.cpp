@@ -43,7 +43,7 @@ void resume(element_record* owner, std::coroutine_handle<> h) {
   h.resume();
   // The element may be gone (the coroutine destroyed it): its record too.
   if (owner != nullptr && owner->obj != nullptr) {
-    if (t0 != 0) owner->load_cycles += base::cycles() - t0;
+    if (t0 != 0) count_element_cycles(*owner, base::cycles() - t0);
     after_entry(*owner);
   }
 }

@@ -233,6 +233,13 @@ void redeliver_kept(local_collection& lc, std::vector<message*> msgs);
 // Entry methods' wall time is measured per element (--weft:lb is on). Set
 // before the PEs start, read-only while they run.
 extern bool g_measure_load;
+// Cycles in element entry methods on this PE (every collection's), beside
+// the element's own: background is the PE's handler time less these.
+extern thread_local std::uint64_t t_element_cycles;
+[[gnu::always_inline]] inline void count_element_cycles(element_record& rec, std::uint64_t c) {
+  rec.load_cycles += c;
+  t_element_cycles += c;
+}
 // A migrating element's state says whether the balancer moved it (the new
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
@@ -268,7 +275,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
                 element_name(rec).c_str(), my_pe(), ex.what());
   }
   if (t0 != 0) [[unlikely]]
-    rec.load_cycles += base::cycles() - t0;
+    count_element_cycles(rec, base::cycles() - t0);
   if (trace::on()) [[unlikely]]
     trace_entry_end(e);
   rec.running = nullptr;

@@ -246,7 +246,7 @@ struct local_collection {
   std::vector<index_key> sync_kept;  // told to send, but kept (gone or busy)
   std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
   std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
-  double sync_load_sum = 0;          // their loads, as they told the step (seconds)
+  std::uint64_t sync_elements0 = 0;  // t_element_cycles then (sync.cpp)
   sync_root sync;                    // on the root PE
   // Element messages of this collection sent from this PE (entry calls,
   // not broadcasts) and taken here by an element (run or kept for next<>):

@@ -32,6 +32,7 @@
 namespace weft::objects::detail {
 
 bool g_measure_load = false;
+thread_local std::uint64_t t_element_cycles = 0;
 
 namespace {
 
@@ -86,6 +87,17 @@ void cancel_arrival(local_collection& lc, int to) {
   send_object_to_pe(to, std::move(m));
 }
 
+// This PE's time in handlers other than element entry methods since the
+// collection's last step here (seconds); the next interval starts now.
+double background_since_last(local_collection& lc) {
+  const std::uint64_t busy = weft::detail::pe_busy_cycles();
+  const std::uint64_t elements = t_element_cycles;
+  const std::uint64_t b = busy - lc.sync_busy0, e = elements - lc.sync_elements0;
+  lc.sync_busy0 = busy;
+  lc.sync_elements0 = elements;
+  return b > e ? cycles_to_s(b - e) : 0.0;
+}
+
 void run_resume_from_sync(element_record& rec) {
   rec.contributed_now = false;
   rec.running = "resume_from_sync";
@@ -96,7 +108,7 @@ void run_resume_from_sync(element_record& rec) {
     base::fatal("resume_from_sync of %s on PE %d threw %s", element_name(rec).c_str(), my_pe(),
                 ex.what());
   }
-  if (t0 != 0) rec.load_cycles += base::cycles() - t0;
+  if (t0 != 0) count_element_cycles(rec, base::cycles() - t0);
   rec.running = nullptr;
   after_entry(rec);
 }
@@ -156,12 +168,10 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
     r.bytes = sizer.offset();
   }
   // The last element of this PE to arrive says what else the PE did since
-  // the last step: its handlers' time less its elements'.
+  // the last step: its handlers' time less every element's (those of other
+  // arrays too: they are balanced in their own steps).
   ++lc.sync_waiting;
-  lc.sync_load_sum += r.load;
-  if (g_balancing && lc.sync_waiting == lc.local.size())
-    r.background = std::max(
-        0.0, cycles_to_s(weft::detail::pe_busy_cycles() - lc.sync_busy0) - lc.sync_load_sum);
+  if (g_balancing && lc.sync_waiting == lc.local.size()) r.background = background_since_last(lc);
   callback_desc cb;
   cb.kind = callback_kind::sync;
   cb.ref = rec.ref;
@@ -351,7 +361,6 @@ void receive_lb_collect(message_ptr m) {
   const element_type_info& type = element_type(lc.ref.type);
   std::vector<sync_record> out;
   out.reserve(lc.local.size());
-  double loads = 0;
   for (const auto& [key, rec] : lc.local) {
     sync_record r;
     r.key = key;
@@ -360,7 +369,6 @@ void receive_lb_collect(message_ptr m) {
     const double estimate = rec->obj->load_estimate();
     r.load = estimate >= 0 ? estimate : cycles_to_s(rec->load_cycles);
     rec->load_cycles = 0;
-    loads += r.load;
     r.migratable = rec->migratable && type.pup != nullptr && rec->sync == sync_state::none &&
                    rec->running == nullptr;
     if (r.migratable && rec->coroutines.empty()) {
@@ -370,10 +378,7 @@ void receive_lb_collect(message_ptr m) {
     }
     out.push_back(r);
   }
-  const std::uint64_t busy = weft::detail::pe_busy_cycles();
-  if (!out.empty())
-    out.front().background = std::max(0.0, cycles_to_s(busy - lc.sync_busy0) - loads);
-  lc.sync_busy0 = busy;
+  if (!out.empty()) out.front().background = background_since_last(lc);
   message_ptr r =
       new_control_message(lc.ref, index_key{}, op_lb_records, out.size() * sizeof(sync_record));
   append_bytes(*r, 0, out);
@@ -517,7 +522,7 @@ void receive_sync_resume(message_ptr m) {
   if (h.args.round != 0) return;
   m.reset();
   lc.sync_busy0 = weft::detail::pe_busy_cycles();
-  lc.sync_load_sum = 0;
+  lc.sync_elements0 = t_element_cycles;
   std::vector<index_key> keys;
   keys.reserve(lc.sync_waiting);
   for (const auto& [k, rec] : lc.local)

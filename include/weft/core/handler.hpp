@@ -84,9 +84,10 @@ WEFT_API void end_idle_period() noexcept;
 // After a seq_cst publication of tasks: wakes up to `n` sleeping PEs of this
 // node (none if nobody sleeps: one fence and one load).
 WEFT_API void wake_idle_pes(int n) noexcept;
-// Cycles (base::cycles) this PE spent in handlers so far, the one running
-// now excepted; counted only with runtime_config::measure_busy (else 0).
-// On a PE (0 elsewhere). The lb layer's background load comes from it.
+// Cycles (base::cycles) this PE was not idle since it started: handlers,
+// the scheduler's own work, the network; only with
+// runtime_config::measure_busy (else 0). On a PE (0 elsewhere). The lb
+// layer's background load comes from it.
 WEFT_API std::uint64_t pe_busy_cycles() noexcept;
 // Runs up to `max` messages of this PE's own queue, from inside a handler
 // (a synchronous parallel_for serving its messages between chunks). The

@@ -17,7 +17,9 @@
 //    is most of the step: docs/lb.md, "figures"). CLOCK_MONOTONIC is one
 //    clock for the processes of a machine, so this holds over shm too.
 //
-// The strategy is the runtime's --weft:lb (one per process start):
+// The strategies (--strategies, default rotate,greedy-refine; each a
+// weft::run of its own, since --weft:lb is fixed for a run; or the one
+// named by --weft:lb):
 //  - rotate: every element moves one PE on, every step (N moves);
 //  - greedy-refine (or any other): each element's load_estimate() is 4 for
 //    a quarter of the index range and 1 for the rest, and that quarter
@@ -48,13 +50,14 @@ const char* about =
     "quarter shifts every step). Flags:\n"
     "  --elements=N   array size (default 10000)\n"
     "  --bytes=B      state per element, moved with it (default 1024)\n"
-    "  --steps=S      balancing steps per repeat (default 10), after one warm-up step;\n"
+    "  --steps=S      balancing steps per repeat (default 3), after one warm-up step;\n"
     "                 reported: the median over the repeats of each repeat's median step\n"
-    "Needs --weft:lb=NAME (not off).";
+    "  --strategies=LIST  the strategies measured, each a weft::run of its own in this\n"
+    "                 process (default rotate,greedy-refine); or --weft:lb=NAME for one.";
 
 struct settings {
   weft::bench::cli cli;
-  long elements = 10000, bytes = 1024, steps = 10;
+  long elements = 10000, bytes = 1024, steps = 3;
 } g_s;
 
 std::byte pattern(long index, long k) {
@@ -180,18 +183,36 @@ weft::task<> drive() {
 int main(int argc, char** argv) {
   settings& s = g_s;
   s.cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(s.cli, {"elements", "bytes", "steps"});
+  weft::bench::reject_unknown(s.cli, {"elements", "bytes", "steps", "strategies"});
   s.elements = weft::bench::positive_arg(s.cli, "elements", 10000, 10'000'000);
   s.bytes = weft::bench::positive_arg(s.cli, "bytes", 1024, 1 << 24);
-  s.steps = weft::bench::positive_arg(s.cli, "steps", 10, 100'000);
-  return weft::run(argc, argv, [](weft::args) -> weft::task<> {
-    if (weft::config().lb == "off") {
+  s.steps = weft::bench::positive_arg(s.cli, "steps", 3, 100'000);
+  const weft::runtime_config base = weft::parse_options(argc, argv);
+  std::vector<std::string> strategies;
+  const std::string listed = weft::bench::arg(s.cli, "strategies", "");
+  if (base.lb != "off" && !listed.empty()) {
+    std::fprintf(stderr, "error: give --weft:lb=NAME or --strategies=LIST, not both\n");
+    return 2;
+  }
+  if (base.lb != "off")
+    strategies.push_back(base.lb);
+  else
+    strategies = weft::bench::split_list(listed.empty() ? "rotate,greedy-refine" : listed);
+  for (const std::string& name : strategies)
+    if (name.empty() || name == "off") {
       std::fprintf(stderr,
-                   "error: lb_step_cost needs --weft:lb=NAME (rotate, greedy-refine, ...): with "
-                   "off nothing is balanced\n");
-      std::fflush(stderr);
-      std::_Exit(2);
+                   "error: --strategies: '%s' balances nothing: name strategies (rotate, "
+                   "greedy-refine, ...)\n",
+                   name.c_str());
+      return 2;
     }
-    return drive();
-  });
+  // One weft::run per strategy: --weft:lb is fixed for a run. (The
+  // runtime checks each name: an unknown one is its usage error.)
+  for (const std::string& name : strategies) {
+    weft::runtime_config cfg = base;
+    cfg.lb = name;
+    const int rc = weft::run(cfg, argc, argv, [](weft::args) -> weft::task<> { return drive(); });
+    if (rc != 0) return rc;
+  }
+  return 0;
 }

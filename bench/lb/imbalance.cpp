@@ -151,7 +151,7 @@ struct Item : weft::array_element<Item, int> {
   std::vector<std::uint64_t> hash;  // scratch, this step's unit results
   std::uint64_t pending = 0;        // a sync step's checksum, contributed at resume
   weft::callback<std::uint64_t> done;
-  long units_since_sync = 0;        // for --loads=model
+  long units_since_sync = 0;  // for --loads=model
 
   Item() = default;
   void pup(weft::pupper& p) { p | x | pending | done | units_since_sync; }
@@ -175,9 +175,9 @@ struct Item : weft::array_element<Item, int> {
     std::uint64_t* out = hash.data();
     const long w = g_s.work;
     if (tasks)
-      weft::parallel_for(
-          0, n, [=](int u) { out[u] = compute_unit(data + std::size_t(u) * unit_len, w); },
-          {.grain = std::size_t(1)});
+      weft::parallel_for(0, n,
+                         [=](int u) { out[u] = compute_unit(data + std::size_t(u) * unit_len, w); },
+                         {.grain = std::size_t(1)});
     else
       for (int u = 0; u < n; ++u) out[u] = compute_unit(data + std::size_t(u) * unit_len, w);
     std::uint64_t sum = 0;

@@ -228,6 +228,17 @@ bool is_sync(long it) {
 }
 
 weft::task<> drive(bool transient, const config_kind& c) {
+  // The unit's time, the model loads and the results live in the process
+  // of PE 0 (globals), so one process only.
+  if (weft::num_nodes() > 1) {
+    std::fprintf(stderr,
+                 "error: not implemented: lb_imbalance across processes (%d here); run one "
+                 "process with --weft:threads=N\n",
+                 weft::num_nodes());
+    std::fflush(stderr);
+    weft::exit(2);
+    co_return;
+  }
   time_unit();
   g_unit_s = weft::bench::summarize(g_unit_us).median * 1e-6;
   const int pes = weft::num_pes();

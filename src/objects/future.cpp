@@ -39,7 +39,7 @@ void resume(element_record* owner, std::coroutine_handle<> h) {
     return;
   }
   if (owner != nullptr) owner->contributed_now = false;
-  const std::uint64_t t0 = g_measure_load && owner != nullptr ? base::cycles() : 0;
+  const std::uint64_t t0 = owner != nullptr && owner->measured ? base::cycles() : 0;
   h.resume();
   // The element may be gone (the coroutine destroyed it): its record too.
   if (owner != nullptr && owner->obj != nullptr) {

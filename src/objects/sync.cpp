@@ -101,7 +101,7 @@ double background_since_last(local_collection& lc) {
 void run_resume_from_sync(element_record& rec) {
   rec.contributed_now = false;
   rec.running = "resume_from_sync";
-  const std::uint64_t t0 = g_measure_load ? base::cycles() : 0;
+  const std::uint64_t t0 = rec.measured ? base::cycles() : 0;
   try {
     rec.obj->resume_from_sync();
   } catch (const std::exception& ex) {
@@ -114,6 +114,11 @@ void run_resume_from_sync(element_record& rec) {
 }
 
 }  // namespace
+
+bool is_measured(const collection_ref& ref) {
+  return g_measure_load && ref.kind == collection_kind::array &&
+         element_type(ref.type).pup != nullptr;
+}
 
 void set_balancer(balancer_fn fn) {
   g_balancer = fn;

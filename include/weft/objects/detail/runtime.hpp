@@ -138,6 +138,7 @@ struct element_record {
   std::uint64_t load_cycles = 0;
   sync_state sync = sync_state::none;
   bool migratable = true;          // set_migratable(false): the balancer never moves it
+  bool measured = false;           // an array element of a type with pup: its load is measured
   std::coroutine_handle<> sync_h;  // co_await at_sync(): resumed after the step
 };
 

@@ -19,12 +19,15 @@
 namespace weft::lb::detail {
 namespace {
 
-// METIS takes integer weights: loads and bytes scaled to 1..scale.
-constexpr double weight_scale = 1e6;
+// METIS takes integer weights, and their sums must fit its 32-bit
+// integers: loads and bytes scaled to 1..scale with scale * count < 2^30.
+double weight_scale(std::size_t count) {
+  return std::max(1.0, std::min(1e6, double(1 << 30) / double(std::max<std::size_t>(count, 1))));
+}
 
-idx_t scaled(double v, double max) {
+idx_t scaled(double v, double max, double scale) {
   if (max <= 0) return 1;
-  return std::max<idx_t>(1, idx_t(std::llround(v / max * weight_scale)));
+  return std::max<idx_t>(1, idx_t(std::llround(v / max * scale)));
 }
 
 const char* metis_status(int s) {
@@ -63,11 +66,14 @@ plan comm(const instance& inst, const options& opts) {
   }
   std::vector<idx_t> xadj(nv + 1, 0), adjncy, adjwgt, vwgt(nv);
   const double max_load = items.front().load;  // heaviest first
+  std::size_t arcs = 0;
+  for (const auto& a : adj) arcs += a.size();
+  const double vscale = weight_scale(nv), escale = weight_scale(arcs);
   for (std::size_t v = 0; v < nv; ++v) {
-    vwgt[v] = scaled(items[v].load, max_load);
+    vwgt[v] = scaled(items[v].load, max_load, vscale);
     for (const auto& [u, w] : adj[v]) {
       adjncy.push_back(idx_t(u));
-      adjwgt.push_back(scaled(w, max_edge));
+      adjwgt.push_back(scaled(w, max_edge, escale));
     }
     xadj[v + 1] = idx_t(adjncy.size());
   }
@@ -88,11 +94,12 @@ plan comm(const instance& inst, const options& opts) {
     tpwgts[std::size_t(q)] = real_t(f);
     uneven |= std::fabs(f - 1.0 / np) > 1e-9;
   }
-  // METIS wants the shares to add up to 1 exactly enough: the last takes
-  // the rounding.
-  real_t rest = 1;
-  for (int q = 0; q + 1 < np; ++q) rest -= tpwgts[std::size_t(q)];
-  tpwgts.back() = std::max<real_t>(0, rest);
+  // METIS refuses a part of share 0 (a PE already full): each gets a
+  // little, and the shares add up to 1.
+  constexpr real_t least_share = 1e-4f;
+  real_t sum = 0;
+  for (real_t& t : tpwgts) sum += (t = std::max(t, least_share));
+  for (real_t& t : tpwgts) t /= sum;
 
   idx_t nvtxs = idx_t(nv), ncon = 1, nparts = np, objval = 0;
   real_t ubvec = real_t(std::max(1.001, opts.tolerance));

@@ -22,14 +22,15 @@ inline double max_load(const weft::lb::instance& inst, const weft::lb::plan& p) 
 
 // The strategies that balance (rotate and random only move).
 inline const std::vector<const char*>& balancers() {
-  static const std::vector<const char*> names = {"greedy", "greedy-refine", "refine", "node-aware",
-                                                 "hierarchical"};
+  static const std::vector<const char*> names = {"greedy",     "greedy-refine", "refine",
+                                                 "node-aware", "hierarchical",  "comm"};
   return names;
 }
 
 inline const std::vector<const char*>& all_builtin() {
-  static const std::vector<const char*> names = {
-      "greedy", "greedy-refine", "refine", "node-aware", "hierarchical", "rotate", "random"};
+  static const std::vector<const char*> names = {"greedy",     "greedy-refine", "refine",
+                                                 "node-aware", "hierarchical",  "rotate",
+                                                 "random",     "comm"};
   return names;
 }
 

@@ -284,3 +284,48 @@ TEST(lb_random, SeededAndRepeatable) {
   EXPECT_NE(lb::run("random", inst, a).placement, lb::run("random", inst, b).placement);
   EXPECT_GT(lb::evaluate(inst, lb::run("random", inst, a).placement).migrations, 300u);
 }
+
+// comm: K groups of objects that talk only inside their group, scattered
+// over K PEs, end one group per PE: no bytes cross PEs, and the loads are
+// balanced.
+TEST(lb_comm, CommunicatingGroupsShareAPE) {
+  constexpr int groups = 4, per_group = 12;
+  lb::instance inst;
+  inst.pes.resize(groups);
+  for (int g = 0; g < groups; ++g) inst.pes[std::size_t(g)].node = g / 2;
+  for (int i = 0; i < groups * per_group; ++i)
+    inst.objects.push_back({1.0, i % groups, true, 64});  // round robin: every group split
+  for (int g = 0; g < groups; ++g)
+    for (int a = 0; a < per_group; ++a)
+      for (int b = a + 1; b < per_group; ++b)
+        inst.edges.push_back(
+            {std::uint32_t(g * per_group + a), std::uint32_t(g * per_group + b), 10, 10000});
+  const lb::metrics before = lb::evaluate(inst, lb::current_placement(inst));
+  const lb::result r = lb::run("comm", inst);
+  const lb::metrics after = lb::evaluate(inst, r.placement, r.seconds);
+  EXPECT_GT(before.off_pe_bytes, 0u);
+  EXPECT_EQ(after.off_pe_bytes, 0u);
+  EXPECT_LE(after.quality(), 1.05);
+  for (int g = 0; g < groups; ++g)
+    for (int a = 1; a < per_group; ++a)
+      EXPECT_EQ(r.placement[std::size_t(g * per_group + a)],
+                r.placement[std::size_t(g * per_group)]);
+  // greedy ignores the graph: it leaves bytes between PEs.
+  const lb::metrics greedy = lb::evaluate(inst, lb::run("greedy", inst).placement);
+  EXPECT_GT(greedy.off_pe_bytes, after.off_pe_bytes);
+}
+
+// On a generated mesh, comm keeps the max load within the tolerance of the
+// bound and sends fewer bytes between PEs than greedy.
+TEST(lb_comm, MeshCutsFewerBytesThanGreedy) {
+  lb::generator g;
+  g.objects = 4096;
+  g.pes = 16;
+  g.pes_per_node = 4;
+  g.graph = lb::graph_kind::mesh2d;
+  const lb::instance inst = lb::generate(g);
+  const lb::metrics comm = lb::evaluate(inst, lb::run("comm", inst).placement);
+  const lb::metrics greedy = lb::evaluate(inst, lb::run("greedy", inst).placement);
+  EXPECT_LE(comm.quality(), 1.1);
+  EXPECT_LT(comm.off_pe_bytes, greedy.off_pe_bytes / 2);
+}

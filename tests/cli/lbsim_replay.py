@@ -53,11 +53,12 @@ for l in lines:
     assert set(rows) == {"(before)", "(dumped)", "greedy"}, rows
     assert rows["(dumped)"]["max"] == rows["greedy"]["max"], rows
     assert rows["(dumped)"]["migrations"] == rows["greedy"]["migrations"], rows
-    # 4 heavy (3) + 20 light (1) = 32 over 4 PEs.
-    assert abs(rows["(before)"]["avg"] - 8.0) < 1e-9, rows
+    # 4 heavy (3) + 20 light (1) = 32 over 4 PEs, plus each PE's measured
+    # background (its time outside the elements: milliseconds here).
+    assert 8.0 <= rows["(before)"]["avg"] < 8.5, rows
 # The first step starts in blocks: PE 0 holds the 4 heavy and 2 light.
 first = {r["strategy"]: r for r in lines[0]["results"]}
-assert abs(first["(before)"]["max"] - 14.0) < 1e-9, first
+assert 14.0 <= first["(before)"]["max"] < 14.5, first
 
 # --steps and --lbaf with %s: steps 1 and 2, one LBAF file each.
 lbaf = os.path.join(work, "step%s.json")

@@ -62,6 +62,10 @@ void apply_home_update(local_collection& lc, const index_key& key, int pe, std::
   }
   auto at = lc.home.try_emplace(key).first;
   location& l = at->second;
+  // The route cache may hold the old place (this PE sent there): a message
+  // sent from here by it would be forwarded, and the next one, sent
+  // straight to the new place, could overtake it.
+  lc.cache.drop(key);
   if (kind == loc_inserted) {
     l = {pe, epoch, false, false};
   } else if (l.inserting) {

@@ -243,7 +243,16 @@ void balance_node(const instance& inst, const std::vector<int>& pes,
     for (double l : loads) total += l;
     for (const item& it : items) heaviest = std::max(heaviest, it.load);
     const double avg = total / static_cast<double>(loads.size());
-    refine_with_retries(loads, items, out, std::max(avg, heaviest), opts.tolerance);
+    const double bound = std::max(avg, heaviest);
+    refine_with_retries(loads, items, out, bound, opts.tolerance);
+    // Refine only moves objects off overloaded PEs while they fit; with few
+    // objects per PE it can stay far above the bound (1.59 at 10 objects
+    // per PE): then the node is placed again as greedy-refine does.
+    if (*std::max_element(loads.begin(), loads.end()) > bound * opts.tolerance * opts.tolerance) {
+      for (std::size_t b = 0; b < pes.size(); ++b)
+        loads[b] = fixed[static_cast<std::size_t>(pes[b])];
+      greedy_refine_place(loads, items, old, opts.tolerance, out);
+    }
   }
   for (std::size_t k = 0; k < items.size(); ++k)
     p[items[k].id] = pes[static_cast<std::size_t>(out[k])];

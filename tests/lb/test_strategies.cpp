@@ -329,3 +329,16 @@ TEST(lb_comm, MeshCutsFewerBytesThanGreedy) {
   EXPECT_LE(comm.quality(), 1.1);
   EXPECT_LT(comm.off_pe_bytes, greedy.off_pe_bytes / 2);
 }
+
+// Few objects per PE: refine inside a node cannot reach the bound on its
+// own (it ended at 1.59 at 10 objects per PE); the node is placed again.
+TEST(lb_hierarchical, FewObjectsPerPEStillBalance) {
+  lb::generator g;
+  g.objects = 1000;
+  g.pes = 100;
+  const lb::instance inst = lb::generate(g);
+  for (const char* name : {"hierarchical", "node-aware"}) {
+    const lb::metrics m = lb::evaluate(inst, lb::run(name, inst).placement);
+    EXPECT_LE(m.quality(), 1.1) << name;
+  }
+}

@@ -38,24 +38,21 @@ void wait_on(void* word, std::uint32_t expected, std::uint64_t timeout_ns, futex
     ts.tv_nsec = long(timeout_ns % 1'000'000'000u);
     tsp = &ts;
   }
-  const long rc =
-      syscall(SYS_futex, word, futex_op(FUTEX_WAIT, scope), expected, tsp, nullptr, 0);
+  const long rc = syscall(SYS_futex, word, futex_op(FUTEX_WAIT, scope), expected, tsp, nullptr, 0);
   // EAGAIN: the word no longer held `expected`; EINTR: a signal; ETIMEDOUT.
-  if (rc == -1 && errno != EAGAIN && errno != EINTR && errno != ETIMEDOUT)
-    fatal_errno(errno, what);
+  if (rc == -1 && errno != EAGAIN && errno != EINTR && errno != ETIMEDOUT) fatal_errno(errno, what);
 }
 
 int wake_on(void* word, int count, futex_scope scope, const char* what) {
-  const long rc =
-      syscall(SYS_futex, word, futex_op(FUTEX_WAKE, scope), count, nullptr, nullptr, 0);
+  const long rc = syscall(SYS_futex, word, futex_op(FUTEX_WAKE, scope), count, nullptr, nullptr, 0);
   if (rc == -1) fatal_errno(errno, what);
   return int(rc);
 }
 
 }  // namespace
 
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                std::uint64_t timeout_ns, futex_scope scope, const char* what) {
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::uint64_t timeout_ns,
+                futex_scope scope, const char* what) {
   wait_on(&word, expected, timeout_ns, scope, what);
 }
 void futex_wait(std::atomic<int>& word, int expected, std::uint64_t timeout_ns, futex_scope scope,

@@ -92,12 +92,12 @@ void define_runtime_options(base::option_set& set) {
               // The syntax only: a CPU list is checked against the machine
               // after parsing (parse_options), once the topology may be loaded.
               reason_checker(&base::topology::check_bind_syntax)});
-  set.define({"queue", "auto", "auto|mpsc|spsc-pairs",
-              "PE message queue: one lock-free multi-producer queue, or one SPSC ring per "
-              "producing PE",
-              base::one_of({"auto", "mpsc", "spsc-pairs"}), false,
-              "spsc-pairs for 2.." + std::to_string(spsc_pairs_max_pes) +
-                  " PEs per process, else mpsc"});
+  set.define(
+      {"queue", "auto", "auto|mpsc|spsc-pairs",
+       "PE message queue: one lock-free multi-producer queue, or one SPSC ring per "
+       "producing PE",
+       base::one_of({"auto", "mpsc", "spsc-pairs"}), false,
+       "spsc-pairs for 2.." + std::to_string(spsc_pairs_max_pes) + " PEs per process, else mpsc"});
   set.define({"alloc", build_info::default_alloc, "mimalloc|system",
               "raw allocator for runtime memory and messages",
               base::one_of({"mimalloc", "system"})});
@@ -238,14 +238,16 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   define_runtime_options(set);
   set.set_version_text([] {
     std::string t = std::string("weft ") + build_info::version + "\n";
-    t += std::string("  build type: ") + (*build_info::build_type ? build_info::build_type : "(none)");
+    t += std::string("  build type: ") +
+         (*build_info::build_type ? build_info::build_type : "(none)");
 #if defined(__clang__)
     t += ", compiler: clang " __clang_version__;
 #elif defined(__GNUC__)
     t += ", compiler: GCC " __VERSION__;
 #endif
     t += ", C++" + std::to_string(__cplusplus / 100 % 100);
-    t += std::string(", sanitizer: ") + (*build_info::sanitizer ? build_info::sanitizer : "none") + "\n";
+    t += std::string(", sanitizer: ") + (*build_info::sanitizer ? build_info::sanitizer : "none") +
+         "\n";
     t += std::string("  default allocator: ") + build_info::default_alloc + "\n";
     t += "  transports: " + net::available_transports() + "\n";
     return t;
@@ -285,7 +287,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
     // One PE: no other PE sends to it, only threads that are not PEs (the
     // comm thread), and those use the MPSC queue in both kinds.
     c.queue = c.threads > 1 && c.threads <= spsc_pairs_max_pes ? queue_kind::spsc_pairs
-                                                                : queue_kind::mpsc;
+                                                               : queue_kind::mpsc;
     set.set_computed("queue", to_string(c.queue));
   } else {
     c.queue = set.get("queue") == "mpsc" ? queue_kind::mpsc : queue_kind::spsc_pairs;

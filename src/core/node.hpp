@@ -265,14 +265,14 @@ struct node_state {
   std::vector<int> caller_tids;  // guarded by callers_mutex
   std::uint64_t run_seq = 0;     // this run's number in the process (fixed)
   // The check itself, on PE 0 of node 0 only (quiescent_exit.cpp).
-  bool qe_watch = false;              // on for this node (fixed before PEs start)
-  bool qe_active = false;             // a check is under way (PE 0 reads it to poll)
-  std::uint64_t qe_period = 0;        // the idle period of PE 0 the due time is for
-  std::uint64_t qe_due_ns = 0;        // when the next check starts
-  std::uint64_t qe_backoff_ns = 0;    // the wait before the next check after a failed one
-  std::uint64_t qe_mark = 0;          // PE 0's `processed` when the wait last started afresh
-  std::uint64_t qe_first_wave = 0;    // qd_wave as the check began
-  int qe_stage = 0;                   // 0: counting waves, 1: inspection out
+  bool qe_watch = false;            // on for this node (fixed before PEs start)
+  bool qe_active = false;           // a check is under way (PE 0 reads it to poll)
+  std::uint64_t qe_period = 0;      // the idle period of PE 0 the due time is for
+  std::uint64_t qe_due_ns = 0;      // when the next check starts
+  std::uint64_t qe_backoff_ns = 0;  // the wait before the next check after a failed one
+  std::uint64_t qe_mark = 0;        // PE 0's `processed` when the wait last started afresh
+  std::uint64_t qe_first_wave = 0;  // qd_wave as the check began
+  int qe_stage = 0;                 // 0: counting waves, 1: inspection out
   // Inspection across nodes: the replies (guarded by qd_wave_mutex).
   std::uint64_t qd_quiet_sent = 0, qd_quiet_done = 0;  // totals of the last quiet pair of waves
   bool qi_open = false;

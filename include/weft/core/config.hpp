@@ -28,14 +28,14 @@ struct runtime_config {
   bool stats = false;
   bool quiet = false;
   bool print_config = false;
-  double timeout_s = 0;          // 0: no watchdog
+  double timeout_s = 0;  // 0: no watchdog
   // --weft:on-quiescence=wait: a job that is quiescent without weft::exit
   // waits for events from outside weft; error (false): it says so and ends
   // with base::exit_quiescent.
   bool quiescence_wait = false;
-  long idle_spin_us = 0;         // idle back-off: spin this long,
-  bool idle_spin_given = false;  // set by the user (else chosen from oversubscription)
-  long idle_yield_us = 0;        //   then yield this long, then sleep
+  long idle_spin_us = 0;               // idle back-off: spin this long,
+  bool idle_spin_given = false;        // set by the user (else chosen from oversubscription)
+  long idle_yield_us = 0;              //   then yield this long, then sleep
   bool wake_fence_membarrier = false;  // --weft:wake-fence resolved (base/fence.hpp)
   // Default scheme of weft::parallel_for (the tasks layer reads it; core
   // only validates the name, as it does for the transport).
@@ -64,8 +64,8 @@ struct runtime_config {
   std::string lb_dump;         // file the steps' load records are written to ("": none)
   long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
   // Idle time is measured per PE (stats, or load balancing's background).
-  bool measure_busy = false;     // --weft:counters set: refused counters are said
-  std::string config_text;       // --weft:print-config text: values and their origins
+  bool measure_busy = false;  // --weft:counters set: refused counters are said
+  std::string config_text;    // --weft:print-config text: values and their origins
 };
 
 // Defines every runtime option in `set` (core's and the layers below it).

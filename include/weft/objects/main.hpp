@@ -20,7 +20,7 @@
 namespace weft {
 
 template <class F>
-requires std::is_same_v<std::invoke_result_t<F&, args>, task<>>
+  requires std::is_same_v<std::invoke_result_t<F&, args>, task<>>
 int run(int& argc, char**& argv, F main_fn) {
   // The closure stays inside the node's main_fn for the whole run: a lambda
   // coroutine's frame refers to its captures there.
@@ -31,7 +31,7 @@ int run(int& argc, char**& argv, F main_fn) {
 }
 
 template <class F>
-requires std::is_same_v<std::invoke_result_t<F&, args>, task<>>
+  requires std::is_same_v<std::invoke_result_t<F&, args>, task<>>
 int run(const runtime_config& config, int argc, char** argv, F main_fn) {
   return run(config, argc, argv,
              std::function<void(args)>([f = std::move(main_fn)](args a) mutable {

@@ -161,8 +161,8 @@ class pupper {
   // call takes the pupper's address, and the whole object then lives in
   // memory on the fast path too.
   [[noreturn, gnu::cold, gnu::noinline]] static void fail_at(std::size_t offset,
-                                                            const std::string& problem,
-                                                            std::string_view what) {
+                                                             const std::string& problem,
+                                                             std::string_view what) {
     throw serialization_error("corrupt buffer while unpacking " + std::string(what) +
                               " at offset " + std::to_string(offset) + ": " + problem);
   }
@@ -190,8 +190,7 @@ class pupper {
   pupper(pass p, std::byte* buf, std::size_t size, reach r)
       : pass_(p), reach_(r), buf_(buf), size_(size) {}
   // The failures of the inlined paths are static (see fail_at).
-  [[noreturn, gnu::cold, gnu::noinline]] static void fail_length(std::uint64_t n,
-                                                                 std::size_t pos,
+  [[noreturn, gnu::cold, gnu::noinline]] static void fail_length(std::uint64_t n, std::size_t pos,
                                                                  std::size_t left,
                                                                  std::string_view what) {
     fail_at(pos,
@@ -220,9 +219,7 @@ class pupper {
 namespace objects::detail {
 
 template <class T>
-concept has_pup_member = requires(T& t, pupper& p) {
-  t.pup(p);
-};
+concept has_pup_member = requires(T& t, pupper& p) { t.pup(p); };
 
 // Copied as bytes: trivially copyable, no pup member, not a pointer.
 template <class T>
@@ -266,7 +263,7 @@ void pup(pupper& p, T& v) {
 }
 
 template <class T>
-requires std::is_pointer_v<T>
+  requires std::is_pointer_v<T>
 void pup(pupper&, T&) {
   static_assert(!std::is_pointer_v<T>,
                 "weft::pup: raw pointers cannot be serialized (what they point to has no known "
@@ -307,14 +304,16 @@ template <class T, std::size_t E>
   }
   const std::byte* at = p.view(std::size_t(n) * sizeof(T), what);
   if (reinterpret_cast<std::uintptr_t>(at) % alignof(T) != 0) [[unlikely]]
-    pupper::fail_at(p.offset(), "the buffer is not aligned for its elements (it must start aligned to " +
-               std::to_string(alignof(T)) + " bytes)",
-           what);
+    pupper::fail_at(p.offset(),
+                    "the buffer is not aligned for its elements (it must start aligned to " +
+                        std::to_string(alignof(T)) + " bytes)",
+                    what);
   s = std::span<const T>(reinterpret_cast<const T*>(at), std::size_t(n));
 }
 
 template <class T, std::size_t E>
-requires(!std::is_const_v<T>) void pup(pupper&, std::span<T, E>&) {
+  requires(!std::is_const_v<T>)
+void pup(pupper&, std::span<T, E>&) {
   static_assert(std::is_const_v<T>,
                 "weft::pup: a span is unpacked as a read-only view of the bytes: declare it "
                 "std::span<const T>");

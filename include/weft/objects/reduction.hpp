@@ -193,9 +193,7 @@ struct as_op {
   using type = op::user<Op>;
 };
 template <class Op>
-requires requires {
-  Op::name;
-}
+  requires requires { Op::name; }
 struct as_op<Op> {
   using type = Op;
 };

@@ -9,10 +9,10 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include "weft/objects/coroutine.hpp"
 #include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/detail/type_name.hpp"
 #include "weft/objects/pup.hpp"
-#include "weft/objects/coroutine.hpp"
 
 namespace weft {
 
@@ -268,7 +268,8 @@ constexpr bool args_match(std::index_sequence<I...>) {
 template <class Params, class... Args, std::size_t... I>
 constexpr bool args_not_stolen(std::index_sequence<I...>) {
   return ((std::is_copy_constructible_v<std::tuple_element_t<I, Params>> ||
-           !std::is_lvalue_reference_v<Args>)&&...);
+           !std::is_lvalue_reference_v<Args>) &&
+          ...);
 }
 
 template <class Params, class... Args>

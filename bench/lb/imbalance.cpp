@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 #include "common/harness.hpp"
+#include "common/work_unit.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/weft.hpp"
 
@@ -79,36 +80,10 @@ const char* about =
     "Runs on one process (the configurations are separate weft::run calls); --weft:lb is set\n"
     "by the program and may not be given.";
 
-constexpr int unit_len = 16;
-
-// Same unit as bench/tasks/imbalance.cpp: noinline, so every configuration
-// runs the very same instructions and the checksums compare bit for bit.
-[[gnu::noinline]] std::uint64_t compute_unit(double* x, long work) {
-  for (long s = 0; s < work; ++s)
-    for (int j = 0; j < unit_len; ++j) x[j] = 3.9 * x[j] * (1.0 - x[j]);
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (int j = 0; j < unit_len; ++j) {
-    std::uint64_t b = 0;
-    std::memcpy(&b, &x[j], sizeof b);
-    h = (h ^ b) * 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::uint64_t mix(std::uint64_t k) {  // splitmix64's finaliser
-  k += 0x9e3779b97f4a7c15ull;
-  k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ull;
-  k = (k ^ (k >> 27)) * 0x94d049bb133111ebull;
-  return k ^ (k >> 31);
-}
-
-void init_unit(double* x, long e, long u) {
-  for (int j = 0; j < unit_len; ++j) {
-    const std::uint64_t k =
-        mix((std::uint64_t(e) << 40) ^ (std::uint64_t(u) << 8) ^ std::uint64_t(j));
-    x[j] = 0.1 + 0.8 * double(k >> 11) * 0x1p-53;
-  }
-}
+using weft::bench::compute_unit;
+using weft::bench::init_unit;
+using weft::bench::mix;
+using weft::bench::unit_len;
 
 struct config_kind {
   const char* name;
@@ -213,14 +188,7 @@ run_result g_run;
 std::uint64_t g_sink = 0;
 
 void time_unit() {
-  constexpr int batch = 64;
-  std::vector<double> x(std::size_t(batch) * unit_len);
-  for (int u = 0; u < batch; ++u) init_unit(&x[std::size_t(u) * unit_len], -1, u);
-  for (int b = 0; b < 5; ++b) {
-    const std::uint64_t t0 = weft::base::wall_ns();
-    for (int u = 0; u < batch; ++u) g_sink += compute_unit(&x[std::size_t(u) * unit_len], g_s.work);
-    g_unit_us.push_back(double(weft::base::wall_ns() - t0) * 1e-3 / batch);
-  }
+  weft::bench::time_unit(g_s.work, g_unit_us, g_sink);
 }
 
 bool is_sync(long it) {

@@ -78,6 +78,7 @@
 #include <string>
 #include <vector>
 #include "common/harness.hpp"
+#include "common/work_unit.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/weft.hpp"
 
@@ -103,38 +104,9 @@ const char* about =
 
 // ---- the work unit ----------------------------------------------------------------
 
-constexpr int unit_len = 16;  // doubles per unit
-
-// `work` steps of the logistic map on the unit's doubles, then a hash of
-// them. noinline: every variant runs these very instructions (no contraction
-// or vectorisation that differs by call site), so results are bit-identical.
-[[gnu::noinline]] std::uint64_t compute_unit(double* x, long work) {
-  for (long s = 0; s < work; ++s)
-    for (int j = 0; j < unit_len; ++j) x[j] = 3.9 * x[j] * (1.0 - x[j]);
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (int j = 0; j < unit_len; ++j) {
-    std::uint64_t b = 0;
-    std::memcpy(&b, &x[j], sizeof b);
-    h = (h ^ b) * 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::uint64_t mix(std::uint64_t k) {  // splitmix64's finaliser
-  k += 0x9e3779b97f4a7c15ull;
-  k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ull;
-  k = (k ^ (k >> 27)) * 0x94d049bb133111ebull;
-  return k ^ (k >> 31);
-}
-
-// Start values of unit `u` of element `e`: distinct, in [0.1, 0.9).
-void init_unit(double* x, long e, long u) {
-  for (int j = 0; j < unit_len; ++j) {
-    const std::uint64_t k =
-        mix((std::uint64_t(e) << 40) ^ (std::uint64_t(u) << 8) ^ std::uint64_t(j));
-    x[j] = 0.1 + 0.8 * double(k >> 11) * 0x1p-53;
-  }
-}
+using weft::bench::compute_unit;
+using weft::bench::init_unit;
+using weft::bench::unit_len;
 
 // ---- variants -----------------------------------------------------------------------
 
@@ -257,14 +229,7 @@ std::uint64_t g_sink = 0;  // calibration results, kept observable
 // median over every batch of the run (one calibration before each
 // measurement series), so that one disturbed batch moves no ratio.
 void time_unit() {
-  constexpr int batch = 64;
-  std::vector<double> x(std::size_t(batch) * unit_len);
-  for (int u = 0; u < batch; ++u) init_unit(&x[std::size_t(u) * unit_len], -1, u);
-  for (int b = 0; b < 5; ++b) {
-    const std::uint64_t t0 = weft::base::wall_ns();
-    for (int u = 0; u < batch; ++u) g_sink += compute_unit(&x[std::size_t(u) * unit_len], g_s.work);
-    g_r.unit_us.push_back(double(weft::base::wall_ns() - t0) * 1e-3 / batch);
-  }
+  weft::bench::time_unit(g_s.work, g_r.unit_us, g_sink);
 }
 
 long total_units(bool imbalanced, int elements) {

@@ -380,17 +380,15 @@ namespace {
   }
   const index_key& key = header_of(*m).key;
   int dest = -1;
-  local_collection* lc = find_local_collection(ref.id);
-  if (lc != nullptr)
-    ++lc->msgs_sent;
-  else if (t_pe_objects != nullptr)
-    ++t_pe_objects->msgs_sent_unknown[ref.id];
-  if (lc != nullptr) [[likely]] {
+  if (local_collection* lc = find_local_collection(ref.id)) [[likely]] {
+    ++lc->msgs_sent;  // counted for balancing steps (sync.cpp)
     // A chare is cached by pe only from its construction here to its
     // destruction (chares do not move); elsewhere its lookups go the slow way.
     dest = lc->cache.pe(key);
     if (dest < 0) [[unlikely]]
       dest = find_element_pe(*lc, ref, key);
+  } else if (t_pe_objects != nullptr) {
+    ++t_pe_objects->msgs_sent_unknown[ref.id];  // a collection not learnt yet
   }
   if (dest < 0) [[unlikely]]
     dest = home_pe(ref, key);

@@ -21,7 +21,7 @@ inline ::testing::AssertionResult grows_at_most_log(const std::string& what,
                                                     const std::map<int, double>& per_op,
                                                     double slack) {
   std::ostringstream table;
-  table << what << " per operation:";
+  table << what << ":";
   for (const auto& [p, v] : per_op) table << "  P=" << p << ": " << v;
   std::printf("%s\n", table.str().c_str());
   if (per_op.size() < 3) return ::testing::AssertionFailure() << "need figures at 3 or more P";

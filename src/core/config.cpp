@@ -37,9 +37,11 @@ constexpr long default_yield_us = 200;
 // message to an idle PE then moves one queue line between the cores instead
 // of the MPSC queue's several (kNeighbor, 2 PEs, 16 B: 0.70 -> 0.55 us per
 // iteration; 4 PEs: 0.86x). But the consumer polls one ring per producer,
-// a cost that grows with the PEs: measured here at 2 and 4 PEs (a 2-core
-// machine), trusted up to 8; beyond, the MPSC queue (docs/design/scheduler.md).
-constexpr int spsc_pairs_max_pes = 8;
+// a cost that grows with the PEs. Measured on a 16-core Xeon at 16 PEs
+// (kNeighbor core level, 16 B): spsc-pairs 1.7-2.1 us per iteration, mpsc
+// 1.9-3.5, so the rings are kept up to 16; beyond, unmeasured, the MPSC
+// queue (docs/design/scheduler.md).
+constexpr int spsc_pairs_max_pes = 16;
 
 constexpr const char* bind_accepted = "none|compact|scatter|CPU list (0-3,6 or L0-3)";
 

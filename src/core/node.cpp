@@ -7,7 +7,6 @@
 // with PE 0's thread handed back to the program between the calls that
 // serve its messages.
 #include "core/node.hpp"
-#include "core/node_ref.hpp"
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -17,6 +16,7 @@
 #include <cstring>
 #include <iostream>
 #include "core/handler_table.hpp"
+#include "core/node_ref.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/fence.hpp"
 #include "weft/base/memory.hpp"
@@ -281,6 +281,9 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
   for (int i = 0; i < cfg.threads; ++i)
     node->pes.push_back(std::make_unique<core::pe_state>(i, cfg.threads, cfg.queue));
   node->qd_last.assign(std::size_t(cfg.threads) * 2 + 1, 0);
+  node->sleeper_words = (cfg.threads + 63) / 64;
+  node->sleeper_mask =
+      std::make_unique<core::node_state::sleeper_word[]>(std::size_t(node->sleeper_words));
 
   // The handler table is complete now: nodes compare it as they meet.
   core::handlers().frozen.store(true, std::memory_order_release);
@@ -437,12 +440,12 @@ void enter_guest(int rank) {
   core::node_state* node = core::g_node.load(std::memory_order_acquire);
   if (node == nullptr || rank < 0 || rank >= int(node->pes.size()))
     base::fatal("weft: a guest thread of PE %d, but %s", rank,
-                node == nullptr ? "no node runs"
-                                : ("the node has PEs 0.." + std::to_string(node->pes.size() - 1))
-                                      .c_str());
+                node == nullptr
+                    ? "no node runs"
+                    : ("the node has PEs 0.." + std::to_string(node->pes.size() - 1)).c_str());
   if (core::t_pe != nullptr) base::fatal("weft: a PE cannot be a guest of another");
-  t_pe_local = {node->first_pe + rank, node->total_pes, node->node_id,
-                node->num_nodes,        rank,            int(node->pes.size())};
+  t_pe_local = {node->first_pe + rank, node->total_pes, node->node_id, node->num_nodes, rank,
+                int(node->pes.size())};
   t_guest = true;
   // A carrier is weft's thread, not the program's (quiescent_exit.cpp).
   core::note_guest(true);

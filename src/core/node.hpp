@@ -232,6 +232,15 @@ struct node_state {
   alignas(base::cache_line) std::atomic<std::size_t> node_queue_size{0};
   // PEs sleeping or about to (for waking one on send_node).
   alignas(base::cache_line) std::atomic<int> sleepers{0};
+  // Which PEs those are: bit r % 64 of word r / 64, set by PE r before its
+  // sleep word and cleared after (same wake-up protocol). A waker finds a
+  // sleeper in P / 64 loads instead of reading every PE's sleep word
+  // (O(P) per exposed task or node message: DESIGN.md, lesson 13).
+  struct alignas(base::cache_line) sleeper_word {
+    std::atomic<std::uint64_t> bits{0};
+  };
+  std::unique_ptr<sleeper_word[]> sleeper_mask;
+  int sleeper_words = 0;
   // PEs in an idle period (detail::idle_pes): each PE adds itself once when
   // a period begins and removes itself when it ends, so a busy node never
   // writes this line. Read relaxed by the tasks layer to decide how many
@@ -329,6 +338,17 @@ void scheduler_loop(node_state& node, pe_state& pe);
 // Wakes `pe` if it sleeps: on its futex (sleep word 1), or inside the
 // transport (2, comm=workers). Any thread; the caller has already published
 // the work (seq_cst), as the wake-up protocol in scheduler.cpp requires.
+// A sleeping PE announces itself in node.sleeper_mask (set before its sleep
+// word, cleared after it).
+inline void mark_sleeper(node_state& node, const pe_state& pe, bool asleep) {
+  auto& word = node.sleeper_mask[std::size_t(pe.rank / 64)].bits;
+  const std::uint64_t bit = std::uint64_t(1) << (pe.rank % 64);
+  if (asleep)
+    word.fetch_or(bit, std::memory_order_seq_cst);
+  else
+    word.fetch_and(~bit, std::memory_order_seq_cst);
+}
+
 inline void wake_pe(node_state& node, pe_state& pe) {
   if (pe.sleeping.load(std::memory_order_seq_cst) == 0) return;
   const int was = pe.sleeping.exchange(0, std::memory_order_seq_cst);
@@ -401,6 +421,8 @@ inline void deliver_from_network(node_state& node, int pe, message* m) {
 // Pushes `m` on the node queue and wakes a sleeping PE.
 void enqueue_node(node_state& node, message* m);
 void wake_one_sleeper(node_state& node);
+// Wakes up to n sleeping PEs but `self` (null: any); returns how many.
+int wake_sleepers(node_state& node, const pe_state* self, int n);
 void wake_all(node_state& node);
 // The node's exit code becomes `code` unless one was set first; true if this
 // call set it (weft::exit, an exit from another node, an attached node's end).

@@ -21,7 +21,9 @@
 // scheduler_hooks::tasks_visible, the producer's publication is its deque
 // push followed by detail::wake_idle_pes (fence, then the sleep words).
 #include <sched.h>
+#include <bit>
 #include <exception>
+#include "base/op_count.hpp"
 #include "core/handler_table.hpp"
 #include "core/node.hpp"
 #include "weft/base/error.hpp"
@@ -31,13 +33,31 @@
 
 namespace weft::core {
 
-void wake_one_sleeper(node_state& node) {
-  for (auto& pe : node.pes) {
-    if (pe->sleeping.load(std::memory_order_seq_cst) != 0) {
-      wake_pe(node, *pe);
-      return;
+// Wakes up to n sleeping PEs other than `self` (null: any); returns how
+// many it woke. Reads the sleeper mask, a word per 64 PEs, and the sleep
+// words of the PEs it marks only.
+int wake_sleepers(node_state& node, const pe_state* self, int n) {
+  int woken = 0;
+  for (int w = 0; w < node.sleeper_words && woken < n; ++w) {
+    base::count(base::op::peer_visit);
+    std::uint64_t bits = node.sleeper_mask[std::size_t(w)].bits.load(std::memory_order_seq_cst);
+    while (bits != 0 && woken < n) {
+      const int r = w * 64 + std::countr_zero(bits);
+      bits &= bits - 1;
+      pe_state& pe = *node.pes[std::size_t(r)];
+      base::count(base::op::peer_visit);
+      // A PE between waking and clearing its bit, or woken by another
+      // producer meanwhile, has sleep word 0: not counted.
+      if (&pe == self || pe.sleeping.load(std::memory_order_seq_cst) == 0) continue;
+      wake_pe(node, pe);
+      ++woken;
     }
   }
+  return woken;
+}
+
+void wake_one_sleeper(node_state& node) {
+  wake_sleepers(node, nullptr, 1);
 }
 
 void wake_all(node_state& node) {
@@ -173,8 +193,8 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
     message_ptr copy = copy_message(m);
     copy->src_pe = node.first_pe + pe.rank;
     if (trace::on()) [[unlikely]]
-      copy->reserved_ = trace::detail::record_send(node.first_pe + child, copy->size,
-                                                   copy->handler, trace::send_flags::bcast_copy);
+      copy->reserved_ = trace::detail::record_send(node.first_pe + child, copy->size, copy->handler,
+                                                   trace::send_flags::bcast_copy);
     count_one(pe.sent);
     deliver_local(node, child, copy.release());
   }
@@ -197,10 +217,10 @@ void handle(node_state& node, pe_state& pe, message* m) {
   if (trace::on()) [[unlikely]] {
     std::uint32_t flags = m->reserved_;
     if (m->flags & message_flags::node) flags |= trace::send_flags::node_queue;
-    if (m->src_pe >= 0 && (m->src_pe < node.first_pe || m->src_pe >= node.first_pe + int(node.pes.size())))
+    if (m->src_pe >= 0 &&
+        (m->src_pe < node.first_pe || m->src_pe >= node.first_pe + int(node.pes.size())))
       flags |= trace::send_flags::remote;
-    trace::detail::emit(trace::kind::handler_begin, hid, std::uint32_t(m->src_pe), m->size,
-                          flags);
+    trace::detail::emit(trace::kind::handler_begin, hid, std::uint32_t(m->src_pe), m->size, flags);
   }
   // A handler may run nested in another (detail::serve_messages): the
   // watchdog must see the outer one again when it returns.
@@ -274,8 +294,8 @@ int run_timers(pe_state& pe) {
     pe.timers.pop();
     pe.current_handler.store(run_timer, std::memory_order_relaxed);
     if (trace::on()) [[unlikely]]
-      trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1),
-                            0, 0);
+      trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1), 0,
+                          0);
     guarded("a timer callback", pe.rank, fn);
     if (trace::on()) [[unlikely]]
       trace::detail::emit(trace::kind::handler_end, trace::callback_handler, 0, 0, 0);
@@ -343,8 +363,8 @@ void maybe_detect_quiescence(node_state& node, pe_state& pe) {
   if (!callbacks.empty()) end_idle(node, pe);
   for (auto& fn : callbacks) {
     if (trace::on()) [[unlikely]]
-      trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1),
-                            0, 0);
+      trace::detail::emit(trace::kind::handler_begin, trace::callback_handler, std::uint32_t(-1), 0,
+                          0);
     guarded("a quiescence callback", pe.rank, fn);
     if (trace::on()) [[unlikely]]
       trace::detail::emit(trace::kind::handler_end, trace::callback_handler, 0, 0, 0);
@@ -391,6 +411,7 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
       node.comm_busy.exchange(true, std::memory_order_acquire))
     return false;
   node.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  mark_sleeper(node, pe, true);
   pe.sleeping.store(2, std::memory_order_seq_cst);
   node.transport_sleeping.store(1, std::memory_order_seq_cst);
   base::heavy_fence();  // pairs with the producers' light_fence
@@ -415,6 +436,7 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
   }
   node.transport_sleeping.store(0, std::memory_order_seq_cst);
   pe.sleeping.store(0, std::memory_order_seq_cst);
+  mark_sleeper(node, pe, false);
   node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   node.comm_busy.store(false, std::memory_order_release);
   try_progress(node);
@@ -563,6 +585,7 @@ inline void sleep_until_woken(node_state& node, pe_state& pe) {
   // wakes it at once; the others sleep on their futex as usual.
   if (node.policy.idle_pe_waits_in_it && sleep_in_transport(node, pe)) return;
   node.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  mark_sleeper(node, pe, true);
   pe.sleeping.store(1, std::memory_order_seq_cst);
   base::heavy_fence();  // pairs with the producers' light_fence (base/fence.hpp)
   if (!has_work(node, pe)) {
@@ -570,6 +593,7 @@ inline void sleep_until_woken(node_state& node, pe_state& pe) {
     futex_wait(&pe.sleeping, 1, sleep_limit_ns(node, pe));
   }
   pe.sleeping.store(0, std::memory_order_seq_cst);
+  mark_sleeper(node, pe, false);
   node.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   if (node.policy.pes_drive) try_progress(node);
 }
@@ -653,8 +677,7 @@ void scheduler_loop(node_state& node, pe_state& pe) {
       ~main_done() { n.main_running.store(false, std::memory_order_relaxed); }
     } done{node};
     if (trace::on()) [[unlikely]]
-      trace::detail::emit(trace::kind::handler_begin, trace::main_handler, std::uint32_t(-1), 0,
-                            0);
+      trace::detail::emit(trace::kind::handler_begin, trace::main_handler, std::uint32_t(-1), 0, 0);
     try {
       node.main_fn(node.main_args);
     } catch (const std::exception& e) {
@@ -738,11 +761,7 @@ void wake_idle_pes(int n) noexcept {
   // sleep words (the producer half of the wake-up protocol).
   base::full_fence();
   if (node->sleepers.load(std::memory_order_seq_cst) == 0) return;
-  for (auto& pe : node->pes) {
-    if (pe.get() == core::t_pe || pe->sleeping.load(std::memory_order_seq_cst) == 0) continue;
-    core::wake_pe(*node, *pe);
-    if (--n == 0) return;
-  }
+  core::wake_sleepers(*node, core::t_pe, n);
 }
 
 int serve_messages(int max) {

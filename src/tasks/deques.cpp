@@ -10,11 +10,20 @@
 //
 // The adaptive schemes follow the seeds' "create tasks only when someone is
 // idle to take them": adaptive_idle reads core's node-wide idle-PE count
-// (detail::idle_pes, a line written only when a PE enters or leaves an idle
-// period) before each chunk and exposes as many tasks as there are idle PEs
-// not yet served by an exposed task; with nobody idle, the loop costs one
-// relaxed load per chunk. adaptive_history exposes, of the tasks split would
-// create for the other PEs, the fraction it saw stolen lately.
+// (detail::idle_pes, a line written whenever a PE enters or leaves an idle
+// period) at the first chunk of a loop and then at most once per
+// idle_look_ns, and exposes as many tasks as there are idle PEs beyond the
+// tasks still on its own deque; with nobody idle, the loop costs a clock
+// read per chunk. adaptive_history exposes, of the tasks split would create
+// for the other PEs, the fraction it saw stolen lately.
+//
+// What grows with P (DESIGN.md, lesson 13; tests/tasks/test_op_growth.cpp
+// counts it): a steal attempt probes 2 + log2(P) victims, not all of them,
+// the last one it stole from first; exposing k tasks touches no line
+// another PE writes (the owner's deque aside). The idle count is one line
+// that every PE writes once per idle period: read per chunk, a loop of
+// 8 P chunks at 16 PEs met it modified tens of times; read once a
+// microsecond, a handful.
 //
 // The schemes, the exposing and the taking stay in one file: a scheme
 // exposes and pops back a task per split, and these calls inline into it.
@@ -22,8 +31,10 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include "base/op_count.hpp"
 #include "loop.hpp"
 #include "weft/base/error.hpp"
+#include "weft/base/timer.hpp"
 #include "weft/trace/hooks.hpp"
 
 namespace weft::tasks::internal {
@@ -33,8 +44,6 @@ void expose(loop& l, std::uint64_t lo, std::uint64_t hi) {
   t->l = &l;
   t->lo = lo;
   t->hi = hi;
-  if (l.scheme == tasks_scheme::adaptive_idle)
-    g_node->exposed.fetch_add(1, std::memory_order_relaxed);
   t_me->deque.push(t);
 }
 
@@ -49,7 +58,6 @@ task* pop_own_of(const loop& l) {
     t_me->deque.push(*t);
     return nullptr;
   }
-  note_taken(*t);
   return *t;
 }
 
@@ -63,28 +71,40 @@ std::uint64_t next_random(pe_tasks& me) {
 
 }  // namespace
 
-// One task stolen from a random victim of the node (every victim tried once
-// from a random start, a few retries on a lost race), or null.
+// One task stolen from another PE of the node, or null: the victim this PE
+// last stole from, then random ones, steal_probes in all (2 + log2(PEs)),
+// each retried a few times on a lost race. Not every victim: an attempt
+// would cost O(P), and every idle PE makes one each turn. A thief that
+// finds nothing tries again at its next turn (the scheduler's back-off
+// polls tasks_visible, which sees any deque that holds a task).
 task* steal_one(pe_tasks& me) {
   const int pes = g_node->pes;
   if (pes < 2) return nullptr;
-  const int start = int(next_random(me) % std::uint64_t(pes));
-  for (int k = 0; k < pes; ++k) {
-    pe_tasks& victim = *g_node->pe[std::size_t((start + k) % pes)];
-    if (&victim == &me || victim.deque.empty()) continue;
+  base::count(base::op::poll);
+  for (int k = 0; k < g_node->steal_probes; ++k) {
+    int v = k == 0 ? me.last_victim : -1;
+    if (v < 0) {
+      // Uniform over the others: draw among pes - 1 and skip over self.
+      v = int(next_random(me) % std::uint64_t(pes - 1));
+      if (v >= me.rank) ++v;
+    }
+    pe_tasks& victim = *g_node->pe[std::size_t(v)];
+    base::count(base::op::peer_visit);
+    if (victim.deque.empty()) continue;
     for (int attempt = 0; attempt < 4; ++attempt) {
       task* t = nullptr;
+      base::count(base::op::shared_rmw);
       const base::steal_status s = victim.deque.steal(t);
       if (s == base::steal_status::success) {
-        note_taken(t);
+        me.last_victim = v;
         if (trace::on()) [[unlikely]]
-          trace::detail::emit(trace::kind::steal,
-                              std::uint32_t(my_pe() - my_rank() + (start + k) % pes), 1, 0, 0);
+          trace::detail::emit(trace::kind::steal, std::uint32_t(my_pe() - my_rank() + v), 1, 0, 0);
         return t;
       }
       if (s == base::steal_status::empty) break;
     }
   }
+  me.last_victim = -1;
   return nullptr;
 }
 
@@ -135,9 +155,20 @@ std::uint64_t expose_parts(loop& l, std::uint64_t lo, std::uint64_t hi, std::uin
   return std::min(hi, lo + part);
 }
 
-// adaptive_idle: before each chunk, offer a task to each idle PE that has
-// none yet; nothing is created while no PE is idle.
+// Whether this PE may look at the node's idle count now (at most once per
+// idle_look_cycles; see the top of this file).
+inline bool idle_look_due(pe_tasks& me) {
+  const std::uint64_t now = base::cycles();
+  if (now < me.next_idle_look) return false;
+  me.next_idle_look = now + g_node->idle_look_cycles;
+  return true;
+}
+
+// adaptive_idle: before a chunk, when a look is due, offer a task to each
+// idle PE beyond the tasks this PE's deque still holds; nothing is created
+// while no PE is idle.
 std::uint64_t run_adaptive_idle(loop& l, std::uint64_t lo, std::uint64_t hi) {
+  pe_tasks& me = *t_me;
   std::uint64_t done = 0;
   for (;;) {
     while (lo < hi) {
@@ -145,10 +176,16 @@ std::uint64_t run_adaptive_idle(loop& l, std::uint64_t lo, std::uint64_t hi) {
         done += hi - lo;
         break;
       }
-      if (hi - lo > l.grain) {
+      if (hi - lo > l.grain && idle_look_due(me)) {
+        base::count(base::op::peer_visit);
         const int idle = weft::detail::idle_pes();
         if (idle > 0) {
-          const int want = idle - g_node->exposed.load(std::memory_order_relaxed);
+          // Tasks still on this PE's deque were offered to idle PEs that
+          // have not taken them yet. (Other PEs' offers are not counted:
+          // a task too many is popped back by its owner at no shared cost;
+          // a node-wide count of them cost two read-modify-writes per task
+          // on one line.)
+          const int want = idle - int(me.deque.size_approx());
           const std::uint64_t chunks = (hi - lo + l.grain - 1) / l.grain;
           std::uint64_t exposed = 0;
           if (want > 0)
@@ -233,13 +270,15 @@ int hook_run_tasks(bool idle) {
   pe_tasks* me = t_me;
   if (me == nullptr) return 0;
   if (std::optional<task*> t = me->deque.pop()) {
-    note_taken(*t);
     run_task(*t);
     return 1;
   }
   if (!idle) return 0;
   if (task* t = steal_one(*me)) {
     weft::detail::end_idle_period();
+    // The task was offered knowing the idle count of its time (one task per
+    // idle PE): its first chunks need not look again.
+    me->next_idle_look = base::cycles() + g_node->idle_look_cycles;
     run_task(t);
     return 1;
   }

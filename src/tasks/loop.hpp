@@ -79,6 +79,11 @@ struct alignas(base::cache_line) pe_tasks {
   local_pool<task> free_tasks;
   local_pool<loop> free_loops;
   std::uint64_t rng = 0;
+  int rank = 0;          // in the node
+  int last_victim = -1;  // where this PE last stole: tried first next time
+  // adaptive_idle: the cycle count before which this PE does not look at
+  // the node's idle count again (see run_adaptive_idle).
+  std::uint64_t next_idle_look = 0;
   // adaptive_history: moving average of the fraction of exposed tasks that
   // were stolen. Starts at one half: neither flooding nor starving thieves.
   double stolen_avg = 0.5;
@@ -88,9 +93,10 @@ struct node_tasks {
   int pes = 1;
   tasks_scheme default_scheme = tasks_scheme::adaptive_idle;
   std::vector<std::unique_ptr<pe_tasks>> pe;  // fixed while the node runs
-  // adaptive_idle: tasks of that scheme exposed and not yet taken, so that a
-  // PE going idle is offered one task, not one per chunk of every loop.
-  alignas(base::cache_line) std::atomic<int> exposed{0};
+  // steal_one's probes per attempt: 2 + log2(PEs), at most PEs - 1.
+  int steal_probes = 1;
+  // adaptive_idle: how long a PE goes between looks at the idle count.
+  std::uint64_t idle_look_cycles = 0;
   shared_pool<task> tasks;
   shared_pool<loop> loops;
 };
@@ -162,12 +168,6 @@ inline void release(loop* l) {
   l->async.reset();
   l->error = nullptr;
   give(t_me->free_loops, g_node->loops, l);
-}
-
-// A task taken off a deque (popped or stolen).
-inline void note_taken(task* t) {
-  if (t->l->scheme == tasks_scheme::adaptive_idle)
-    g_node->exposed.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // ---- deques.cpp

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include "base/op_count.hpp"
 #include "loop.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/message.hpp"
@@ -106,10 +107,17 @@ void send_done(int pe, loop* l) {
 // but `skip_rank`, one reference each.
 void send_to_pes(loop& l, int skip_rank, bool blocks) {
   const int pes = g_node->pes;
+  auto skipped = [&](int r) {
+    return r == skip_rank || (blocks && block_begin(l, r) == block_begin(l, r + 1));  // empty
+  };
+  // The references of all the messages at once: one read-modify-write of
+  // the loop's line, not one per PE.
+  int messages = 0;
+  for (int r = 0; r < pes; ++r) messages += skipped(r) ? 0 : 1;
+  base::count(base::op::shared_rmw);
+  l.refs.fetch_add(messages, std::memory_order_relaxed);
   for (int r = 0; r < pes; ++r) {
-    if (r == skip_rank) continue;
-    if (blocks && block_begin(l, r) == block_begin(l, r + 1)) continue;  // empty block
-    l.refs.fetch_add(1, std::memory_order_relaxed);
+    if (skipped(r)) continue;
     if (blocks)
       send(my_node() * node_size() + r, make_message_with(h_block, block_payload{&l, r}));
     else

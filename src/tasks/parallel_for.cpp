@@ -31,6 +31,7 @@
 #include "loop.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/error.hpp"
+#include "weft/base/timer.hpp"
 #include "weft/core/handler.hpp"
 
 namespace weft {
@@ -81,6 +82,13 @@ tasks_scheme parse_scheme(const std::string& s) {
 // While one serves, the handlers it runs start at depth 0 (their loops are
 // shared); past max_serving_depth a waiting loop no longer serves.
 constexpr int max_serving_depth = 4;
+
+// adaptive_idle: how often a running loop looks at the node's idle count
+// (deques.cpp). Short against the transient imbalance it answers (a PE
+// idle for a microsecond is offered work then), long against a chunk of an
+// empty loop, whose looks at a line every PE writes were what made the
+// default scheme slower than the others at 16 PEs.
+constexpr double idle_look_ns = 1000;
 thread_local int t_serving = 0;
 
 struct serving_guard {
@@ -153,10 +161,13 @@ resolved resolve(std::uint64_t n, const for_options& o, const char* fn) {
 void wait_for(loop& l, bool serve) {
   pe_tasks& me = *t_me;
   int quiet = 0;
+  // static_blocks: blocks before this one are claimed (a claim is never
+  // undone), so each is looked at once per loop, not once per round.
+  int open_block = 0;
   while (l.remaining.load(std::memory_order_acquire) != 0) {
-    if (l.scheme == tasks_scheme::static_blocks) {
+    if (l.scheme == tasks_scheme::static_blocks && open_block < l.pes) {
       std::uint64_t done = 0;
-      for (int b = 0; b < l.pes; ++b) done += run_block(l, b);
+      for (; open_block < l.pes; ++open_block) done += run_block(l, open_block);
       if (done != 0) {
         account(l, done);
         continue;
@@ -168,7 +179,6 @@ void wait_for(loop& l, bool serve) {
       continue;
     }
     if (std::optional<task*> t = me.deque.pop()) {
-      note_taken(*t);
       run_task(*t);
       quiet = 0;
       continue;
@@ -205,7 +215,12 @@ void node_start() {
   for (int r = 0; r < n->pes; ++r) {
     n->pe.push_back(std::make_unique<pe_tasks>());
     n->pe.back()->rng = 0x9e3779b97f4a7c15ull * std::uint64_t(r + 1);
+    n->pe.back()->rank = r;
   }
+  int log2_pes = 0;
+  while ((1 << (log2_pes + 1)) <= n->pes) ++log2_pes;
+  n->steal_probes = std::max(1, std::min(n->pes - 1, 2 + log2_pes));
+  n->idle_look_cycles = std::uint64_t(double(idle_look_ns) / base::ns_per_cycle());
   g_node = n;
 }
 
@@ -268,6 +283,8 @@ void run_sync(std::uint64_t n, const for_options& options, loop_body body) {
       done = run_block(*l, my_rank());
       break;
     default:
+      // A loop's first chunk looks at the idle PEs whenever the last look was.
+      t_me->next_idle_look = 0;
       done = run_range(*l, 0, n);
       break;
   }

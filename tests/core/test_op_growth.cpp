@@ -1,0 +1,62 @@
+// What core's wake-up path reads of other PEs, counted
+// (weft/base/op_counts.hpp) at 2, 4, 8 and 16 PEs: a producer that wakes a
+// sleeping PE must find it without reading every PE's sleep word (DESIGN.md,
+// lesson 13). A 2-core machine cannot time 16 PEs; it can count for them.
+#include <gtest/gtest.h>
+
+#include <sched.h>
+#include <atomic>
+#include <map>
+#include "core/node.hpp"
+#include "core/support.hpp"
+#include "op_growth.hpp"
+#include "weft/base/op_counts.hpp"
+#include "weft/weft.hpp"
+
+namespace {
+
+using weft::base::op;
+using weft_test::grows_at_most_log;
+using weft_test::run_node;
+using weft_test::threads_opt;
+
+std::atomic<bool> g_hold{false};
+std::atomic<int> g_held{0};
+
+// Keeps its PE busy (not idle, not asleep) until g_hold drops.
+void on_hold(weft::message_ptr) {
+  g_held.fetch_add(1);
+  while (g_hold.load()) sched_yield();
+}
+const weft::handler_id h_hold = weft::register_handler("test.op_growth.hold", &on_hold);
+
+int sleepers() {
+  return weft::core::g_node.load()->sleepers.load();
+}
+
+// The worst case of a scan: one sleeper, the last PE, all others busy.
+// Waking it reads one mask word and its sleep word, at any P.
+TEST(CoreOpGrowth, WakingTheOneSleeperReadsAWordNotEveryPE) {
+  std::map<int, double> visits;
+  for (int pes : {2, 4, 8, 16}) {
+    g_hold.store(true);
+    g_held.store(0);
+    std::uint64_t counted = 0;
+    const int code =
+        run_node({threads_opt(pes), "--weft:idle-spin-us=0", "--weft:idle-yield-us=0"}, [&] {
+          for (int r = 1; r + 1 < pes; ++r) weft::send(r, weft::make_message(h_hold, 0));
+          while (g_held.load() != pes - 2 || sleepers() != 1) sched_yield();
+          const weft::base::op_counts before = weft::base::this_thread_op_counts();
+          weft::detail::wake_idle_pes(1);
+          counted = (weft::base::this_thread_op_counts() - before)[op::peer_visit];
+          g_hold.store(false);
+          weft::exit(0);
+        });
+    ASSERT_EQ(code, 0);
+    visits[pes] = double(counted);
+    EXPECT_GE(counted, 2u) << "the mask word and the sleeper's word";
+  }
+  EXPECT_TRUE(grows_at_most_log("PE states read to wake the one sleeper", visits, 0.25));
+}
+
+}  // namespace

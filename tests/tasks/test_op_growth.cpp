@@ -1,0 +1,75 @@
+// What the tasks layer's per-operation paths touch of other PEs, counted
+// (weft/base/op_counts.hpp) at 2, 4, 8 and 16 PEs: none may grow faster
+// than O(log P) (DESIGN.md, lesson 13). A 2-core machine cannot time 16 PEs;
+// it can count for them.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <vector>
+#include "core/support.hpp"
+#include "op_growth.hpp"
+#include "tasks/loop.hpp"
+#include "weft/base/op_counts.hpp"
+#include "weft/weft.hpp"
+
+namespace {
+
+using weft::base::op;
+using weft_test::grows_at_most_log;
+using weft_test::run_node;
+using weft_test::threads_opt;
+
+constexpr int pe_counts[] = {2, 4, 8, 16};
+
+// Runs fn on PE 0 of a node of `pes` PEs, then ends the run.
+void on_node(int pes, const std::function<void()>& fn) {
+  const int code = run_node({threads_opt(pes)}, [&] {
+    fn();
+    weft::exit(0);
+  });
+  ASSERT_EQ(code, 0);
+}
+
+// A steal attempt with nothing to steal anywhere probes a bounded number of
+// victims (2 + log2 P), not every PE: every idle PE makes one per turn.
+TEST(TasksOpGrowth, StealAttemptProbesLogPVictims) {
+  std::map<int, double> visits, rmws;
+  for (int pes : pe_counts) {
+    constexpr int attempts = 1000;
+    weft::base::op_counts d;
+    on_node(pes, [&] {
+      using namespace weft::tasks::internal;
+      const weft::base::op_counts before = weft::base::this_thread_op_counts();
+      int stolen = 0;
+      for (int i = 0; i < attempts; ++i) stolen += steal_one(*t_me) != nullptr ? 1 : 0;
+      d = weft::base::this_thread_op_counts() - before;
+      EXPECT_EQ(stolen, 0) << "no loop runs: there is nothing to steal";
+    });
+    ASSERT_EQ(d[op::poll], std::uint64_t(attempts)) << "one poll per attempt";
+    visits[pes] = double(d[op::peer_visit]) / attempts;
+    rmws[pes] = double(d[op::shared_rmw]) / attempts;
+    EXPECT_GE(visits[pes], 1.0) << "an attempt looks at one victim at least";
+  }
+  EXPECT_TRUE(grows_at_most_log("deques probed per steal attempt", visits, 0.25));
+  EXPECT_TRUE(grows_at_most_log("shared RMWs per failed steal attempt", rmws, 0.25));
+}
+
+// Whatever it finds, an attempt stays within its probes, and a task exposed
+// anywhere is found by repeated attempts (bounded probes must not make a
+// task invisible): each PE but the caller steals from the caller's deque
+// until the loop is done.
+TEST(TasksOpGrowth, BoundedProbesStillFindEveryTask) {
+  for (int pes : pe_counts) {
+    std::atomic<long> ran{0};
+    on_node(pes, [&] {
+      const long n = 4096;
+      for (int rep = 0; rep < 20; ++rep)
+        weft::parallel_for(0L, n, [&](long) { ran.fetch_add(1, std::memory_order_relaxed); },
+                           {.grain = 1, .scheme = weft::tasks_scheme::split});
+    });
+    EXPECT_EQ(ran.load(), 20 * 4096L) << pes << " PEs";
+  }
+}
+
+}  // namespace

@@ -20,6 +20,14 @@
 // measurement): libgomp's static schedule always hands each thread its
 // iteration, while weft's adaptive schemes may rightly run an empty loop
 // entirely on the caller.
+//
+// Also reported for weft's schemes, from the runtime's counts of what a
+// path touches that other PEs write (bench/common/op_counts.hpp), per loop
+// of the untimed pass: caller_touches, the calling PE's, and node_touches,
+// all PEs' -- peer visits and shared read-modify-writes (a task stolen
+// included), not the probes of PEs looking for work, whose number depends
+// on how long they wait (polls_per_loop, all PEs'). Run at 2, 4, 8 and 16 PEs, they show whether a
+// scheme's cost grows with P where the machine cannot time it.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +35,7 @@
 #include <thread>
 #include <vector>
 #include "common/harness.hpp"
+#include "common/op_counts.hpp"
 #include "weft/weft.hpp"
 
 double omp_empty_loop_us(int threads, long iterations, long loops);
@@ -45,7 +54,10 @@ constexpr weft::tasks_scheme schemes[] = {
 double weft_empty_loop_us(weft::tasks_scheme s, long iterations, long loops) {
   auto run = [&] {
     for (long k = 0; k < loops; ++k)
-      weft::parallel_for(0L, iterations, [](long) { asm volatile("" ::: "memory"); },
+      weft::parallel_for(0L, iterations,
+                         [](long) {
+                           asm volatile("" ::: "memory");
+                         },
                          {.grain = 1, .scheme = s});
   };
   run();
@@ -61,12 +73,12 @@ double weft_remote_fraction(weft::tasks_scheme s, long iterations, long loops) {
   const int caller = weft::my_rank();
   std::atomic<long> remote{0};
   for (long k = 0; k < loops; ++k)
-    weft::parallel_for(
-        0L, iterations,
-        [&](long) {
-          if (weft::my_rank() != caller) remote.fetch_add(1, std::memory_order_relaxed);
-        },
-        {.grain = 1, .scheme = s});
+    weft::parallel_for(0L, iterations,
+                       [&](long) {
+                         if (weft::my_rank() != caller)
+                           remote.fetch_add(1, std::memory_order_relaxed);
+                       },
+                       {.grain = 1, .scheme = s});
   return double(remote.load()) / double(iterations * loops);
 }
 
@@ -83,6 +95,8 @@ struct series {
   std::string runtime, scheme;
   std::vector<double> us;
   std::vector<double> remote;  // share of the iterations run off the caller
+  // weft only: peer visits + shared RMWs per loop (op_counts.hpp).
+  std::vector<double> caller_touches, node_touches, polls;
 };
 
 }  // namespace
@@ -99,12 +113,12 @@ int main(int argc, char** argv) {
   const int pes = cfg.threads;
 
   // Rows in this order: the baselines, then weft's schemes.
-  std::vector<series> all{{"libgomp", "omp-static", {}, {}}};
+  std::vector<series> all{{"libgomp", "omp-static", {}, {}, {}, {}, {}}};
 #ifdef WEFT_BENCH_HAVE_TBB
-  all.push_back({"tbb", "tbb-auto", {}, {}});
-  all.push_back({"tbb", "tbb-static", {}, {}});
+  all.push_back({"tbb", "tbb-auto", {}, {}, {}, {}, {}});
+  all.push_back({"tbb", "tbb-static", {}, {}, {}, {}, {}});
 #endif
-  for (auto s : schemes) all.push_back({"weft", weft::to_string(s), {}, {}});
+  for (auto s : schemes) all.push_back({"weft", weft::to_string(s), {}, {}, {}, {}, {}});
   auto of = [&](const std::string& scheme) -> series& {
     for (auto& x : all)
       if (x.scheme == scheme) return x;
@@ -130,7 +144,14 @@ int main(int argc, char** argv) {
       for (auto s : schemes) {
         series& x = of(weft::to_string(s));
         x.us.push_back(weft_empty_loop_us(s, pes, loops));
+        const weft::base::op_counts node0 = weft::bench::node_op_counts();
+        const weft::base::op_counts mine0 = weft::base::this_thread_op_counts();
         x.remote.push_back(weft_remote_fraction(s, pes, loops));
+        const weft::base::op_counts mine1 = weft::base::this_thread_op_counts();
+        const weft::base::op_counts node1 = weft::bench::node_op_counts();
+        x.caller_touches.push_back(weft::bench::touches(mine1 - mine0) / double(loops));
+        x.node_touches.push_back(weft::bench::touches(node1 - node0) / double(loops));
+        x.polls.push_back(double((node1 - node0)[weft::base::op::poll]) / double(loops));
       }
       weft::exit(0);
     });
@@ -146,17 +167,19 @@ int main(int argc, char** argv) {
       if (base[i] > 0) ratios.push_back(x.us[i] / base[i]);
     const weft::bench::summary q = weft::bench::summarize(ratios);
     const bool is_default = x.runtime == "weft" && x.scheme == cfg.tasks_scheme;
-    std::vector<weft::bench::field> row{{"runtime", x.runtime},
-                                        {"scheme", x.scheme},
-                                        {"default", is_default},
-                                        {"pes", pes},
-                                        {"metric", "loop_us"},
-                                        {"value", s.median}};
+    std::vector<weft::bench::field> row{{"runtime", x.runtime},  {"scheme", x.scheme},
+                                        {"default", is_default}, {"pes", pes},
+                                        {"metric", "loop_us"},   {"value", s.median}};
     if (c.json) row.insert(row.end(), {{"min", s.min}, {"max", s.max}});
     row.push_back({"spread", s.spread()});
     row.push_back({"vs_libgomp", q.median});
     if (c.json) row.insert(row.end(), {{"vs_libgomp_min", q.min}, {"vs_libgomp_max", q.max}});
     row.push_back({"remote_frac", weft::bench::summarize(x.remote).median});
+    if (!x.caller_touches.empty()) {
+      row.push_back({"caller_touches", weft::bench::summarize(x.caller_touches).median});
+      row.push_back({"node_touches", weft::bench::summarize(x.node_touches).median});
+      row.push_back({"polls_per_loop", weft::bench::summarize(x.polls).median});
+    }
     rep.row(std::move(row));
   }
   return 0;

@@ -19,6 +19,8 @@ const char* to_string(op k) noexcept {
       return "shared_rmw";
     case op::poll:
       return "poll";
+    case op::wait_round:
+      return "wait_round";
     case op::kinds:
       break;
   }

@@ -80,7 +80,7 @@ std::uint64_t next_random(pe_tasks& me) {
 task* steal_one(pe_tasks& me) {
   const int pes = g_node->pes;
   if (pes < 2) return nullptr;
-  base::count(base::op::poll);
+  base::count(base::op::wait_round);
   for (int k = 0; k < g_node->steal_probes; ++k) {
     int v = k == 0 ? me.last_victim : -1;
     if (v < 0) {
@@ -89,13 +89,15 @@ task* steal_one(pe_tasks& me) {
       if (v >= me.rank) ++v;
     }
     pe_tasks& victim = *g_node->pe[std::size_t(v)];
-    base::count(base::op::peer_visit);
+    base::count(base::op::poll);
     if (victim.deque.empty()) continue;
     for (int attempt = 0; attempt < 4; ++attempt) {
       task* t = nullptr;
-      base::count(base::op::shared_rmw);
       const base::steal_status s = victim.deque.steal(t);
       if (s == base::steal_status::success) {
+        // The CAS on the victim's top that took the task: part of the
+        // task's cost (a lost race or an empty deque is the wait's).
+        base::count(base::op::shared_rmw);
         me.last_victim = v;
         if (trace::on()) [[unlikely]]
           trace::detail::emit(trace::kind::steal, std::uint32_t(my_pe() - my_rank() + v), 1, 0, 0);

@@ -27,9 +27,13 @@ enum class op : std::uint8_t {
   // An atomic read-modify-write, or a lock, on a line that every PE of the
   // node (or every member of a team) may write: what serialises as P grows.
   shared_rmw,
-  // A steal attempt, a poll of work by a thread with nothing to do: the
-  // unit that idle costs are counted per.
+  // A look for work at another PE's state by a thread with nothing to do
+  // (a deque probed by a steal attempt): idle time's cost, apart from the
+  // operations' own.
   poll,
+  // A round of looking for work (a steal attempt): the unit polls are
+  // counted per.
+  wait_round,
   kinds
 };
 

@@ -29,11 +29,13 @@
 // exposes and pops back a task per split, and these calls inline into it.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include "base/op_count.hpp"
 #include "loop.hpp"
 #include "weft/base/error.hpp"
+#include "weft/base/fence.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/trace/hooks.hpp"
 
@@ -49,6 +51,40 @@ void expose(loop& l, std::uint64_t lo, std::uint64_t hi) {
 
 namespace {
 
+std::atomic<std::uint64_t>& visible_word_of(int rank) {
+  return g_node->visible[std::size_t(rank / 64)].bits;
+}
+std::uint64_t visible_bit_of(int rank) {
+  return std::uint64_t(1) << (rank % 64);
+}
+
+// This PE's deque holds a task: its bit must be set. The fence orders the
+// push before the read of the bit; a PE that clears the bit looks at the
+// deque after clearing it (deque_seen_empty), so either it sees the task
+// or this read sees the bit cleared and sets it again.
+void mark_visible() {
+  base::full_fence();
+  auto& word = visible_word_of(t_me->rank);
+  const std::uint64_t bit = visible_bit_of(t_me->rank);
+  if ((word.load(std::memory_order_seq_cst) & bit) == 0) {
+    base::count(base::op::shared_rmw);
+    word.fetch_or(bit, std::memory_order_seq_cst);
+  }
+}
+
+// PE r's deque looked empty while its bit was set: clears the bit, then
+// looks again (see mark_visible). Returns whether the deque holds a task
+// after all (its bit then set again).
+bool deque_seen_empty(int r) {
+  auto& word = visible_word_of(r);
+  const std::uint64_t bit = visible_bit_of(r);
+  word.fetch_and(~bit, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (g_node->pe[std::size_t(r)]->deque.empty()) return false;
+  word.fetch_or(bit, std::memory_order_seq_cst);
+  return true;
+}
+
 // The newest task of this PE's deque if it belongs to `l` (the owner's pop
 // back of what was not stolen); a task of another loop goes back.
 task* pop_own_of(const loop& l) {
@@ -56,6 +92,9 @@ task* pop_own_of(const loop& l) {
   if (!t) return nullptr;
   if ((*t)->l != &l) {
     t_me->deque.push(*t);
+    // An idle PE may have found the deque empty meanwhile and cleared the
+    // bit.
+    mark_visible();
     return nullptr;
   }
   return *t;
@@ -71,12 +110,18 @@ std::uint64_t next_random(pe_tasks& me) {
 
 }  // namespace
 
+void publish(int wake) {
+  mark_visible();
+  weft::detail::wake_idle_pes(wake);
+}
+
 // One task stolen from another PE of the node, or null: the victim this PE
-// last stole from, then random ones, steal_probes in all (2 + log2(PEs)),
-// each retried a few times on a lost race. Not every victim: an attempt
-// would cost O(P), and every idle PE makes one each turn. A thief that
-// finds nothing tries again at its next turn (the scheduler's back-off
-// polls tasks_visible, which sees any deque that holds a task).
+// last stole from, then victims drawn among the PEs whose deques are marked
+// visible, steal_probes in all (2 + log2(PEs)), each retried a few times on
+// a lost race. Not every victim: an attempt would cost O(P), and every idle
+// PE makes one each turn. A thief that finds nothing tries again at its
+// next turn (the scheduler's back-off polls tasks_visible, which sees any
+// deque marked visible).
 task* steal_one(pe_tasks& me) {
   const int pes = g_node->pes;
   if (pes < 2) return nullptr;
@@ -84,9 +129,17 @@ task* steal_one(pe_tasks& me) {
   for (int k = 0; k < g_node->steal_probes; ++k) {
     int v = k == 0 ? me.last_victim : -1;
     if (v < 0) {
-      // Uniform over the others: draw among pes - 1 and skip over self.
-      v = int(next_random(me) % std::uint64_t(pes - 1));
-      if (v >= me.rank) ++v;
+      // A random marked PE: a random word (one up to 64 PEs), then a
+      // random set bit of it other than this PE's.
+      const std::uint64_t r = next_random(me);
+      const int w = int(r % std::uint64_t(g_node->visible_words));
+      std::uint64_t bits = g_node->visible[std::size_t(w)].bits.load(std::memory_order_relaxed);
+      if (w == me.rank / 64) bits &= ~visible_bit_of(me.rank);
+      base::count(base::op::poll);
+      if (bits == 0) continue;
+      int skip = int((r >> 32) % std::uint64_t(std::popcount(bits)));
+      while (skip-- > 0) bits &= bits - 1;
+      v = w * 64 + std::countr_zero(bits);
     }
     pe_tasks& victim = *g_node->pe[std::size_t(v)];
     base::count(base::op::poll);
@@ -125,7 +178,7 @@ std::uint64_t run_split(loop& l, std::uint64_t lo, std::uint64_t hi) {
         const std::uint64_t chunks = (hi - lo + l.grain - 1) / l.grain;
         const std::uint64_t mid = lo + (chunks / 2) * l.grain;
         expose(l, mid, hi);
-        weft::detail::wake_idle_pes(1);
+        publish(1);
         hi = mid;
       }
       done += run_chunks(l, lo, hi);
@@ -153,7 +206,7 @@ std::uint64_t expose_parts(loop& l, std::uint64_t lo, std::uint64_t hi, std::uin
     expose(l, a, std::min(hi, a + part));
     ++exposed;
   }
-  weft::detail::wake_idle_pes(int(exposed));
+  if (exposed > 0) publish(int(exposed));
   return std::min(hi, lo + part);
 }
 
@@ -287,11 +340,22 @@ int hook_run_tasks(bool idle) {
   return 0;
 }
 
+// Any deque marked visible that holds a task: the marked words and the
+// deques they name, not every deque of the node (idle PEs poll this each
+// round of their back-off). A mark found stale is cleared.
 bool hook_tasks_visible() {
   node_tasks* node = g_node;
   if (node == nullptr) return false;
-  for (const auto& p : node->pe)
-    if (!p->deque.empty()) return true;
+  for (int w = 0; w < node->visible_words; ++w) {
+    base::count(base::op::poll);
+    std::uint64_t bits = node->visible[std::size_t(w)].bits.load(std::memory_order_seq_cst);
+    while (bits != 0) {
+      const int r = w * 64 + std::countr_zero(bits);
+      bits &= bits - 1;
+      base::count(base::op::poll);
+      if (!node->pe[std::size_t(r)]->deque.empty() || deque_seen_empty(r)) return true;
+    }
+  }
   return false;
 }
 

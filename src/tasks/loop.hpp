@@ -95,6 +95,15 @@ struct node_tasks {
   std::vector<std::unique_ptr<pe_tasks>> pe;  // fixed while the node runs
   // steal_one's probes per attempt: 2 + log2(PEs), at most PEs - 1.
   int steal_probes = 1;
+  // Which PEs' deques may hold a task: bit r % 64 of word r / 64, set by
+  // PE r after a push (publish), cleared by whoever finds that deque empty
+  // (then it looks again). Idle PEs poll these words instead of every
+  // deque; a thief draws its victims among the set bits.
+  struct alignas(base::cache_line) visible_word {
+    std::atomic<std::uint64_t> bits{0};
+  };
+  std::unique_ptr<visible_word[]> visible;
+  int visible_words = 0;
   // adaptive_idle: how long a PE goes between looks at the idle count.
   std::uint64_t idle_look_cycles = 0;
   shared_pool<task> tasks;
@@ -171,8 +180,12 @@ inline void release(loop* l) {
 }
 
 // ---- deques.cpp
-// Puts [lo, hi) of `l` on this PE's deque as a task.
+// Puts [lo, hi) of `l` on this PE's deque as a task; publish() makes it
+// seen.
 void expose(loop& l, std::uint64_t lo, std::uint64_t hi);
+// After pushing on this PE's deque: marks it visible, then wakes up to
+// `wake` sleeping PEs (the producer half of the wake-up protocol).
+void publish(int wake);
 // One task stolen from a random victim of the node, or null.
 task* steal_one(pe_tasks& me);
 // Runs [lo, hi) of a loop whose scheme puts tasks on deques; returns the

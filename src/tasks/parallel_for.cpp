@@ -220,6 +220,8 @@ void node_start() {
   int log2_pes = 0;
   while ((1 << (log2_pes + 1)) <= n->pes) ++log2_pes;
   n->steal_probes = std::max(1, std::min(n->pes - 1, 2 + log2_pes));
+  n->visible_words = (n->pes + 63) / 64;
+  n->visible = std::make_unique<node_tasks::visible_word[]>(std::size_t(n->visible_words));
   n->idle_look_cycles = std::uint64_t(double(idle_look_ns) / base::ns_per_cycle());
   g_node = n;
 }
@@ -329,7 +331,7 @@ void run_async(std::uint64_t n, const for_options& options, std::unique_ptr<asyn
       // runs it at its next turn, under the loop's scheme, unless an idle PE
       // steals it first.
       expose(*l, 0, n);
-      weft::detail::wake_idle_pes(1);
+      publish(1);
       break;
   }
 }

@@ -56,6 +56,30 @@ TEST(TasksOpGrowth, StealAttemptProbesLogPVictims) {
       grows_at_most_log("shared RMWs and peer visits per failed steal attempt", rmws, 0.25));
 }
 
+// An idle PE's poll for exposed tasks reads the visible marks, a word per
+// 64 PEs, and the deques they name: with no task anywhere, one word, where
+// it read every PE's deque. After a loop, the marks its deques left are
+// cleared by the first polls that find them empty.
+TEST(TasksOpGrowth, IdlePollReadsMarksNotEveryDeque) {
+  std::map<int, double> polls;
+  for (int pes : pe_counts) {
+    constexpr int calls = 1000;
+    weft::base::op_counts d;
+    bool visible_after = true;
+    on_node(pes, [&] {
+      using namespace weft::tasks::internal;
+      weft::parallel_for(0, 1000, [](int) {}, {.grain = 1, .scheme = weft::tasks_scheme::split});
+      hook_tasks_visible();  // clears what the loop left marked
+      const weft::base::op_counts before = weft::base::this_thread_op_counts();
+      for (int i = 0; i < calls; ++i) visible_after = hook_tasks_visible() && visible_after;
+      d = weft::base::this_thread_op_counts() - before;
+    });
+    EXPECT_FALSE(visible_after) << "no task is left after the loop";
+    polls[pes] = double(d[op::poll]) / calls;
+  }
+  EXPECT_TRUE(grows_at_most_log("words and deques read per idle poll", polls, 0.25));
+}
+
 // Whatever it finds, an attempt stays within its probes, and a task exposed
 // anywhere is found by repeated attempts (bounded probes must not make a
 // task invisible): each PE but the caller steals from the caller's deque

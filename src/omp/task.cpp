@@ -104,22 +104,20 @@ struct dep_item {
 //   depend[0] = 0: depend[1] = n, depend[2] out/inout, depend[3]
 //     mutexinoutset, depend[4] in, then those addresses in that order, then
 //     pointers to omp_depend_t objects ({address, type}) for the rest.
+// Both are read writers first (a depobj object's writer before the other
+// addresses, its reader after them), so the items come out writers first
+// in one vector: one allocation per task.
 std::vector<dep_item> parse_depend(void** depend) {
-  std::vector<dep_item> writers, readers;
-  auto seen = [&](void* addr) {
-    for (const dep_item& d : writers)
-      if (d.addr == addr) return true;
-    for (const dep_item& d : readers)
-      if (d.addr == addr) return true;
-    return false;
-  };
+  std::vector<dep_item> items;
   auto add = [&](void* addr, int kind) {
-    if (seen(addr)) return;
-    (kind == dep_out ? writers : readers).push_back(dep_item{addr, kind});
+    for (const dep_item& d : items)
+      if (d.addr == addr) return;
+    items.push_back(dep_item{addr, kind});
   };
   const auto word = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(depend[i]); };
   if (word(0) != 0) {
     const std::size_t n = word(0), nout = word(1);
+    items.reserve(n);
     for (std::size_t i = 0; i < n; ++i) add(depend[2 + i], i < nout ? dep_out : dep_in);
   } else {
     const std::size_t n = word(1), nout = word(2), nmutex = word(3), nin = word(4);
@@ -127,6 +125,7 @@ std::vector<dep_item> parse_depend(void** depend) {
     if (normal > n)
       base::fatal("libweft-omp: a depend array with %zu addresses but %zu of known type", n,
                   normal);
+    items.reserve(n);
     std::vector<std::pair<void*, std::uintptr_t>> objects;
     for (std::size_t i = normal; i < n; ++i) {
       void** obj = static_cast<void**>(depend[5 + i]);
@@ -148,8 +147,7 @@ std::vector<dep_item> parse_depend(void** depend) {
       if (type == depend_inoutset) add(addr, dep_inoutset);
     }
   }
-  writers.insert(writers.end(), readers.begin(), readers.end());
-  return writers;
+  return items;
 }
 
 // Makes `self` wait for `pred` (guarded by the team's task_mutex).
@@ -196,6 +194,7 @@ void link_deps(task_node* parent, task_node* self, const std::vector<dep_item>& 
     if (!record) return;
     table = parent->deps = new std::unordered_map<void*, dep_slot>;
   }
+  if (record) self->dep_addrs.reserve(items.size());
   for (const dep_item& d : items) {
     dep_slot* slot = nullptr;
     if (record) {

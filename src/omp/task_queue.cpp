@@ -65,7 +65,7 @@ int steal_probes(int n) {
 
 // A random member index in [0, n) from me's own xorshift state.
 int random_member(thread_state& me, int n) {
-  unsigned x = me.steal_seed != 0 ? me.steal_seed : 0x9e3779b9u * unsigned(me.id + 1) | 1u;
+  unsigned x = me.steal_seed != 0 ? me.steal_seed : (0x9e3779b9u * unsigned(me.id + 1)) | 1u;
   x ^= x << 13;
   x ^= x >> 17;
   x ^= x << 5;

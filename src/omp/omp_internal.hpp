@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 #include "weft/base/cache.hpp"
+#include "weft/base/chase_lev.hpp"
 #include "weft/threads/fiber.hpp"
 #include "weft/threads/ult.hpp"
 
@@ -36,20 +37,20 @@ enum sched_kind : int { sched_static = 1, sched_dynamic = 2, sched_guided = 3, s
 
 // The data-environment ICVs a thread carries (OpenMP 5.0, 2.4).
 struct icvs {
-  int nthreads = 1;          // nthreads-var
+  int nthreads = 1;               // nthreads-var
   int run_sched = sched_dynamic;  // run-sched-var
   long run_chunk = 1;
-  bool dynamic = false;      // dyn-var
+  bool dynamic = false;  // dyn-var
 };
 
 // The process-wide ones, read from the environment once.
 struct global_icvs {
-  icvs initial;              // what the initial thread starts with
+  icvs initial;  // what the initial thread starts with
   // max-active-levels-var: set by omp_set_max_active_levels (any thread).
   std::atomic<int> max_active_levels{1};
   int thread_limit = 1 << 20;
   std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE
-  bool cancellation = false;  // cancel-var (OMP_CANCELLATION)
+  bool cancellation = false;                       // cancel-var (OMP_CANCELLATION)
 };
 global_icvs& globals();
 
@@ -59,9 +60,9 @@ struct taskgroup;
 
 // One OpenMP thread (its implicit task).
 struct thread_state {
-  team* t = nullptr;          // null: the initial thread (no team)
-  int id = 0;                 // omp_get_thread_num
-  int level = 0;              // nesting level of its team's region
+  team* t = nullptr;  // null: the initial thread (no team)
+  int id = 0;         // omp_get_thread_num
+  int level = 0;      // nesting level of its team's region
   int active_level = 0;
   thread_state* parent = nullptr;  // the thread that met the region
   icvs icv;
@@ -81,6 +82,10 @@ struct thread_state {
   // rank), or -- ult null -- on its PE's own stack.
   threads::ult* ult = nullptr;
   int pe = -1;
+  // Stealing (task_queue.cpp), this thread's own: the member it last took
+  // a task from (-1: none) and the state of its victim choice.
+  int steal_from = -1;
+  unsigned steal_seed = 0;
 };
 
 // The OpenMP thread the calling OS thread runs now (null: the initial
@@ -92,17 +97,17 @@ void set_current(thread_state* t) noexcept;
 // k-th construct a thread meets is slot k % ring, first come initialises.
 struct alignas(base::cache_line) ws_slot {
   std::mutex mutex;
-  unsigned id = ~0u;       // the construct it holds (guarded)
-  int joined = 0;          // threads that entered it (guarded)
-  int left = 0;            // threads that left it (guarded)
-  bool busy = false;       // holds a construct not every thread has left (guarded)
+  unsigned id = ~0u;  // the construct it holds (guarded)
+  int joined = 0;     // threads that entered it (guarded)
+  int left = 0;       // threads that left it (guarded)
+  bool busy = false;  // holds a construct not every thread has left (guarded)
   // Loops (signed or unsigned iteration space, as GCC lowers them).
   alignas(base::cache_line) std::atomic<long> next{0};
   long end = 0, incr = 1, chunk = 1;
   std::atomic<unsigned long long> next_ull{0};
   unsigned long long end_ull = 0, incr_ull = 1, chunk_ull = 1;
-  bool up = true;            // ull: counting up
-  int sched = sched_dynamic; // of this loop
+  bool up = true;             // ull: counting up
+  int sched = sched_dynamic;  // of this loop
   long start = 0;
   unsigned long long start_ull = 0;
   // ordered: the sequence number of the chunk whose ordered regions may run.
@@ -136,11 +141,16 @@ struct dep_slot;
 
 struct task_node {
   void (*fn)(void*) = nullptr;
-  void* arg = nullptr;       // into `storage`
+  void* arg = nullptr;  // into `inline_args` or `storage`
+  // The arguments' copy: inline when they fit (GCC's argument blocks of
+  // most tasks are a few pointers and firstprivates), which spares a task
+  // a second allocation; else on the heap.
+  static constexpr std::size_t inline_bytes = 64, inline_align = 16;
+  alignas(inline_align) unsigned char inline_args[inline_bytes];
   std::vector<unsigned char> storage;
   task_node* parent = nullptr;
   taskgroup* group = nullptr;
-  team* owner = nullptr;     // the team whose queue it is on (deferred tasks)
+  team* owner = nullptr;  // the team it is queued in (deferred tasks)
   std::atomic<long> refs{1};
   bool heap = false;
   bool final = false;  // final clause, or a descendant of a final task
@@ -208,6 +218,44 @@ struct member {
   int sent_to = -1;  // the PE its start message went to (-1: none)
   thread_state thr;
   task_node implicit;
+  // The deferred tasks this member made or released (task_queue.cpp). Its
+  // owner is the member's OpenMP thread -- whichever OS thread runs it: a
+  // ULT never changes OS threads, and a recycled team's next owner is
+  // ordered after the last one by the region's end and start -- the
+  // other members steal from it.
+  base::chase_lev<task_node*> tasks;
+};
+
+// Fibers asleep at a team's barrier. The list is guarded by the mutex
+// beside it; its length is kept in an atomic too, so that the task path,
+// which makes work for them, looks without taking the mutex (the
+// protocol: wait_step and wake_for_tasks).
+class sleeper_list {
+ public:
+  void push_back(thread_state* t) {
+    list_.push_back(t);
+    size_.store(list_.size(), std::memory_order_seq_cst);
+  }
+  void pop_back() {
+    list_.pop_back();
+    size_.store(list_.size(), std::memory_order_seq_cst);
+  }
+  void clear() {
+    list_.clear();
+    size_.store(0, std::memory_order_seq_cst);
+  }
+  // Takes the list (into an empty `out`).
+  void swap(std::vector<thread_state*>& out) {
+    list_.swap(out);
+    size_.store(list_.size(), std::memory_order_seq_cst);
+  }
+  bool empty() const noexcept { return list_.empty(); }
+  // Without the mutex: whether anyone may be asleep.
+  bool any() const noexcept { return size_.load(std::memory_order_seq_cst) != 0; }
+
+ private:
+  std::vector<thread_state*> list_;
+  std::atomic<std::size_t> size_{0};
 };
 
 struct team {
@@ -221,7 +269,7 @@ struct team {
   int first_unstarted = 1;
   int master_pe = -1;
   thread_state* outer = nullptr;  // what the meeting thread ran as before (restored at the end)
-  std::vector<member> members;  // sized at creation, never resized
+  std::vector<member> members;    // sized at creation, never resized
 
   // References: the master, plus each start message in flight, plus each
   // started member until its fiber is gone. The last one frees the team.
@@ -234,14 +282,21 @@ struct team {
   alignas(base::cache_line) std::atomic<int> arrived{0};
   std::atomic<unsigned> round{0};
   std::mutex sleep_mutex;
-  std::vector<thread_state*> sleepers;  // guarded by sleep_mutex
+  sleeper_list sleepers;  // guarded by sleep_mutex
 
   ws_slot ring[ws_ring];
 
-  // Deferred tasks of the team, and how many are queued or running.
+  // Deferred tasks of the team not yet complete (waiting for their
+  // dependences, queued or running): one read-modify-write per task at its
+  // submission and one at its end; waiting threads read it.
+  alignas(base::cache_line) std::atomic<long> tasks_pending{0};
+  // The dependence graph of the team's tasks, and the shared queue: tasks
+  // queued by a thread that owns none of the team's deques (a successor
+  // released by omp_fulfill_event), which any member takes
+  // (task_queue.cpp); tasks_shared is its length, read without the mutex.
   alignas(base::cache_line) std::mutex task_mutex;
   std::deque<task_node*> tasks;  // guarded by task_mutex
-  std::atomic<long> tasks_pending{0};
+  std::atomic<long> tasks_shared{0};
 
   // cancel parallel (only with OMP_CANCELLATION): its tasks not yet started
   // are discarded.
@@ -267,24 +322,41 @@ struct team {
 
 // One pause of a waiting OpenMP thread, giving the PE back (see the top of
 // this file): runs a queued task of its team, or -- a fiber -- suspends on
-// `sleepers` (when may_sleep; recheck(ctx) is tested under `m` first, so a
-// wake-up is never lost) or yields, or -- thread 0 on its PE's stack --
-// starts members nobody started, serves the PE's messages, or yields.
-void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
-               std::vector<thread_state*>* sleepers, bool (*recheck)(void*), void* ctx);
+// `sleepers` (when may_sleep, which says no task of the team was pending;
+// recheck(ctx) and tasks_pending are tested under `m` once it is on the
+// list, so a wake-up is never lost) or yields, or -- thread 0 on its PE's
+// stack -- starts members nobody started, serves the PE's messages, or
+// yields.
+void wait_step(thread_state& me, bool may_sleep, std::mutex* m, sleeper_list* sleepers,
+               bool (*recheck)(void*), void* ctx);
 
 void barrier(thread_state& me);
-// Runs one queued task of the team; false if none was queued.
+// Runs one queued task of the team; false if none was found (its own
+// deque, a few other members' and the shared queue were empty).
 bool run_one_task(thread_state& me);
 // Wakes fibers asleep on `sleepers` (sends each a resume message).
-void wake_all(std::mutex& m, std::vector<thread_state*>& sleepers);
+void wake_all(std::mutex& m, sleeper_list& sleepers);
+
+// ---- the queues of deferred tasks (task_queue.cpp) -------------------------
+
+// Queues a ready task of `t`: on the deque of `me` when `me` is a member of
+// `t` (its owner), else (`me` null, or of another team) on the shared
+// queue. Does not wake anyone: wake_for_tasks does, once per batch.
+void enqueue_task(thread_state* me, team& t, task_node* node);
+// A queued task of me's team for `me` to run, or null: its own deque's
+// newest, else the oldest of a few other members' (a bounded number of
+// probes, not all of them), else the shared queue's oldest.
+task_node* take_task(thread_state& me);
+// Wakes the team's fibers asleep at its barrier, if there are any, after
+// tasks_pending was raised (seq_cst) and the tasks queued.
+void wake_for_tasks(team& t);
 
 // The team size a parallel region gets (num_threads clause, 0: none).
 int team_size_for(thread_state& me, unsigned num_threads);
 // Runs fn(data) as a parallel region of `n` threads; `prepare` (may be
 // null) initialises the team's first work share before any thread runs.
-void run_region(void (*fn)(void*), void* data, int n,
-                void (*prepare)(team&, void*) = nullptr, void* prepare_ctx = nullptr);
+void run_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*) = nullptr,
+                void* prepare_ctx = nullptr);
 // The same in two halves (GOMP_parallel_start / GOMP_parallel_end, where
 // the caller runs fn itself as thread 0 in between).
 team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*) = nullptr,
@@ -296,8 +368,7 @@ void end_region(team* t);
 // opens a taskgroup of its own; the first to arrive registers GCC's array
 // (memory for every thread's copies), the others share that memory.
 void workshare_taskgroup_start(thread_state& me);
-void workshare_reductions_register(thread_state& me, std::uintptr_t* data,
-                                   std::uintptr_t* first);
+void workshare_reductions_register(thread_state& me, std::uintptr_t* data, std::uintptr_t* first);
 // GOMP_parallel_reductions: the taskgroup every implicit task of the region
 // belongs to, with `data` registered for `nthreads` threads.
 taskgroup* parallel_reductions_group(std::uintptr_t* data, int nthreads);

@@ -1,11 +1,12 @@
 // Explicit tasks: GOMP_task (deferred or undeferred, with dependences and
-// detach), taskwait (also with depend), taskgroup, taskyield, taskloop, and
-// task reductions (taskgroup task_reduction + in_reduction, taskloop
-// reduction, reduction(task, ...) on work-sharing constructs).
+// detach), taskwait (also with depend), taskgroup, taskyield, taskloop.
+// Where queued tasks wait: task_queue.cpp; task reductions:
+// task_reduction.cpp.
 //
-// A deferred task goes on its team's queue; any thread of the team runs
-// queued tasks whenever it waits (barriers, taskwait, the other waits of
-// wait_step), so tasks spread over the team's PEs. A task runs to its end on
+// A deferred task goes on its creator's deque (task_queue.cpp); any thread
+// of the team runs queued tasks whenever it waits (barriers, taskwait, the
+// other waits of wait_step), its own newest first, else stolen from another
+// member, so tasks spread over the team's PEs. A task runs to its end on
 // the thread that took it (its waits inside run other tasks nested), so a
 // task never moves, as an untied task may not need to.
 //
@@ -16,22 +17,20 @@
 // tasks then never overlap, in creation order: compliant, less parallel).
 // An undeferred task with dependences waits for its predecessors first and
 // is not recorded: it completes before its parent goes on. The graph is
-// guarded by the team's task_mutex; tasks without dependences never take it
-// for the graph.
+// guarded by the team's task_mutex; tasks without dependences never take
+// it. A task whose last predecessor completes runs next on the completing
+// thread (others released with it go on its deque): a chain stays on one
+// warm thread and passes through no queue.
 //
 // detach: the task completes -- its successors released, its parent,
 // taskgroup and team told -- when both its body has returned and its event
 // was fulfilled, by whichever of the two threads comes last.
-//
-// Task reductions: GCC fills an array describing the variables, and the
-// runtime provides zeroed memory for every thread's copies and maps an
-// original address to the calling thread's copy (GOMP_task_reduction_remap);
-// GCC's code initialises and combines the copies.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <utility>
+#include "base/op_count.hpp"
 #include "omp/gomp_abi.hpp"
 #include "omp/omp_internal.hpp"
 #include "weft/base/cache.hpp"
@@ -44,6 +43,9 @@ void GOMP_taskgroup_reduction_register(std::uintptr_t* data);
 }
 
 namespace weft::omp {
+
+using base::count;
+using base::op;
 
 task_node::~task_node() {
   delete deps;
@@ -60,7 +62,10 @@ constexpr unsigned flag_if = 1u << 10;        // taskloop: the if clause holds (
 constexpr unsigned flag_nogroup = 1u << 11;
 constexpr unsigned flag_reduction = 1u << 12;
 constexpr unsigned flag_detach = 1u << 13;
-constexpr unsigned flag_strict = 1u << 14;    // taskloop: grainsize(strict: g)
+constexpr unsigned flag_strict = 1u << 14;  // taskloop: grainsize(strict: g)
+
+// Released successors one run_one_task runs in a row (see there).
+constexpr int chain_max = 16;
 
 // ---- cancellation --------------------------------------------------------------------
 
@@ -82,8 +87,8 @@ bool discarded(const task_node* node) {
 // ---- dependences ---------------------------------------------------------------------
 
 // Dependence types of an omp_depend_t (GCC's GOMP_DEPEND_*).
-constexpr std::uintptr_t depend_in = 1, depend_out = 2, depend_inout = 3,
-                         depend_mutexinoutset = 4, depend_inoutset = 5;
+constexpr std::uintptr_t depend_in = 1, depend_out = 2, depend_inout = 3, depend_mutexinoutset = 4,
+                         depend_inoutset = 5;
 
 enum dep_kind : int { dep_out = 0, dep_in = 1, dep_inoutset = 2 };
 
@@ -99,28 +104,28 @@ struct dep_item {
 //   depend[0] = 0: depend[1] = n, depend[2] out/inout, depend[3]
 //     mutexinoutset, depend[4] in, then those addresses in that order, then
 //     pointers to omp_depend_t objects ({address, type}) for the rest.
+// Both are read writers first (a depobj object's writer before the other
+// addresses, its reader after them), so the items come out writers first
+// in one vector: one allocation per task.
 std::vector<dep_item> parse_depend(void** depend) {
-  std::vector<dep_item> writers, readers;
-  auto seen = [&](void* addr) {
-    for (const dep_item& d : writers)
-      if (d.addr == addr) return true;
-    for (const dep_item& d : readers)
-      if (d.addr == addr) return true;
-    return false;
-  };
+  std::vector<dep_item> items;
   auto add = [&](void* addr, int kind) {
-    if (seen(addr)) return;
-    (kind == dep_out ? writers : readers).push_back(dep_item{addr, kind});
+    for (const dep_item& d : items)
+      if (d.addr == addr) return;
+    items.push_back(dep_item{addr, kind});
   };
   const auto word = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(depend[i]); };
   if (word(0) != 0) {
     const std::size_t n = word(0), nout = word(1);
+    items.reserve(n);
     for (std::size_t i = 0; i < n; ++i) add(depend[2 + i], i < nout ? dep_out : dep_in);
   } else {
     const std::size_t n = word(1), nout = word(2), nmutex = word(3), nin = word(4);
     const std::size_t normal = nout + nmutex + nin;
     if (normal > n)
-      base::fatal("libweft-omp: a depend array with %zu addresses but %zu of known type", n, normal);
+      base::fatal("libweft-omp: a depend array with %zu addresses but %zu of known type", n,
+                  normal);
+    items.reserve(n);
     std::vector<std::pair<void*, std::uintptr_t>> objects;
     for (std::size_t i = normal; i < n; ++i) {
       void** obj = static_cast<void**>(depend[5 + i]);
@@ -142,8 +147,7 @@ std::vector<dep_item> parse_depend(void** depend) {
       if (type == depend_inoutset) add(addr, dep_inoutset);
     }
   }
-  writers.insert(writers.end(), readers.begin(), readers.end());
-  return writers;
+  return items;
 }
 
 // Makes `self` wait for `pred` (guarded by the team's task_mutex).
@@ -190,6 +194,7 @@ void link_deps(task_node* parent, task_node* self, const std::vector<dep_item>& 
     if (!record) return;
     table = parent->deps = new std::unordered_map<void*, dep_slot>;
   }
+  if (record) self->dep_addrs.reserve(items.size());
   for (const dep_item& d : items) {
     dep_slot* slot = nullptr;
     if (record) {
@@ -236,10 +241,10 @@ void erase_from(std::vector<task_node*>& v, task_node* node) {
   if (it != v.end()) v.erase(it);
 }
 
-// `node` completed: leaves its parent's table and queues the successors
-// whose last predecessor it was (guarded by the team's task_mutex).
-// Returns how many were queued.
-std::size_t unlink_deps(task_node* node) {
+// `node` completed: leaves its parent's table; node->successors keeps the
+// successors whose last predecessor it was, for the caller to queue once
+// the lock is gone (guarded by the team's task_mutex).
+void unlink_deps(task_node* node) {
   node->completed = true;
   task_node* parent = node->parent;
   if (parent != nullptr) {
@@ -253,14 +258,11 @@ std::size_t unlink_deps(task_node* node) {
         if (it->second.prev.empty() && it->second.set.empty()) parent->deps->erase(it);
       }
   }
-  std::size_t queued = 0;
-  for (task_node* succ : node->successors) {
-    if (succ->unmet.fetch_sub(1, std::memory_order_acq_rel) != 1 || succ->waiter) continue;
-    succ->owner->tasks.push_back(succ);
-    ++queued;
-  }
-  node->successors.clear();
-  return queued;
+  std::size_t ready = 0;
+  for (task_node* succ : node->successors)
+    if (succ->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1 && !succ->waiter)
+      node->successors[ready++] = succ;
+  node->successors.resize(ready);
 }
 
 // ---- running and completing ----------------------------------------------------------
@@ -270,25 +272,42 @@ void release(task_node* node) {
 }
 
 // A deferred task completed (its body returned and, if detachable, its
-// event was fulfilled): releases its successors, then accounts its end --
-// its group, its own reference, its parent's (the last access to the
-// parent), and last the team's count (the team's barrier waits for it, so
-// the implicit tasks a parent may be outlive every access above). Any
-// thread: omp_fulfill_event may complete a task from outside its team.
-void complete(task_node* node) {
+// event was fulfilled): queues its released successors -- on the deque of
+// `me`, the completing thread, when it is a member of the task's team,
+// else (null: omp_fulfill_event, from any thread) on the shared queue --
+// then accounts its end: its group, its own reference, its parent's (the
+// last access to the parent), and last the team's count (the team's
+// barrier waits for it, so the implicit tasks a parent may be outlive
+// every access above). With `next`, the last released successor is not
+// queued but returned there, for `me` to run at once (see run_one_task).
+void complete(thread_state* me, task_node* node, task_node** next = nullptr) {
   team* t = node->owner;
   if (node->in_graph) {
-    std::size_t queued = 0;
+    std::vector<task_node*> ready;
+    count(op::shared_rmw);
     {
       std::lock_guard<std::mutex> lock(t->task_mutex);
-      queued = unlink_deps(node);
+      unlink_deps(node);
+      ready.swap(node->successors);
     }
-    if (queued != 0) wake_all(t->sleep_mutex, t->sleepers);
+    if (next != nullptr && !ready.empty()) {
+      *next = ready.back();
+      ready.pop_back();
+    }
+    for (task_node* succ : ready) enqueue_task(me, *t, succ);
+    if (!ready.empty()) wake_for_tasks(*t);
   }
-  if (node->group != nullptr) node->group->pending.fetch_sub(1, std::memory_order_acq_rel);
+  if (node->group != nullptr) {
+    count(op::shared_rmw);
+    node->group->pending.fetch_sub(1, std::memory_order_acq_rel);
+  }
   task_node* parent = node->parent;
   release(node);
-  if (parent != nullptr) release(parent);
+  if (parent != nullptr) {
+    count(op::shared_rmw);
+    release(parent);
+  }
+  count(op::shared_rmw);
   t->tasks_pending.fetch_sub(1, std::memory_order_acq_rel);
 }
 
@@ -297,7 +316,9 @@ void complete(task_node* node) {
 // run. A discarded detachable task still completes when its event is
 // fulfilled -- its creator holds the event and may fulfil it any time, which
 // must not find the task gone (libgomp completes it at once).
-void run_task(thread_state& me, task_node* node) {
+// Returns a successor it released for `me` to run next, when `chain`
+// (else those go on me's deque), or null.
+task_node* run_task(thread_state& me, task_node* node, bool chain) {
   if (!discarded(node)) {
     task_node* outer = me.task;
     taskgroup* outer_group = me.group;
@@ -307,7 +328,10 @@ void run_task(thread_state& me, task_node* node) {
     me.task = outer;
     me.group = outer_group;
   }
-  if (node->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(node);
+  task_node* next = nullptr;
+  if (node->holds.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    complete(&me, node, chain ? &next : nullptr);
+  return next;
 }
 
 template <class Pred>
@@ -341,6 +365,7 @@ void wait_for_deps(thread_state& me, void** depend) {
   task_node waiter;
   waiter.waiter = true;
   {
+    count(op::shared_rmw);
     std::lock_guard<std::mutex> lock(t->task_mutex);
     if (parent->deps == nullptr && parent->all_memory == nullptr) return;
     link_deps(parent, &waiter, items, false);
@@ -352,16 +377,19 @@ void wait_for_deps(thread_state& me, void** depend) {
 // A deferred task with its own copy of the arguments (cpyfn, or the bytes).
 // A detachable one's event (the task) is stored where GCC asks, and in the
 // first word of the arguments before they are copied, as libgomp does.
-task_node* make_task(thread_state& me, void (*fn)(void*), void* data,
-                     void (*cpyfn)(void*, void*), long arg_size, long arg_align,
-                     void* detach = nullptr) {
+task_node* make_task(thread_state& me, void (*fn)(void*), void* data, void (*cpyfn)(void*, void*),
+                     long arg_size, long arg_align, void* detach = nullptr) {
   auto* node = new task_node;
   node->heap = true;
   node->fn = fn;
   const std::uintptr_t align = arg_align > 0 ? std::uintptr_t(arg_align) : 1;
-  node->storage.resize(std::size_t(arg_size) + align);
-  auto p = reinterpret_cast<std::uintptr_t>(node->storage.data());
-  node->arg = reinterpret_cast<void*>((p + align - 1) & ~(align - 1));
+  if (std::size_t(arg_size) <= task_node::inline_bytes && align <= task_node::inline_align) {
+    node->arg = node->inline_args;
+  } else {
+    node->storage.resize(std::size_t(arg_size) + align);
+    auto p = reinterpret_cast<std::uintptr_t>(node->storage.data());
+    node->arg = reinterpret_cast<void*>((p + align - 1) & ~(align - 1));
+  }
   if (detach != nullptr) {
     node->detached = true;
     node->holds.store(2, std::memory_order_relaxed);
@@ -378,24 +406,31 @@ task_node* make_task(thread_state& me, void (*fn)(void*), void* data,
   return node;
 }
 
-// Queues a task made by make_task on the team -- once the siblings its
+// Queues a task made by make_task on me's deque -- once the siblings its
 // dependences name have completed -- and wakes the team's threads asleep
-// at a barrier so that they help.
+// at a barrier, if any, so that they help. tasks_pending rises first, with
+// seq_cst: wake_for_tasks says why.
 void submit(thread_state& me, task_node* node, const std::vector<dep_item>* deps = nullptr) {
   team* t = me.t;
-  if (node->parent != nullptr) node->parent->refs.fetch_add(1, std::memory_order_relaxed);
-  if (node->group != nullptr) node->group->pending.fetch_add(1, std::memory_order_relaxed);
-  t->tasks_pending.fetch_add(1, std::memory_order_acq_rel);
-  bool ready = true;
-  {
-    std::lock_guard<std::mutex> lock(t->task_mutex);
-    if (deps != nullptr && !deps->empty() && node->parent != nullptr) {
-      link_deps(node->parent, node, *deps, true);
-      ready = node->unmet.load(std::memory_order_relaxed) == 0;
-    }
-    if (ready) t->tasks.push_back(node);
+  if (node->parent != nullptr) {
+    count(op::shared_rmw);
+    node->parent->refs.fetch_add(1, std::memory_order_relaxed);
   }
-  if (ready) wake_all(t->sleep_mutex, t->sleepers);
+  if (node->group != nullptr) {
+    count(op::shared_rmw);
+    node->group->pending.fetch_add(1, std::memory_order_relaxed);
+  }
+  count(op::shared_rmw);
+  t->tasks_pending.fetch_add(1, std::memory_order_seq_cst);
+  if (deps != nullptr && !deps->empty() && node->parent != nullptr) {
+    count(op::shared_rmw);
+    std::lock_guard<std::mutex> lock(t->task_mutex);
+    link_deps(node->parent, node, *deps, true);
+    // Not ready: its last predecessor's completion queues it.
+    if (node->unmet.load(std::memory_order_relaxed) != 0) return;
+  }
+  enqueue_task(&me, *t, node);
+  wake_for_tasks(*t);
 }
 
 // Runs a task made by make_task at once, as an included task (its
@@ -407,106 +442,6 @@ void run_now(thread_state& me, task_node* node) {
   me.task = outer;
   wait_tasks(me, [&] { return no_children(node); });
   delete node;
-}
-
-// ---- task reductions -----------------------------------------------------------------
-//
-// GCC's array (one per construct, possibly chained by next pointers):
-//   d[0] number of variables, d[1] bytes of one thread's copies, d[2] their
-//   alignment (the runtime replaces it by the base of every thread's
-//   copies), d[3] allocator, d[4] next array, d[5] and d[6] the runtime's
-//   (here: the registration, and the end of the copies), then per variable
-//   {original address, offset in a thread's chunk, the runtime's word}.
-// Registrations nest: each keeps the enclosing one (taskgroup inside
-// taskgroup), and a lookup goes outwards.
-
-struct reduction_registration {
-  std::vector<std::uintptr_t*> arrays;
-  // original address -> (its array, its offset in a thread's chunk)
-  std::unordered_map<std::uintptr_t, std::pair<std::uintptr_t*, std::uintptr_t>> items;
-  std::uintptr_t* outer = nullptr;
-};
-
-reduction_registration* registration_of(const std::uintptr_t* data) {
-  return reinterpret_cast<reduction_registration*>(data[5]);
-}
-
-// Registers `data` for `nthreads` threads inside `outer`; `first` (a work
-// share's first thread's array): share its memory instead of allocating.
-void register_reductions(std::uintptr_t* data, std::uintptr_t* outer, std::uintptr_t* first,
-                         int nthreads) {
-  auto* reg = new reduction_registration;
-  reg->outer = outer;
-  std::uintptr_t* d = data;
-  for (;;) {
-    reg->arrays.push_back(d);
-    if (first != nullptr) {
-      d[2] = first[2];
-      d[6] = first[6];
-      first = reinterpret_cast<std::uintptr_t*>(first[4]);
-    } else {
-      const std::size_t bytes = d[1] * std::size_t(nthreads);
-      std::size_t align = std::max<std::size_t>(d[2], alignof(void*));
-      if ((align & (align - 1)) != 0)
-        base::fatal("libweft-omp: task reduction alignment %zu is not a power of two", align);
-      const std::size_t alloc = std::max<std::size_t>(align, (bytes + align - 1) & ~(align - 1));
-      void* mem = std::aligned_alloc(align, alloc);
-      if (mem == nullptr)
-        base::fatal("libweft-omp: out of memory for task reductions (%zu bytes)", alloc);
-      std::memset(mem, 0, alloc);
-      d[2] = reinterpret_cast<std::uintptr_t>(mem);
-      d[6] = d[2] + bytes;
-    }
-    d[5] = 0;
-    for (std::uintptr_t j = 0; j < d[0]; ++j) {
-      std::uintptr_t* item = d + 7 + 3 * j;
-      item[2] = reinterpret_cast<std::uintptr_t>(d);
-      reg->items.emplace(item[0], std::make_pair(d, item[1]));
-    }
-    if (d[4] == 0) {
-      d[4] = reinterpret_cast<std::uintptr_t>(outer);
-      break;
-    }
-    d = reinterpret_cast<std::uintptr_t*>(d[4]);
-  }
-  data[5] = reinterpret_cast<std::uintptr_t>(reg);
-}
-
-void unregister_reductions(std::uintptr_t* data, bool free_memory) {
-  reduction_registration* reg = registration_of(data);
-  if (reg == nullptr)
-    base::fatal("libweft-omp: task reductions unregistered that were not registered");
-  if (free_memory)
-    for (std::uintptr_t* d : reg->arrays) std::free(reinterpret_cast<void*>(d[2]));
-  data[5] = 0;
-  delete reg;
-}
-
-// The calling thread's copy of `p`, which is an original list item or
-// (a task inside a task) a copy already; `orig` gets the original.
-bool remap_one(std::uintptr_t* data, std::uintptr_t id, std::uintptr_t p, std::uintptr_t& copy,
-               std::uintptr_t& orig) {
-  for (std::uintptr_t* h = data; h != nullptr; h = registration_of(h)->outer) {
-    const reduction_registration* reg = registration_of(h);
-    auto it = reg->items.find(p);
-    if (it == reg->items.end()) continue;
-    const std::uintptr_t* d = it->second.first;
-    copy = d[2] + id * d[1] + it->second.second;
-    orig = p;
-    return true;
-  }
-  for (std::uintptr_t* h = data; h != nullptr; h = registration_of(h)->outer) {
-    for (const std::uintptr_t* d : registration_of(h)->arrays) {
-      if (p < d[2] || p >= d[6] || d[1] == 0) continue;
-      const std::uintptr_t off = (p - d[2]) % d[1];
-      copy = d[2] + id * d[1] + off;
-      orig = 0;
-      for (std::uintptr_t j = 0; j < d[0]; ++j)
-        if (d[7 + 3 * j + 1] == off) orig = d[7 + 3 * j];
-      return true;
-    }
-  }
-  return false;
 }
 
 // ---- taskloop ------------------------------------------------------------------------
@@ -528,7 +463,8 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
   const auto skip = [&] {
     if (reduction) static_cast<data_head*>(data)->reductions[2] = 0;
   };
-  if (globals().cancellation && me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed)) {
+  if (globals().cancellation && me.t != nullptr &&
+      me.t->cancelled.load(std::memory_order_relaxed)) {
     skip();
     return;
   }
@@ -558,8 +494,7 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
     return;
   }
   const bool final = (flags & flag_final) != 0 || (me.task != nullptr && me.task->final);
-  const bool deferred =
-      (flags & flag_if) != 0 && !final && me.t != nullptr && me.t->size > 1;
+  const bool deferred = (flags & flag_if) != 0 && !final && me.t != nullptr && me.t->size > 1;
   const U q = trips / tasks, r = trips % tasks;
   U lo = 0;
   for (U k = 0; k < tasks; ++k) {
@@ -584,32 +519,14 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
 bool run_one_task(thread_state& me) {
   team* t = me.t;
   if (t == nullptr || t->tasks_pending.load(std::memory_order_acquire) == 0) return false;
-  task_node* node = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(t->task_mutex);
-    if (t->tasks.empty()) return false;
-    node = t->tasks.front();
-    t->tasks.pop_front();
-  }
-  run_task(me, node);
+  task_node* node = take_task(me);
+  if (node == nullptr) return false;
+  // A successor that a task's completion released runs next, right here:
+  // a chain passes from task to task with no queue between them, and the
+  // thieves' probes of this deque find lines nobody writes. A few at a
+  // time, so that the wait that called returns to check what it waits for.
+  for (int k = 1; node != nullptr; ++k) node = run_task(me, node, k < chain_max);
   return true;
-}
-
-void workshare_taskgroup_start(thread_state& me) {
-  GOMP_taskgroup_start();
-  me.group->workshare = true;
-}
-
-void workshare_reductions_register(thread_state& me, std::uintptr_t* data, std::uintptr_t* first) {
-  register_reductions(data, me.group->reductions, first, me.t != nullptr ? me.t->size : 1);
-  me.group->reductions = data;
-}
-
-taskgroup* parallel_reductions_group(std::uintptr_t* data, int nthreads) {
-  auto* g = new taskgroup;
-  register_reductions(data, nullptr, nullptr, nthreads);
-  g->reductions = data;
-  return g;
 }
 
 }  // namespace weft::omp
@@ -618,10 +535,10 @@ using namespace weft::omp;
 
 extern "C" {
 
-WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*),
-                         long arg_size, long arg_align, bool if_clause, unsigned flags,
-                         void** depend, int priority, void* detach) {
-  (void)priority;  // a hint; tasks run in creation order
+WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size,
+                         long arg_align, bool if_clause, unsigned flags, void** depend,
+                         int priority, void* detach) {
+  (void)priority;  // a hint, ignored (task_queue.cpp)
   thread_state& me = current();
   if (creation_cancelled(me)) return;
   team* t = me.t;
@@ -695,19 +612,20 @@ WEFT_GOMP void omp_fulfill_event(std::uintptr_t event) {
   if (node == nullptr) weft::base::fatal("omp_fulfill_event: a null event handle");
   const bool deferred = node->heap;
   if (!node->detached)
-    weft::base::fatal("omp_fulfill_event: %p is not the event of a detachable task", static_cast<void*>(node));
+    weft::base::fatal("omp_fulfill_event: %p is not the event of a detachable task",
+                      static_cast<void*>(node));
   if (node->fulfilled.exchange(true, std::memory_order_acq_rel))
-    weft::base::fatal("omp_fulfill_event: the event %p was fulfilled twice", static_cast<void*>(node));
+    weft::base::fatal("omp_fulfill_event: the event %p was fulfilled twice",
+                      static_cast<void*>(node));
   // An undeferred task's creator waits for `fulfilled` (set above, the last
   // access to it); a deferred one completes when its body returned too.
   if (!deferred) return;
-  if (node->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(node);
+  if (node->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(nullptr, node);
 }
 
 WEFT_GOMP void GOMP_taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*),
-                             long arg_size, long arg_align, unsigned flags,
-                             unsigned long num_tasks, int priority, long start, long end,
-                             long step) {
+                             long arg_size, long arg_align, unsigned flags, unsigned long num_tasks,
+                             int priority, long start, long end, long step) {
   (void)priority;
   taskloop<long>(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, start, end, step,
                  step > 0);
@@ -718,8 +636,8 @@ WEFT_GOMP void GOMP_taskloop_ull(void (*fn)(void*), void* data, void (*cpyfn)(vo
                                  unsigned long num_tasks, int priority, unsigned long long start,
                                  unsigned long long end, unsigned long long step) {
   (void)priority;
-  taskloop<unsigned long long>(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, start,
-                               end, step, (flags & flag_up) != 0);
+  taskloop<unsigned long long>(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, start, end,
+                               step, (flags & flag_up) != 0);
 }
 
 WEFT_GOMP void GOMP_taskwait() {
@@ -748,53 +666,6 @@ WEFT_GOMP void GOMP_taskgroup_end() {
   wait_tasks(me, [&] { return g->pending.load(std::memory_order_acquire) == 0; });
   me.group = g->outer;
   delete g;
-}
-
-// taskgroup task_reduction(...) (and taskloop reduction, through
-// GOMP_taskloop): memory for every thread's copies, for the team's threads.
-WEFT_GOMP void GOMP_taskgroup_reduction_register(std::uintptr_t* data) {
-  thread_state& me = current();
-  if (me.group == nullptr)
-    weft::base::fatal("libweft-omp: GOMP_taskgroup_reduction_register outside a taskgroup");
-  register_reductions(data, me.group->reductions, nullptr, me.t != nullptr ? me.t->size : 1);
-  me.group->reductions = data;
-}
-
-WEFT_GOMP void GOMP_taskgroup_reduction_unregister(std::uintptr_t* data) {
-  unregister_reductions(data, true);
-}
-
-// in_reduction: ptrs[i] (an original list item, or a copy a task already
-// got) becomes the calling thread's copy; for i < cntorig, ptrs[cnt + i] the
-// original.
-WEFT_GOMP void GOMP_task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
-  thread_state& me = current();
-  std::uintptr_t* data = me.group != nullptr ? me.group->reductions : nullptr;
-  for (std::size_t i = 0; i < cnt; ++i) {
-    const auto p = reinterpret_cast<std::uintptr_t>(ptrs[i]);
-    std::uintptr_t copy = 0, orig = 0;
-    if (data == nullptr || !remap_one(data, std::uintptr_t(me.id), p, copy, orig))
-      weft::base::fatal(
-          "libweft-omp: in_reduction of %p, which no enclosing taskgroup task_reduction or "
-          "reduction(task, ...) names",
-          ptrs[i]);
-    ptrs[i] = reinterpret_cast<void*>(copy);
-    if (i < cntorig) ptrs[cnt + i] = reinterpret_cast<void*>(orig);
-  }
-}
-
-// The end of a work-sharing construct with reduction(task, ...): its tasks
-// done, the team past the construct (unless cancelled), thread 0 frees the
-// copies every thread shared.
-WEFT_GOMP void GOMP_workshare_task_reduction_unregister(bool cancelled) {
-  thread_state& me = current();
-  std::uintptr_t* data = me.group != nullptr ? me.group->reductions : nullptr;
-  if (data == nullptr || !me.group->workshare)
-    weft::base::fatal("libweft-omp: GOMP_workshare_task_reduction_unregister outside a work share "
-                "with task reductions");
-  GOMP_taskgroup_end();
-  if (!cancelled) barrier(me);
-  unregister_reductions(data, me.id == 0);
 }
 
 }  // extern "C"

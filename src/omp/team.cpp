@@ -121,11 +121,28 @@ std::optional<std::size_t> parse_stacksize(const char* var, const char* v) {
   }
   double unit = 1024;  // OpenMP: a bare number is in kilobytes
   switch (*end) {
-    case 'b': case 'B': unit = 1; ++end; break;
-    case 'k': case 'K': unit = 1024; ++end; break;
-    case 'm': case 'M': unit = 1024.0 * 1024; ++end; break;
-    case 'g': case 'G': unit = 1024.0 * 1024 * 1024; ++end; break;
-    default: break;
+    case 'b':
+    case 'B':
+      unit = 1;
+      ++end;
+      break;
+    case 'k':
+    case 'K':
+      unit = 1024;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      unit = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      unit = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
   }
   while (std::isspace(static_cast<unsigned char>(*end))) ++end;
   if (*end != '\0') {
@@ -155,7 +172,8 @@ void read_environment(global_icvs& g) {
     // A list gives the first level's count first; nested levels run inactive.
     if (auto n = parse_count("OMP_NUM_THREADS", v, false, true)) g.initial.nthreads = int(*n);
   }
-  if (const char* v = get("OMP_SCHEDULE")) parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
+  if (const char* v = get("OMP_SCHEDULE"))
+    parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
   if (const char* v = get("OMP_DYNAMIC"))
     if (auto b = parse_bool("OMP_DYNAMIC", v)) g.initial.dynamic = *b;
   if (const char* v = get("OMP_MAX_ACTIVE_LEVELS")) {
@@ -438,8 +456,8 @@ struct keep_errno {
 
 bool run_one_task(thread_state& me);
 
-void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
-               std::vector<thread_state*>* sleepers, bool (*recheck)(void*), void* ctx) {
+void wait_step(thread_state& me, bool may_sleep, std::mutex* m, sleeper_list* sleepers,
+               bool (*recheck)(void*), void* ctx) {
   const keep_errno keep;
   if (run_one_task(me)) return;
   if (me.ult != nullptr) {
@@ -451,6 +469,13 @@ void wait_step(thread_state& me, bool may_sleep, std::mutex* m,
         std::lock_guard<std::mutex> lock(*m);
         if (recheck(ctx)) return;
         sleepers->push_back(&me);
+        // may_sleep: no task was pending. One submitted since then is seen
+        // here, or its producer sees this fiber on the list and wakes it
+        // (the protocol: wake_for_tasks, task_queue.cpp).
+        if (me.t != nullptr && me.t->tasks_pending.load(std::memory_order_seq_cst) != 0) {
+          sleepers->pop_back();
+          return;
+        }
       }
       threads::suspend();
       return;
@@ -553,11 +578,11 @@ bool barrier_wait(thread_state& me, bool cancellable) {
 
 }  // namespace
 
-void wake_all(std::mutex& m, std::vector<thread_state*>& sleepers) {
+void wake_all(std::mutex& m, sleeper_list& sleepers) {
   std::vector<thread_state*> woken;
   {
     std::lock_guard<std::mutex> lock(m);
-    woken.swap(sleepers);
+    sleepers.swap(woken);
   }
   for (thread_state* thr : woken) send_resume(thr);
 }

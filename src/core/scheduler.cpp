@@ -768,6 +768,12 @@ int serve_messages(int max) {
   core::node_state* node = core::g_node.load(std::memory_order_relaxed);
   core::pe_state* pe = core::t_pe;
   if (node == nullptr || pe == nullptr) return 0;
+  // A PE that waits by serving its messages (a loop's caller, an OpenMP
+  // wait, a program's own poll) no longer takes scheduler turns: what its
+  // earlier sends left in spsc-pairs overflow must still reach the rings,
+  // or a PE that waits for an answer to such a message waits forever
+  // (seen: the one still in overflow was the request).
+  core::flush_backlog(*node, *pe);
   return core::run_own_queue(*node, *pe, max);
 }
 

@@ -28,6 +28,7 @@
 #include <exception>
 #include <memory>
 #include <vector>
+#include "base/op_count.hpp"
 #include "pool.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/chase_lev.hpp"
@@ -168,6 +169,7 @@ inline void account(loop& l, std::uint64_t k) {
   const bool async = l.async != nullptr;
   const int caller = l.caller_pe;
   loop* self = &l;
+  base::count(base::op::shared_rmw);
   if (l.remaining.fetch_sub(k, std::memory_order_acq_rel) == k && async) send_done(caller, self);
 }
 

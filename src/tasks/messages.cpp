@@ -25,6 +25,7 @@ handler_id h_broadcast = 0, h_block = 0, h_done = 0;
 std::uint64_t grab_chunks(loop& l) {
   std::uint64_t done = 0;
   for (;;) {
+    base::count(base::op::shared_rmw);
     const std::uint64_t c = l.next_chunk.fetch_add(1, std::memory_order_relaxed);
     if (c >= l.chunks) return done;
     const std::uint64_t lo = c * l.grain, hi = std::min(l.n, lo + l.grain);
@@ -48,8 +49,9 @@ std::uint64_t block_begin(const loop& l, int b) {
 // PE had claimed it).
 std::uint64_t run_block(loop& l, int b) {
   std::atomic<bool>& claim = l.claimed[std::size_t(b)];
-  if (claim.load(std::memory_order_relaxed) || claim.exchange(true, std::memory_order_acq_rel))
-    return 0;
+  if (claim.load(std::memory_order_relaxed)) return 0;
+  base::count(base::op::shared_rmw);
+  if (claim.exchange(true, std::memory_order_acq_rel)) return 0;
   return run_chunks(l, block_begin(l, b), block_begin(l, b + 1));
 }
 

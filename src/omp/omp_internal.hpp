@@ -36,20 +36,20 @@ enum sched_kind : int { sched_static = 1, sched_dynamic = 2, sched_guided = 3, s
 
 // The data-environment ICVs a thread carries (OpenMP 5.0, 2.4).
 struct icvs {
-  int nthreads = 1;          // nthreads-var
+  int nthreads = 1;               // nthreads-var
   int run_sched = sched_dynamic;  // run-sched-var
   long run_chunk = 1;
-  bool dynamic = false;      // dyn-var
+  bool dynamic = false;  // dyn-var
 };
 
 // The process-wide ones, read from the environment once.
 struct global_icvs {
-  icvs initial;              // what the initial thread starts with
+  icvs initial;  // what the initial thread starts with
   // max-active-levels-var: set by omp_set_max_active_levels (any thread).
   std::atomic<int> max_active_levels{1};
   int thread_limit = 1 << 20;
   std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE
-  bool cancellation = false;  // cancel-var (OMP_CANCELLATION)
+  bool cancellation = false;                       // cancel-var (OMP_CANCELLATION)
 };
 global_icvs& globals();
 
@@ -59,9 +59,9 @@ struct taskgroup;
 
 // One OpenMP thread (its implicit task).
 struct thread_state {
-  team* t = nullptr;          // null: the initial thread (no team)
-  int id = 0;                 // omp_get_thread_num
-  int level = 0;              // nesting level of its team's region
+  team* t = nullptr;  // null: the initial thread (no team)
+  int id = 0;         // omp_get_thread_num
+  int level = 0;      // nesting level of its team's region
   int active_level = 0;
   thread_state* parent = nullptr;  // the thread that met the region
   icvs icv;
@@ -92,17 +92,17 @@ void set_current(thread_state* t) noexcept;
 // k-th construct a thread meets is slot k % ring, first come initialises.
 struct alignas(base::cache_line) ws_slot {
   std::mutex mutex;
-  unsigned id = ~0u;       // the construct it holds (guarded)
-  int joined = 0;          // threads that entered it (guarded)
-  int left = 0;            // threads that left it (guarded)
-  bool busy = false;       // holds a construct not every thread has left (guarded)
+  unsigned id = ~0u;  // the construct it holds (guarded)
+  int joined = 0;     // threads that entered it (guarded)
+  int left = 0;       // threads that left it (guarded)
+  bool busy = false;  // holds a construct not every thread has left (guarded)
   // Loops (signed or unsigned iteration space, as GCC lowers them).
   alignas(base::cache_line) std::atomic<long> next{0};
   long end = 0, incr = 1, chunk = 1;
   std::atomic<unsigned long long> next_ull{0};
   unsigned long long end_ull = 0, incr_ull = 1, chunk_ull = 1;
-  bool up = true;            // ull: counting up
-  int sched = sched_dynamic; // of this loop
+  bool up = true;             // ull: counting up
+  int sched = sched_dynamic;  // of this loop
   long start = 0;
   unsigned long long start_ull = 0;
   // ordered: the sequence number of the chunk whose ordered regions may run.
@@ -136,11 +136,11 @@ struct dep_slot;
 
 struct task_node {
   void (*fn)(void*) = nullptr;
-  void* arg = nullptr;       // into `storage`
+  void* arg = nullptr;  // into `storage`
   std::vector<unsigned char> storage;
   task_node* parent = nullptr;
   taskgroup* group = nullptr;
-  team* owner = nullptr;     // the team whose queue it is on (deferred tasks)
+  team* owner = nullptr;  // the team whose queue it is on (deferred tasks)
   std::atomic<long> refs{1};
   bool heap = false;
   bool final = false;  // final clause, or a descendant of a final task
@@ -221,7 +221,7 @@ struct team {
   int first_unstarted = 1;
   int master_pe = -1;
   thread_state* outer = nullptr;  // what the meeting thread ran as before (restored at the end)
-  std::vector<member> members;  // sized at creation, never resized
+  std::vector<member> members;    // sized at creation, never resized
 
   // References: the master, plus each start message in flight, plus each
   // started member until its fiber is gone. The last one frees the team.
@@ -283,8 +283,8 @@ void wake_all(std::mutex& m, std::vector<thread_state*>& sleepers);
 int team_size_for(thread_state& me, unsigned num_threads);
 // Runs fn(data) as a parallel region of `n` threads; `prepare` (may be
 // null) initialises the team's first work share before any thread runs.
-void run_region(void (*fn)(void*), void* data, int n,
-                void (*prepare)(team&, void*) = nullptr, void* prepare_ctx = nullptr);
+void run_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*) = nullptr,
+                void* prepare_ctx = nullptr);
 // The same in two halves (GOMP_parallel_start / GOMP_parallel_end, where
 // the caller runs fn itself as thread 0 in between).
 team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*) = nullptr,
@@ -296,8 +296,7 @@ void end_region(team* t);
 // opens a taskgroup of its own; the first to arrive registers GCC's array
 // (memory for every thread's copies), the others share that memory.
 void workshare_taskgroup_start(thread_state& me);
-void workshare_reductions_register(thread_state& me, std::uintptr_t* data,
-                                   std::uintptr_t* first);
+void workshare_reductions_register(thread_state& me, std::uintptr_t* data, std::uintptr_t* first);
 // GOMP_parallel_reductions: the taskgroup every implicit task of the region
 // belongs to, with `data` registered for `nthreads` threads.
 taskgroup* parallel_reductions_group(std::uintptr_t* data, int nthreads);

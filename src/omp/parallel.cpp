@@ -23,8 +23,7 @@ spin_word g_atomic;    // atomics GCC cannot do in hardware
 
 extern "C" {
 
-WEFT_GOMP void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads,
-                             unsigned flags) {
+WEFT_GOMP void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) {
   (void)flags;  // proc_bind: weft binds its PEs itself (--weft:bind)
   thread_state& me = current();
   run_region(fn, data, team_size_for(me, num_threads));

@@ -121,11 +121,28 @@ std::optional<std::size_t> parse_stacksize(const char* var, const char* v) {
   }
   double unit = 1024;  // OpenMP: a bare number is in kilobytes
   switch (*end) {
-    case 'b': case 'B': unit = 1; ++end; break;
-    case 'k': case 'K': unit = 1024; ++end; break;
-    case 'm': case 'M': unit = 1024.0 * 1024; ++end; break;
-    case 'g': case 'G': unit = 1024.0 * 1024 * 1024; ++end; break;
-    default: break;
+    case 'b':
+    case 'B':
+      unit = 1;
+      ++end;
+      break;
+    case 'k':
+    case 'K':
+      unit = 1024;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      unit = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      unit = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
   }
   while (std::isspace(static_cast<unsigned char>(*end))) ++end;
   if (*end != '\0') {
@@ -155,7 +172,8 @@ void read_environment(global_icvs& g) {
     // A list gives the first level's count first; nested levels run inactive.
     if (auto n = parse_count("OMP_NUM_THREADS", v, false, true)) g.initial.nthreads = int(*n);
   }
-  if (const char* v = get("OMP_SCHEDULE")) parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
+  if (const char* v = get("OMP_SCHEDULE"))
+    parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
   if (const char* v = get("OMP_DYNAMIC"))
     if (auto b = parse_bool("OMP_DYNAMIC", v)) g.initial.dynamic = *b;
   if (const char* v = get("OMP_MAX_ACTIVE_LEVELS")) {
@@ -529,7 +547,8 @@ bool barrier_wait(thread_state& me, bool cancellable) {
     // to the region's end.)
     int spins = 0;
     while (t->tasks_pending.load(std::memory_order_acquire) != 0)
-      if (!run_one_task(me) && ++spins > wait_spins) wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
+      if (!run_one_task(me) && ++spins > wait_spins)
+        wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
     clear_ws_cancelled(t);
     t->arrived.store(0, std::memory_order_relaxed);
     t->round.store(c.round + 1, std::memory_order_release);
@@ -653,7 +672,7 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   master.thr.ult = threads::current();
   // The family: a region met outside any team starts one; a nested region
   // joins its encloser's.
-  t->family = me.t != nullptr           ? me.t->family
+  t->family = me.t != nullptr          ? me.t->family
               : threads::isolate_all() ? nullptr
                                        : static_cast<const void*>(t);
   // Thread 0 on its PE's own stack makes the PE's thread the family's: no
@@ -699,9 +718,9 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
         weft::send(threads::job_pe(pe), make_message_with(h_start, start_payload{t, i}));
       } else {
         threads::claim(&m.u);
-        start_member_on_carrier(t, m, pe, slot > 0 ? slot : 1,
-                                slot > 0 ? threads::placement::beyond_pes
-                                         : threads::placement::pe_taken);
+        start_member_on_carrier(
+            t, m, pe, slot > 0 ? slot : 1,
+            slot > 0 ? threads::placement::beyond_pes : threads::placement::pe_taken);
       }
     }
   }

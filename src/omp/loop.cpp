@@ -335,12 +335,10 @@ void prepare_loop(team& t, void* ctx) {
   ws_slot& s = t.ring[0];
   open_slot(s, 0, t.size);
   init_loop(s, c->sched, c->start, c->end, c->incr, c->chunk);
-  for (member& m : t.members) {
-    m.thr.ws_next = 1;
-    m.thr.ws = &s;
-    m.thr.static_trip = 0;
-    m.thr.ordered_seq = -1;
-  }
+  t.proto.ws_next = 1;
+  t.proto.ws = &s;
+  t.proto.static_trip = 0;
+  t.proto.ordered_seq = -1;
 }
 
 void parallel_loop(void (*fn)(void*), void* data, unsigned num_threads, int sched, long start,
@@ -356,10 +354,8 @@ void prepare_sections(team& t, void* ctx) {
   open_slot(s, 0, t.size);
   s.sections = *static_cast<unsigned*>(ctx);
   s.section.store(1, std::memory_order_relaxed);
-  for (member& m : t.members) {
-    m.thr.ws_next = 1;
-    m.thr.ws = &s;
-  }
+  t.proto.ws_next = 1;
+  t.proto.ws = &s;
 }
 
 unsigned next_section(thread_state& me) {

@@ -6,9 +6,9 @@
 // (issue 25): the last arriver climbs log_4(P) counters, each written by at
 // most 4 threads, flips the round number that every waiter reads (one
 // line, read by all: a store that invalidates P copies, which the waiters
-// fetch in parallel), and wakes at most two of the fibers that fell asleep
-// waiting; each woken one wakes two more (a binary tree over the list of
-// sleepers), so no thread sends P resume messages. libgomp's barrier is
+// fetch in parallel), and wakes at most four of the fibers that fell
+// asleep waiting; each woken one wakes four more (a 4-ary tree over the
+// list of sleepers), so no thread sends P resume messages. libgomp's barrier is
 // one counter for the team (a line that P cores write in turn) and a futex
 // wake of every sleeper by the last one.
 //
@@ -108,10 +108,14 @@ void clear_ws_cancelled(team* t) {
 }
 
 // Wakes the sleepers that `list`'s entry `pos` passes the wake-up on to
-// (pos -1: the releaser, who starts it): entries 2 pos + 2 and 2 pos + 3.
+// (pos -1: the releaser, who starts it): entries 4 pos + 4 .. 4 pos + 7.
 // Each learns its place before its resume, and passes it on once awake.
+// Fan-out 4, as the fork's (team.cpp): a hop costs more than a few sends.
+constexpr int wake_fan_out = 4;
 void wake_children(std::vector<thread_state*>& list, int pos) {
-  for (int c = 2 * pos + 2; c <= 2 * pos + 3 && c < int(list.size()); ++c) {
+  const int first = wake_fan_out * (pos + 1);
+  const int end = std::min(first + wake_fan_out, int(list.size()));
+  for (int c = first; c < end; ++c) {
     thread_state* thr = list[std::size_t(c)];
     thr->wake_list = &list;
     thr->wake_pos = c;

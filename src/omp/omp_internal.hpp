@@ -84,7 +84,7 @@ struct thread_state {
   int pe = -1;
   // Asleep at a barrier that opened: the list of the sleepers it was woken
   // from and its place there, set by its waker before the resume; it wakes
-  // the two after it in the list's tree (barrier.cpp), then clears it.
+  // the four after it in the list's tree (barrier.cpp), then clears it.
   std::vector<thread_state*>* wake_list = nullptr;
   int wake_pos = 0;
 };
@@ -285,10 +285,12 @@ struct team {
   // Barrier: every thread arrives on `arrivals`; the last flips `round`,
   // which the others wait on, and wakes the fibers asleep at it (woken by a
   // message to their PE): those it took from `sleepers` into `waking` wake
-  // each other, two each (barrier.cpp).
+  // each other, four each (barrier.cpp).
   arrival_tree arrivals;
+  // `round` shares its line with the mutex: the last arriver writes both
+  // at once (open_barrier), one line handed over instead of two.
   alignas(base::cache_line) std::atomic<unsigned> round{0};
-  alignas(base::cache_line) std::mutex sleep_mutex;
+  std::mutex sleep_mutex;
   std::vector<thread_state*> sleepers;  // guarded by sleep_mutex
   // The last round's sleepers: read by them until the next round can open.
   std::vector<thread_state*> waking;

@@ -347,10 +347,10 @@ TEST(OmpInWeft, MemberHeldUpBehindABlockedPeStartsOnACarrier) {
 // threads touch as the team grows than O(log P) -- counted, since a 2-core
 // machine cannot time 16 cores (tests/op_growth.hpp). Per empty region,
 // thread 0 (whose path is the region's critical one) starts its children
-// of the fork tree (log2 P start messages, where it once sent P - 1) and
-// drops its reference to the team; per barrier, no member does more than
-// climb the arrival tree (log4 P counters) and wake two sleepers, also the
-// last to arrive when every other one sleeps. Teams of
+// of the fork tree (at most 4 start messages, where it once sent P - 1)
+// and drops its reference to the team; per barrier, no member does more
+// than climb the arrival tree (log4 P counters) and wake four sleepers,
+// also the last to arrive when every other one sleeps. Teams of
 // 2, 4, 8 and 16 threads on as many PEs (oversubscribed here), no rescue
 // (a loaded machine would start members on carriers at random).
 struct team_counts {
@@ -419,7 +419,7 @@ TEST(OmpInWeft, RegionAndBarrierPathsGrowAtMostLogP) {
                                            c.barrier_visits, 3));
   EXPECT_TRUE(weft_test::grows_at_most_log("a member's shared read-modify-writes per barrier (max)",
                                            c.barrier_rmw, 3));
-  // The fork tree: thread 0 starts ceil(log2 P) members.
+  // The fork tree: thread 0 starts at most 4 members.
   EXPECT_EQ(c.region_visits[16], 4);
 }
 
@@ -475,38 +475,38 @@ TEST(OmpInWeft, TeamsOfAnySizeMeetBarriersAndEnd) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-// The fork tree with a held-up starter: of a team of 4 on 4 PEs, member 2
-// starts member 3 (thread 0 starts 2 and 1). PE 2 stays inside a handler
-// that spins until member 3 has run: thread 0 rescues member 2 onto a
-// carrier, which starts member 3 on PE 3 -- a member that starts others is
+// The fork tree with a held-up starter: of a team of 6 on 6 PEs, member 1
+// starts member 5 (thread 0 starts 1..4). PE 1 stays inside a handler
+// that spins until member 5 has run: thread 0 rescues member 1 onto a
+// carrier, which starts member 5 on PE 5 -- a member that starts others is
 // not lost with its PE.
-std::atomic<bool> g_member3_ran{false};
-std::atomic<bool> g_spinner2_in{false};
-void on_spin_until_member3(weft::message_ptr) {
-  g_spinner2_in = true;
-  while (!g_member3_ran.load()) {
+std::atomic<bool> g_member5_ran{false};
+std::atomic<bool> g_spinner1_in{false};
+void on_spin_until_member5(weft::message_ptr) {
+  g_spinner1_in = true;
+  while (!g_member5_ran.load()) {
   }
 }
-const weft::handler_id h_spin3 = weft::register_handler("omp_test.spin3", on_spin_until_member3);
+const weft::handler_id h_spin5 = weft::register_handler("omp_test.spin5", on_spin_until_member5);
 
 TEST(OmpInWeft, MemberThatStartsOthersHeldUpBehindABusyPeStartsOnACarrier) {
-  g_member3_ran = false;
-  g_spinner2_in = false;
+  g_member5_ran = false;
+  g_spinner1_in = false;
   std::atomic<int> ran{0};
-  const int rc = run_weft(4, [&] {
-    weft::send(2, weft::make_message(h_spin3, 0));
-    while (!g_spinner2_in.load()) {
+  const int rc = run_weft(6, [&] {
+    weft::send(1, weft::make_message(h_spin5, 0));
+    while (!g_spinner1_in.load()) {
     }
-#pragma omp parallel num_threads(4)
+#pragma omp parallel num_threads(6)
     {
       ++ran;
-      if (omp_get_thread_num() == 3) g_member3_ran = true;
+      if (omp_get_thread_num() == 5) g_member5_ran = true;
     }
     weft::exit(0);
   });
   EXPECT_EQ(rc, 0);
-  EXPECT_EQ(ran.load(), 4);
-  EXPECT_TRUE(g_member3_ran.load());
+  EXPECT_EQ(ran.load(), 6);
+  EXPECT_TRUE(g_member5_ran.load());
 }
 
 // The objects layer needs its PE's state: on a carrier it refuses, naming

@@ -124,6 +124,15 @@ void wake_children(std::vector<thread_state*>& list, int pos) {
   }
 }
 
+// A team of up to fan_in threads arrives on one counter, on the line of
+// the round it then flips (team::small_arrived): true for the last.
+bool arrive_small(team* t) {
+  base::count(base::op::shared_rmw);
+  if (t->small_arrived.fetch_add(1, std::memory_order_acq_rel) + 1 != t->size) return false;
+  t->small_arrived.store(0, std::memory_order_relaxed);
+  return true;
+}
+
 // The last arriver opens the barrier: flips the round, and the fibers
 // asleep at it wake. The list they were on becomes `waking` in the same
 // hold of the mutex as the flip, so that it holds this round's sleepers
@@ -165,7 +174,7 @@ bool barrier_wait(thread_state& me, bool cancellable) {
     return false;
   }
   barrier_ctx c{t, t->round.load(std::memory_order_acquire), cancellable};
-  if (t->arrivals.arrive(me.id)) {
+  if (t->size <= arrival_tree::fan_in ? arrive_small(t) : t->arrivals.arrive(me.id)) {
     // Last to arrive: the team's tasks end before anyone passes. (Every
     // thread arrived, so none cancelled the region: a cancelling thread goes
     // to the region's end.)

@@ -287,9 +287,12 @@ struct team {
   // message to their PE): those it took from `sleepers` into `waking` wake
   // each other, four each (barrier.cpp).
   arrival_tree arrivals;
-  // `round` shares its line with the mutex: the last arriver writes both
-  // at once (open_barrier), one line handed over instead of two.
+  // `round` shares its line with the mutex, which the last arriver takes
+  // as it flips it (open_barrier), and -- teams of up to fan_in threads,
+  // whose tree is one counter -- with the counter they arrive on instead:
+  // at 2 threads one line changes hands per barrier, not two.
   alignas(base::cache_line) std::atomic<unsigned> round{0};
+  std::atomic<int> small_arrived{0};
   std::mutex sleep_mutex;
   std::vector<thread_state*> sleepers;  // guarded by sleep_mutex
   // The last round's sleepers: read by them until the next round can open.

@@ -282,6 +282,7 @@ team* new_team(int n) {
     // empty region's path does not pay for checking more than the flags.
     if (t->cancelled.load(std::memory_order_relaxed)) {
       t->arrivals.reset();
+      t->small_arrived.store(0, std::memory_order_relaxed);
       t->cancelled.store(false, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(t->sleep_mutex);
       t->sleepers.clear();

@@ -16,8 +16,8 @@
 // another.
 #include <algorithm>
 #include <cstdint>
-#include "omp/omp_internal.hpp"
 #include "omp/gomp_abi.hpp"
+#include "omp/omp_internal.hpp"
 #include "weft/base/cache.hpp"
 
 namespace weft::omp {
@@ -120,8 +120,8 @@ void init_loop(ws_slot& s, int sched, long start, long end, long incr, long chun
   s.ordered_turn.store(0, std::memory_order_relaxed);
 }
 
-void init_loop_ull(ws_slot& s, int sched, bool up, unsigned long long start,
-                   unsigned long long end, unsigned long long incr, unsigned long long chunk) {
+void init_loop_ull(ws_slot& s, int sched, bool up, unsigned long long start, unsigned long long end,
+                   unsigned long long incr, unsigned long long chunk) {
   s.sched = sched;
   s.up = up;
   s.start_ull = start;
@@ -156,8 +156,8 @@ void release_ordered(thread_state& me) {
 // The next chunk [lo, hi) of trips, in iteration numbers; false when none.
 // `seq`: its ordered sequence number.
 template <class T>
-bool next_chunk(thread_state& me, ws_slot& s, std::atomic<T>& next, T trips, T chunk, T& lo,
-                T& hi, long& seq) {
+bool next_chunk(thread_state& me, ws_slot& s, std::atomic<T>& next, T trips, T chunk, T& lo, T& hi,
+                long& seq) {
   const int n = team_size(me);
   switch (s.sched) {
     case sched_static: {
@@ -292,9 +292,8 @@ bool loop_start(int sched, long start, long end, long incr, long chunk, long* is
 }
 
 bool loop_start_ull(int sched, bool up, unsigned long long start, unsigned long long end,
-                    unsigned long long incr, unsigned long long chunk,
-                    unsigned long long* istart, unsigned long long* iend, bool ordered = false,
-                    const ws_extras* x = nullptr) {
+                    unsigned long long incr, unsigned long long chunk, unsigned long long* istart,
+                    unsigned long long* iend, bool ordered = false, const ws_extras* x = nullptr) {
   thread_state& me = current();
   long c = long(chunk);
   sched = effective(sched, c, me);
@@ -336,12 +335,10 @@ void prepare_loop(team& t, void* ctx) {
   ws_slot& s = t.ring[0];
   open_slot(s, 0, t.size);
   init_loop(s, c->sched, c->start, c->end, c->incr, c->chunk);
-  for (member& m : t.members) {
-    m.thr.ws_next = 1;
-    m.thr.ws = &s;
-    m.thr.static_trip = 0;
-    m.thr.ordered_seq = -1;
-  }
+  t.proto.ws_next = 1;
+  t.proto.ws = &s;
+  t.proto.static_trip = 0;
+  t.proto.ordered_seq = -1;
 }
 
 void parallel_loop(void (*fn)(void*), void* data, unsigned num_threads, int sched, long start,
@@ -357,10 +354,8 @@ void prepare_sections(team& t, void* ctx) {
   open_slot(s, 0, t.size);
   s.sections = *static_cast<unsigned*>(ctx);
   s.section.store(1, std::memory_order_relaxed);
-  for (member& m : t.members) {
-    m.thr.ws_next = 1;
-    m.thr.ws = &s;
-  }
+  t.proto.ws_next = 1;
+  t.proto.ws = &s;
 }
 
 unsigned next_section(thread_state& me) {
@@ -380,47 +375,44 @@ using namespace weft::omp;
 extern "C" {
 
 // Loops over long.
-#define WEFT_LOOP_KIND(kind, sched_value)                                                   \
-  WEFT_GOMP bool GOMP_loop_##kind##_start(long start, long end, long incr, long chunk,    \
-                                          long* istart, long* iend) {                     \
-    return loop_start(sched_value, start, end, incr, chunk, istart, iend);                 \
-  }                                                                                        \
-  WEFT_GOMP bool GOMP_loop_##kind##_next(long* istart, long* iend) {                       \
-    return loop_next(istart, iend);                                                        \
-  }                                                                                        \
-  WEFT_GOMP bool GOMP_loop_ull_##kind##_start(bool up, unsigned long long start,           \
-                                              unsigned long long end,                      \
-                                              unsigned long long incr,                     \
-                                              unsigned long long chunk,                    \
-                                              unsigned long long* istart,                  \
-                                              unsigned long long* iend) {                  \
-    return loop_start_ull(sched_value, up, start, end, incr, chunk, istart, iend);         \
-  }                                                                                        \
-  WEFT_GOMP bool GOMP_loop_ull_##kind##_next(unsigned long long* istart,                   \
-                                             unsigned long long* iend) {                   \
-    return loop_next_ull(istart, iend);                                                    \
-  }                                                                                        \
-  WEFT_GOMP bool GOMP_loop_ordered_##kind##_start(long start, long end, long incr,         \
-                                                  long chunk, long* istart, long* iend) {  \
-    return loop_start(sched_value, start, end, incr, chunk, istart, iend, true);           \
-  }                                                                                        \
-  WEFT_GOMP bool GOMP_loop_ordered_##kind##_next(long* istart, long* iend) {               \
-    return loop_next(istart, iend);                                                        \
-  }                                                                                        \
-  WEFT_GOMP bool GOMP_loop_ull_ordered_##kind##_start(                                     \
-      bool up, unsigned long long start, unsigned long long end, unsigned long long incr,  \
-      unsigned long long chunk, unsigned long long* istart, unsigned long long* iend) {    \
-    return loop_start_ull(sched_value, up, start, end, incr, chunk, istart, iend, true);   \
-  }                                                                                        \
-  WEFT_GOMP bool GOMP_loop_ull_ordered_##kind##_next(unsigned long long* istart,           \
-                                                     unsigned long long* iend) {           \
-    return loop_next_ull(istart, iend);                                                    \
-  }                                                                                        \
-  WEFT_GOMP void GOMP_parallel_loop_##kind(void (*fn)(void*), void* data,                  \
-                                           unsigned num_threads, long start, long end,     \
-                                           long incr, long chunk, unsigned flags) {        \
-    (void)flags;                                                                           \
-    parallel_loop(fn, data, num_threads, sched_value, start, end, incr, chunk);            \
+#define WEFT_LOOP_KIND(kind, sched_value)                                                       \
+  WEFT_GOMP bool GOMP_loop_##kind##_start(long start, long end, long incr, long chunk,          \
+                                          long* istart, long* iend) {                           \
+    return loop_start(sched_value, start, end, incr, chunk, istart, iend);                      \
+  }                                                                                             \
+  WEFT_GOMP bool GOMP_loop_##kind##_next(long* istart, long* iend) {                            \
+    return loop_next(istart, iend);                                                             \
+  }                                                                                             \
+  WEFT_GOMP bool GOMP_loop_ull_##kind##_start(                                                  \
+      bool up, unsigned long long start, unsigned long long end, unsigned long long incr,       \
+      unsigned long long chunk, unsigned long long* istart, unsigned long long* iend) {         \
+    return loop_start_ull(sched_value, up, start, end, incr, chunk, istart, iend);              \
+  }                                                                                             \
+  WEFT_GOMP bool GOMP_loop_ull_##kind##_next(unsigned long long* istart,                        \
+                                             unsigned long long* iend) {                        \
+    return loop_next_ull(istart, iend);                                                         \
+  }                                                                                             \
+  WEFT_GOMP bool GOMP_loop_ordered_##kind##_start(long start, long end, long incr, long chunk,  \
+                                                  long* istart, long* iend) {                   \
+    return loop_start(sched_value, start, end, incr, chunk, istart, iend, true);                \
+  }                                                                                             \
+  WEFT_GOMP bool GOMP_loop_ordered_##kind##_next(long* istart, long* iend) {                    \
+    return loop_next(istart, iend);                                                             \
+  }                                                                                             \
+  WEFT_GOMP bool GOMP_loop_ull_ordered_##kind##_start(                                          \
+      bool up, unsigned long long start, unsigned long long end, unsigned long long incr,       \
+      unsigned long long chunk, unsigned long long* istart, unsigned long long* iend) {         \
+    return loop_start_ull(sched_value, up, start, end, incr, chunk, istart, iend, true);        \
+  }                                                                                             \
+  WEFT_GOMP bool GOMP_loop_ull_ordered_##kind##_next(unsigned long long* istart,                \
+                                                     unsigned long long* iend) {                \
+    return loop_next_ull(istart, iend);                                                         \
+  }                                                                                             \
+  WEFT_GOMP void GOMP_parallel_loop_##kind(void (*fn)(void*), void* data, unsigned num_threads, \
+                                           long start, long end, long incr, long chunk,         \
+                                           unsigned flags) {                                    \
+    (void)flags;                                                                                \
+    parallel_loop(fn, data, num_threads, sched_value, start, end, incr, chunk);                 \
   }
 
 WEFT_LOOP_KIND(static, sched_static)
@@ -431,15 +423,14 @@ WEFT_LOOP_KIND(nonmonotonic_guided, sched_guided)
 #undef WEFT_LOOP_KIND
 
 // schedule(runtime): the kind and chunk come from the run-sched ICV.
-WEFT_GOMP bool GOMP_loop_runtime_start(long start, long end, long incr, long* istart,
-                                       long* iend) {
+WEFT_GOMP bool GOMP_loop_runtime_start(long start, long end, long incr, long* istart, long* iend) {
   return loop_start(0, start, end, incr, 0, istart, iend);
 }
 WEFT_GOMP bool GOMP_loop_runtime_next(long* istart, long* iend) {
   return loop_next(istart, iend);
 }
-WEFT_GOMP bool GOMP_loop_nonmonotonic_runtime_start(long start, long end, long incr,
-                                                    long* istart, long* iend) {
+WEFT_GOMP bool GOMP_loop_nonmonotonic_runtime_start(long start, long end, long incr, long* istart,
+                                                    long* iend) {
   return loop_start(0, start, end, incr, 0, istart, iend);
 }
 WEFT_GOMP bool GOMP_loop_nonmonotonic_runtime_next(long* istart, long* iend) {
@@ -461,8 +452,7 @@ WEFT_GOMP bool GOMP_loop_ordered_runtime_next(long* istart, long* iend) {
 }
 WEFT_GOMP bool GOMP_loop_ull_runtime_start(bool up, unsigned long long start,
                                            unsigned long long end, unsigned long long incr,
-                                           unsigned long long* istart,
-                                           unsigned long long* iend) {
+                                           unsigned long long* istart, unsigned long long* iend) {
   return loop_start_ull(0, up, start, end, incr, 0, istart, iend);
 }
 WEFT_GOMP bool GOMP_loop_ull_runtime_next(unsigned long long* istart, unsigned long long* iend) {
@@ -484,8 +474,7 @@ WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_next(unsigned long long*
                                                              unsigned long long*)
     __attribute__((alias("GOMP_loop_ull_runtime_next")));
 WEFT_GOMP bool GOMP_loop_ull_ordered_runtime_start(bool up, unsigned long long start,
-                                                   unsigned long long end,
-                                                   unsigned long long incr,
+                                                   unsigned long long end, unsigned long long incr,
                                                    unsigned long long* istart,
                                                    unsigned long long* iend) {
   return loop_start_ull(0, up, start, end, incr, 0, istart, iend, true);
@@ -501,15 +490,14 @@ WEFT_GOMP void GOMP_parallel_loop_runtime(void (*fn)(void*), void* data, unsigne
   parallel_loop(fn, data, num_threads, 0, start, end, incr, 0);
 }
 WEFT_GOMP void GOMP_parallel_loop_nonmonotonic_runtime(void (*fn)(void*), void* data,
-                                                       unsigned num_threads, long start,
-                                                       long end, long incr, unsigned flags) {
+                                                       unsigned num_threads, long start, long end,
+                                                       long incr, unsigned flags) {
   (void)flags;
   parallel_loop(fn, data, num_threads, 0, start, end, incr, 0);
 }
 WEFT_GOMP void GOMP_parallel_loop_maybe_nonmonotonic_runtime(void (*fn)(void*), void* data,
                                                              unsigned num_threads, long start,
-                                                             long end, long incr,
-                                                             unsigned flags) {
+                                                             long end, long incr, unsigned flags) {
   (void)flags;
   parallel_loop(fn, data, num_threads, 0, start, end, incr, 0);
 }
@@ -523,9 +511,9 @@ WEFT_GOMP bool GOMP_loop_start(long start, long end, long incr, long sched, long
   return loop_start(int(sched), start, end, incr, chunk, istart, iend, false, &x);
 }
 WEFT_GOMP bool GOMP_loop_ull_start(bool up, unsigned long long start, unsigned long long end,
-                                   unsigned long long incr, long sched,
-                                   unsigned long long chunk, unsigned long long* istart,
-                                   unsigned long long* iend, uintptr_t* reductions, void** mem) {
+                                   unsigned long long incr, long sched, unsigned long long chunk,
+                                   unsigned long long* istart, unsigned long long* iend,
+                                   uintptr_t* reductions, void** mem) {
   const ws_extras x{reductions, mem};
   return loop_start_ull(int(sched), up, start, end, incr, chunk, istart, iend, false, &x);
 }

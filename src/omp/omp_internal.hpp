@@ -16,6 +16,7 @@
 // scheduler (lesson 11), and two teams waiting for each other's PEs cannot
 // deadlock.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -86,6 +87,11 @@ struct thread_state {
   // a task from (-1: none) and the state of its victim choice.
   int steal_from = -1;
   unsigned steal_seed = 0;
+  // Asleep at a barrier that opened: the list of the sleepers it was woken
+  // from and its place there, set by its waker before the resume; it wakes
+  // the four after it in the list's tree (barrier.cpp), then clears it.
+  std::vector<thread_state*>* wake_list = nullptr;
+  int wake_pos = 0;
 };
 
 // The OpenMP thread the calling OS thread runs now (null: the initial
@@ -211,11 +217,44 @@ inline bool taskgroup_cancelled(const taskgroup* g) {
   return g->workshare && g->outer != nullptr && g->outer->cancelled.load(std::memory_order_acquire);
 }
 
+// A combining tree of arrival counters (Yew, Tzeng and Lawrie, 1987): the
+// participants arrive in groups of `fan_in` on counters of their own cache
+// line; the last of a group arrives one level up, and the last at the
+// root knows that every participant arrived. No line takes more than
+// fan_in read-modify-writes per round, where one counter for the team
+// takes them all, one after another (the last arriver waits for P - 1
+// hand-overs of the line); the last arriver's path is log_fan_in(n) of
+// them. Fan-in 4: few enough writers per line that its hand-overs stay
+// cheap, and 16 threads climb two levels. (Not measured on 16 cores: no
+// such machine was at hand; the counts are tested, docs/omp.md.)
+struct arrival_tree {
+  static constexpr int fan_in = 4;
+  struct alignas(base::cache_line) node {
+    std::atomic<int> arrived{0};
+    int expected = 0;
+    int parent = -1;  // -1: the root
+  };
+  std::vector<node> nodes;  // the leaves first, then each level above
+
+  explicit arrival_tree(int participants);
+  // Participant `who` arrives: true for the last one, when every
+  // participant has arrived. The counters on its way are reset for the
+  // next round (nobody else arrives at them in this one).
+  bool arrive(int who) noexcept;
+  // Every counter to 0 (a round left half-arrived: a cancelled region).
+  void reset() noexcept;
+};
+
 // A member of a team: its OpenMP thread and the logical thread it runs on
 // (members 1..n-1; thread 0's stays unused, claimed from the start).
+// Members start each other (team.cpp, the fork tree): whoever starts member
+// i resets its ULT, sets sent_to, then `armed` to the region's number;
+// until then thread 0's rescue leaves it alone (its ULT holds the last
+// region's state).
 struct member {
   threads::ult u;
   int sent_to = -1;  // the PE its start message went to (-1: none)
+  std::atomic<unsigned> armed{0};
   thread_state thr;
   task_node implicit;
   // The deferred tasks this member made or released (task_queue.cpp). Its
@@ -263,26 +302,50 @@ struct team {
   void (*fn)(void*) = nullptr;
   void* data = nullptr;
   std::uint64_t start_ns = 0;
+  // The region's number (teams are recycled): what `armed` and `ended`
+  // are compared with. Written by the master before it starts anyone.
+  unsigned seq = 0;
   // Thread 0's rescue scan starts here: members below it have started (a
   // started member never goes back), so the scan costs O(1) amortised per
   // wait instead of O(team size). Thread 0 only.
   int first_unstarted = 1;
   int master_pe = -1;
+  int pes = 1;          // of the node, when the region began
+  bool nested = false;  // met on a member (members go to carriers where a PE's thread is taken)
   thread_state* outer = nullptr;  // what the meeting thread ran as before (restored at the end)
-  std::vector<member> members;    // sized at creation, never resized
+  // What every member's OpenMP thread starts as (each member copies it
+  // when it starts, so that the master does not write n of them): set by
+  // the master, adjusted by a region's `prepare`, then only read.
+  thread_state proto;
+  std::vector<member> members;  // sized at creation, never resized
 
-  // References: the master, plus each start message in flight, plus each
-  // started member until its fiber is gone. The last one frees the team.
+  // References: the master, plus each start message whose member thread 0
+  // rescued (taken by the rescue, dropped by the message, which finds its
+  // member started). The last one frees the team. A started member needs
+  // none: the master waits at the region's end for its last access.
   std::atomic<int> refs{1};
-  // Members 1..size-1 whose fiber finished and was destroyed.
-  std::atomic<int> finished{0};
 
-  // Barrier: arrivals in the current round, the round number, and the
-  // fibers asleep at it (woken by a message to their PE).
-  alignas(base::cache_line) std::atomic<int> arrived{0};
-  std::atomic<unsigned> round{0};
+  // The region's end: members 1..size-1 arrive on `join` as their fiber is
+  // gone; the last stores the region's number in `ended`, which the master
+  // waits for.
+  arrival_tree join;
+  alignas(base::cache_line) std::atomic<unsigned> ended{0};
+
+  // Barrier: every thread arrives on `arrivals`; the last flips `round`,
+  // which the others wait on, and wakes the fibers asleep at it (woken by a
+  // message to their PE): those it took from `sleepers` into `waking` wake
+  // each other, four each (barrier.cpp).
+  arrival_tree arrivals;
+  // `round` shares its line with the mutex, which the last arriver takes
+  // as it flips it (open_barrier), and -- teams of up to fan_in threads,
+  // whose tree is one counter -- with the counter they arrive on instead:
+  // at 2 threads one line changes hands per barrier, not two.
+  alignas(base::cache_line) std::atomic<unsigned> round{0};
+  std::atomic<int> small_arrived{0};
   std::mutex sleep_mutex;
   sleeper_list sleepers;  // guarded by sleep_mutex
+  // The last round's sleepers: read by them until the next round can open.
+  std::vector<thread_state*> waking;
 
   ws_slot ring[ws_ring];
 
@@ -315,7 +378,7 @@ struct team {
   // --weft:ult-isolate=all (no OpenMP thread shares with any).
   const void* family = nullptr;
 
-  explicit team(int n) : size(n), members(std::size_t(n)) {}
+  explicit team(int n) : size(n), members(std::size_t(n)), join(std::max(n - 1, 0)), arrivals(n) {}
 };
 
 // ---- the parts the entry points share (team.cpp) ---------------------------

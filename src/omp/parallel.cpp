@@ -23,8 +23,7 @@ spin_word g_atomic;    // atomics GCC cannot do in hardware
 
 extern "C" {
 
-WEFT_GOMP void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads,
-                             unsigned flags) {
+WEFT_GOMP void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) {
   (void)flags;  // proc_bind: weft binds its PEs itself (--weft:bind)
   thread_state& me = current();
   run_region(fn, data, team_size_for(me, num_threads));
@@ -41,11 +40,7 @@ WEFT_GOMP unsigned GOMP_parallel_reductions(void (*fn)(void*), void* data, unsig
   // GCC's arguments start with a pointer to its array.
   taskgroup* g = parallel_reductions_group(*static_cast<std::uintptr_t**>(data), n);
   run_region(
-      fn, data, n,
-      [](team& t, void* group) {
-        for (member& m : t.members) m.thr.group = static_cast<taskgroup*>(group);
-      },
-      g);
+      fn, data, n, [](team& t, void* group) { t.proto.group = static_cast<taskgroup*>(group); }, g);
   delete g;
   return unsigned(n);
 }

@@ -30,11 +30,11 @@
 // Tasks thus run in no fixed order: newest first on their creator, oldest
 // first when stolen (OpenMP fixes none; priority stays a hint, ignored).
 //
-// Counts (weft/base/op_counts.hpp): each steal attempt is a poll, each
-// deque probed a peer visit, each task taken by a thief's compare-and-swap
-// a shared read-modify-write; a CAS lost to another thief is a poll (a
-// race among idle threads, which idle time sets, not the task). The shared
-// queue's lock is a shared read-modify-write.
+// Counts (weft/base/op_counts.hpp), as the tasks layer's stealing counts:
+// each steal attempt is a wait round, each deque probed a poll (a CAS lost
+// to another thief retries the same probe), each task taken by a thief's
+// compare-and-swap a shared read-modify-write. The shared queue's lock is a
+// shared read-modify-write.
 #include <algorithm>
 #include <bit>
 #include <mutex>
@@ -76,7 +76,7 @@ int random_member(thread_state& me, int n) {
 // Takes the oldest task of member v's deque, or null. A CAS lost to
 // another thief is retried once: the deque may still hold work.
 task_node* steal_from(team& t, int v) {
-  count(op::peer_visit);
+  count(op::poll);
   base::chase_lev<task_node*>& d = t.members[std::size_t(v)].tasks;
   task_node* node = nullptr;
   for (int tries = 0; tries < 2; ++tries) {
@@ -87,7 +87,6 @@ task_node* steal_from(team& t, int v) {
       case base::steal_status::empty:
         return nullptr;
       case base::steal_status::abort:
-        count(op::poll);
         break;
     }
   }
@@ -97,7 +96,7 @@ task_node* steal_from(team& t, int v) {
 task_node* steal_task(thread_state& me, team& t, int self) {
   const int n = t.size;
   if (n < 2) return nullptr;
-  count(op::poll);
+  count(op::wait_round);
   int probes = steal_probes(n);
   // The last victim first: the producer of a stream of tasks.
   const int last = me.steal_from;

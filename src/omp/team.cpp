@@ -10,14 +10,17 @@
 // message goes there, and the PE's handler runs the member as a fiber on its
 // thread if no other OpenMP thread lives on it, else on one of its carrier
 // threads (a nested team's member, whose PE's thread runs an outer member,
-// goes to a carrier at once). Slots 1.. are carriers, started at once: more
-// threads than PEs. The same member of a same-sized region lands on the
-// same OS thread each time, so threadprivate data persists between regions
-// as OpenMP promises. A member whose start message waits behind a PE that
-// stays inside one handler (--weft:ult-rescue-us) is started on a carrier
-// by thread 0 while it waits (the seeds' "busy cores will not pick up
-// statically assigned work"). The region ends when every member's ULT has
-// ended; the last reference frees the team.
+// goes to a carrier at once). Slots 1.. are carriers: more threads than
+// PEs. Members start each other down a tree of fan-out 4 (start_subtree),
+// so that thread 0 starts 4 of them, not n - 1. The same member of a
+// same-sized region lands on the same OS thread each time, so threadprivate
+// data persists between regions as OpenMP promises. A member whose start
+// message waits behind a PE that stays inside one handler
+// (--weft:ult-rescue-us) is started on a carrier by thread 0 while it waits
+// (the seeds' "busy cores will not pick up statically assigned work"), and
+// starts its subtree there. The region ends when every member's ULT has
+// ended (they arrive on a combining tree, barrier.cpp); the last reference
+// frees the team.
 #include <sched.h>
 #include <atomic>
 #include <cctype>
@@ -28,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <unordered_set>
+#include "base/op_count.hpp"
 #include "omp/omp_internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
@@ -45,8 +49,6 @@ namespace {
 // began (longer than a sleeping PE takes to wake up, 13-24 us on the
 // reference machine): then whether their PE stays inside one handler.
 constexpr std::uint64_t start_grace_ns = 50'000;
-// Spins of a waiting thread before it gives its PE back.
-constexpr int wait_spins = 64;
 
 thread_local thread_state* t_current = nullptr;
 thread_local thread_state* t_initial = nullptr;
@@ -279,7 +281,8 @@ team* new_team(int n) {
     // arrived before the cancel left it counted) and its flags set; the
     // empty region's path does not pay for checking more than the flags.
     if (t->cancelled.load(std::memory_order_relaxed)) {
-      t->arrived.store(0, std::memory_order_relaxed);
+      t->arrivals.reset();
+      t->small_arrived.store(0, std::memory_order_relaxed);
       t->cancelled.store(false, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(t->sleep_mutex);
       t->sleepers.clear();
@@ -287,13 +290,8 @@ team* new_team(int n) {
     if (t->ws_cancelled.load(std::memory_order_relaxed))
       t->ws_cancelled.store(false, std::memory_order_relaxed);
     t->refs.store(1, std::memory_order_relaxed);
-    t->finished.store(0, std::memory_order_relaxed);
-    for (member& m : t->members) {
-      m.u.reset();
-      m.sent_to = -1;
-      m.thr = thread_state{};
-      m.implicit.refs.store(1, std::memory_order_relaxed);
-    }
+    // The members are reset by whoever starts each (start_member): the
+    // master touches none of the n - 1 beyond its own children.
     return t;
   }
   auto* t = new team(n);
@@ -336,25 +334,14 @@ void free_left_teams() {
 
 void member_main(threads::ult* u);
 
-// Runs on the OS thread that ran the member, after its ULT ended: the team
-// hears of it, and the member's reference goes.
+// Runs on the OS thread that ran the member, after its ULT ended: the
+// member arrives at the region's end, its last access to the team (the
+// master, which holds the team, waits for the last arrival).
 void member_finished(threads::ult* u) {
   member* m = static_cast<member*>(u->arg);
   team* t = m->thr.t;
-  t->finished.fetch_add(1, std::memory_order_acq_rel);
-  // Last access to the team by this member.
-  release_team(t);
-}
-
-// Each started member holds a reference to its team until its ULT ended.
-void start_member_here(team* t, member& m) {
-  t->refs.fetch_add(1, std::memory_order_relaxed);
-  threads::start_here(&m.u);
-}
-
-void start_member_on_carrier(team* t, member& m, int pe, int slot, threads::placement why) {
-  t->refs.fetch_add(1, std::memory_order_relaxed);
-  threads::start_on_carrier(&m.u, pe, slot, why);
+  const unsigned seq = t->seq;
+  if (t->join.arrive(m->thr.id - 1)) t->ended.store(seq, std::memory_order_release);
 }
 
 struct start_payload {
@@ -362,16 +349,60 @@ struct start_payload {
   int index;
 };
 
+// A start message: the member starts here, unless thread 0 rescued it
+// meanwhile -- then the rescue took a reference for this message, which
+// goes now. (A started member's end may free the team before
+// start_here returns: the team is not touched after it.)
 void on_start(message_ptr msg) {
   const start_payload p = msg->as<start_payload>();
   member& m = p.t->members[std::size_t(p.index)];
-  if (threads::claim(&m.u)) start_member_here(p.t, m);
-  release_team(p.t);
+  if (threads::claim(&m.u))
+    threads::start_here(&m.u);
+  else
+    release_team(p.t);
 }
 
-// Resumes a ULT asleep at a barrier (on its PE's thread or its carrier).
-void send_resume(thread_state* thr) {
-  threads::resume(thr->ult);
+// The fork tree: member i starts members 4i + 1 .. 4i + 4 before it runs
+// the region's body, so thread 0 starts at most 4 members, whatever the
+// team's size, and the last member starts log4(n) hops after the region
+// began, where a master that starts every member sends n - 1 messages
+// (each possibly waking a sleeping PE: a system call) before its own body
+// runs. libgomp's master also wakes its team alone (one futex word, every
+// thread woken). Why 4 and not 2 (a binomial tree, log2(n) starts by the
+// master): a hop -- a message taken, a fiber started -- costs several
+// sends, and where the PEs sleep, a wake-up (13-24 us on the reference
+// machine); 16 threads start 2 hops deep after at most 8 sends, against 4
+// hops, or 1 hop after 15 sends for the linear start.
+constexpr int fork_fan_out = 4;
+void start_member(team* t, int i);
+void start_subtree(team* t, int i) {
+  const int first = fork_fan_out * i + 1;
+  const int end = std::min(first + fork_fan_out, t->size);
+  for (int c = first; c < end; ++c) start_member(t, c);
+}
+
+// Member i to its place: a start message to its PE's own thread (slot 0),
+// or a carrier (slots 1..: more threads than PEs; or, in a nested region,
+// a PE whose thread has a logical thread already: that PE may run the other
+// one for long). Its state is reset here, for the region, by its starter
+// only: nobody else touches an unarmed member.
+void start_member(team* t, int i) {
+  member& m = t->members[std::size_t(i)];
+  base::count(base::op::peer_visit);
+  m.u.reset();
+  m.u.family = t->family;
+  const int pes = t->pes, pe = (t->master_pe + i) % pes, slot = i / pes;
+  const bool message = i < pes && !(t->nested && threads::pe_thread_taken(pe));
+  m.sent_to = message ? pe : -1;
+  m.armed.store(t->seq, std::memory_order_release);
+  if (message) {
+    weft::send(threads::job_pe(pe), make_message_with(h_start, start_payload{t, i}));
+    return;
+  }
+  threads::claim(&m.u);
+  threads::start_on_carrier(
+      &m.u, pe, slot > 0 ? slot : 1,
+      slot > 0 ? threads::placement::beyond_pes : threads::placement::pe_taken);
 }
 
 // Thread 0 waiting for its team: members whose start message waits behind
@@ -382,21 +413,36 @@ bool rescue_held_up_members(thread_state& me) {
   if (t == nullptr || me.id != 0) return false;
   const std::uint64_t now = base::wall_ns();
   if (now - t->start_ns < start_grace_ns) return false;
+  // One poll of the members: a scan that runs only once the region is
+  // start_grace_ns old, a wait, not the region's path.
+  base::count(base::op::poll);
   bool started = false;
-  // Skip the prefix of members known started.
+  // Skip the prefix of members known started. A member not armed yet
+  // waits for its starter, an earlier member, which the scan looks at
+  // first: a held-up member is rescued with its subtree (it starts that
+  // itself), and nobody's start is lost.
   while (t->first_unstarted < t->size) {
     const member& m = t->members[std::size_t(t->first_unstarted)];
+    if (m.armed.load(std::memory_order_acquire) != t->seq) break;
     if (m.sent_to >= 0 && m.u.state.load(std::memory_order_relaxed) == threads::ult::unstarted)
       break;
     ++t->first_unstarted;
   }
   for (int i = t->first_unstarted; i < t->size; ++i) {
     member& m = t->members[std::size_t(i)];
-    if (m.sent_to < 0 || m.u.state.load(std::memory_order_relaxed) != threads::ult::unstarted)
+    if (m.armed.load(std::memory_order_acquire) != t->seq || m.sent_to < 0 ||
+        m.u.state.load(std::memory_order_relaxed) != threads::ult::unstarted)
       continue;
-    if (threads::held_up(&m.u, m.sent_to, now) && threads::claim(&m.u)) {
-      start_member_on_carrier(t, m, threads::current_pe(), 1, threads::placement::rescued);
+    if (!threads::held_up(&m.u, m.sent_to, now)) continue;
+    // The reference of the start message, which finds its member taken:
+    // before the claim, which on_start may see at once.
+    base::count(base::op::shared_rmw);
+    t->refs.fetch_add(1, std::memory_order_relaxed);
+    if (threads::claim(&m.u)) {
+      threads::start_on_carrier(&m.u, threads::current_pe(), 1, threads::placement::rescued);
       started = true;
+    } else {
+      t->refs.fetch_sub(1, std::memory_order_relaxed);  // the master holds one
     }
   }
   return started;
@@ -503,105 +549,6 @@ void wait_step(thread_state& me, bool may_sleep, std::mutex* m, sleeper_list* sl
   sched_yield();
 }
 
-// ---- barriers ------------------------------------------------------------------------
-
-namespace {
-
-struct barrier_ctx {
-  team* t;
-  unsigned round;
-  bool cancellable;
-};
-// The round is over (every thread arrived), or -- a cancellable barrier --
-// the region was cancelled.
-bool barrier_released(void* p) {
-  auto* c = static_cast<barrier_ctx*>(p);
-  return c->t->round.load(std::memory_order_acquire) != c->round ||
-         (c->cancellable && c->t->cancelled.load(std::memory_order_acquire));
-}
-
-// The barrier opens: a `cancel for` of a construct without a slot (see
-// team::ws_cancelled) ends with it.
-void clear_ws_cancelled(team* t) {
-  if (t->ws_cancelled.load(std::memory_order_relaxed))
-    t->ws_cancelled.store(false, std::memory_order_relaxed);
-}
-
-// Both barriers. A cancellable one (only with OMP_CANCELLATION) is left at
-// once, or as soon as it is seen, when the region is cancelled: true. A
-// thread that left it so stays counted in `arrived`, which nobody resets:
-// after the cancel, a conforming program's threads meet only cancellable
-// barriers (GCC makes every barrier of a region that may be cancelled one)
-// and go to the region's end, which counts members, not arrivals; new_team
-// resets it for the next region. (A plain barrier met after the cancel --
-// an orphaned construct's -- waits for the thread that cancelled, forever,
-// as in libgomp.)
-bool barrier_wait(thread_state& me, bool cancellable) {
-  team* t = me.t;
-  if (t == nullptr) return false;
-  if (cancellable && t->cancelled.load(std::memory_order_acquire)) return true;
-  if (t->size == 1) {
-    // Still a task scheduling point: the team's tasks finish here.
-    while (t->tasks_pending.load(std::memory_order_acquire) != 0)
-      if (!run_one_task(me)) sched_yield();
-    clear_ws_cancelled(t);
-    return false;
-  }
-  barrier_ctx c{t, t->round.load(std::memory_order_acquire), cancellable};
-  if (t->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == t->size) {
-    // Last to arrive: the team's tasks end before anyone passes. (Every
-    // thread arrived, so none cancelled the region: a cancelling thread goes
-    // to the region's end.)
-    int spins = 0;
-    while (t->tasks_pending.load(std::memory_order_acquire) != 0)
-      if (!run_one_task(me) && ++spins > wait_spins) wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
-    clear_ws_cancelled(t);
-    t->arrived.store(0, std::memory_order_relaxed);
-    t->round.store(c.round + 1, std::memory_order_release);
-    wake_all(t->sleep_mutex, t->sleepers);
-    return false;
-  }
-  int spins = 0;
-  while (!barrier_released(&c)) {
-    if (++spins < wait_spins) {
-      base::cpu_relax();
-      continue;
-    }
-    // Sleep only while no task is pending: a waiter helps with the tasks.
-    // (cancel_region wakes the sleepers after setting the flag, which the
-    // recheck reads under the same mutex: no wake-up is lost.)
-    const bool may_sleep = t->tasks_pending.load(std::memory_order_acquire) == 0;
-    wait_step(me, may_sleep, &t->sleep_mutex, &t->sleepers, &barrier_released, &c);
-  }
-  return t->round.load(std::memory_order_acquire) == c.round;
-}
-
-}  // namespace
-
-void wake_all(std::mutex& m, sleeper_list& sleepers) {
-  std::vector<thread_state*> woken;
-  {
-    std::lock_guard<std::mutex> lock(m);
-    sleepers.swap(woken);
-  }
-  for (thread_state* thr : woken) send_resume(thr);
-}
-
-void barrier(thread_state& me) {
-  barrier_wait(me, false);
-}
-
-bool barrier_cancel(thread_state& me) {
-  return barrier_wait(me, globals().cancellation);
-}
-
-void cancel_region(team& t) {
-  t.cancelled.store(true, std::memory_order_release);
-  // Fibers asleep at a cancellable barrier see the flag when they wake
-  // (those at a plain barrier go back to sleep).
-  wake_all(t.sleep_mutex, t.sleepers);
-}
-
 // ---- regions -------------------------------------------------------------------------
 
 namespace {
@@ -611,10 +558,17 @@ namespace {
 // every member to have ended and every task to be done (end_region), which
 // spares each member a wake-up message at every region's end.
 void member_main(threads::ult* u) {
-  auto* thr = &static_cast<member*>(u->arg)->thr;
+  auto* m = static_cast<member*>(u->arg);
+  auto* thr = &m->thr;
+  // The OpenMP thread it runs as: the team's prototype, made its own.
+  team* t = thr->t;
+  *thr = t->proto;
+  thr->id = int(m - t->members.data());
+  thr->task = &m->implicit;
+  m->implicit.refs.store(1, std::memory_order_relaxed);
   thr->ult = u;
   thr->pe = u->pe;
-  team* t = thr->t;
+  start_subtree(t, thr->id);
   try {
     t->fn(t->data);
   } catch (const std::exception& e) {
@@ -655,22 +609,23 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   t->fn = fn;
   t->data = data;
   t->start_ns = base::wall_ns();
+  t->seq += 1;
   t->first_unstarted = 1;
   t->master_pe = threads::current_pe();
   const bool active = n > 1;
-  for (int i = 0; i < n; ++i) {
-    thread_state& thr = t->members[std::size_t(i)].thr;
-    thr.t = t;
-    thr.id = i;
-    thr.level = me.level + 1;
-    thr.active_level = me.active_level + (active ? 1 : 0);
-    thr.parent = &me;
-    thr.icv = me.icv;
-    thr.task = &t->members[std::size_t(i)].implicit;
-    thr.group = nullptr;
-  }
+  // What each thread starts as; each member copies it as it starts.
+  thread_state& proto = t->proto;
+  proto = thread_state{};
+  proto.t = t;
+  proto.level = me.level + 1;
+  proto.active_level = me.active_level + (active ? 1 : 0);
+  proto.parent = &me;
+  proto.icv = me.icv;
   if (prepare != nullptr) prepare(*t, prepare_ctx);
   member& master = t->members[0];
+  master.thr = proto;
+  master.thr.task = &master.implicit;
+  master.implicit.refs.store(1, std::memory_order_relaxed);
   master.u.state.store(threads::ult::started, std::memory_order_relaxed);
   master.thr.pe = t->master_pe;
   // A region met on a member's ULT (a nested active region): its thread 0
@@ -678,7 +633,7 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   master.thr.ult = threads::current();
   // The family: a region met outside any team starts one; a nested region
   // joins its encloser's.
-  t->family = me.t != nullptr           ? me.t->family
+  t->family = me.t != nullptr          ? me.t->family
               : threads::isolate_all() ? nullptr
                                        : static_cast<const void*>(t);
   // Thread 0 on its PE's own stack makes the PE's thread the family's: no
@@ -695,40 +650,15 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
         m.u.arg = &m;
         m.u.local = &m.thr;
         m.u.stack_bytes = globals().stack_bytes;
+        m.thr.t = t;
       }
       t->members_bound = true;
     }
-    const int pes = threads::node_pes(), p = t->master_pe;
-    // Where each member goes: a start message to its PE's own thread (slot
-    // 0), or a carrier. A member of a nested region finds its PE's thread
-    // running an outer member as a rule: where the PE's thread has any
-    // logical thread, it goes to a carrier at once (that PE may run the
-    // other one for long).
-    const bool nested = me.t != nullptr || master.thr.ult != nullptr;
-    int messages = 0;
-    for (int i = 1; i < n; ++i) {
-      member& m = t->members[std::size_t(i)];
-      m.u.family = t->family;
-      const int pe = (p + i) % pes;
-      if (i < pes && !(nested && threads::pe_thread_taken(pe))) {
-        m.sent_to = pe;
-        ++messages;
-      }
-    }
-    // Each start message holds a reference to the team.
-    t->refs.fetch_add(messages, std::memory_order_relaxed);
-    for (int i = 1; i < n; ++i) {
-      member& m = t->members[std::size_t(i)];
-      const int pe = (p + i) % pes, slot = i / pes;
-      if (m.sent_to >= 0) {
-        weft::send(threads::job_pe(pe), make_message_with(h_start, start_payload{t, i}));
-      } else {
-        threads::claim(&m.u);
-        start_member_on_carrier(t, m, pe, slot > 0 ? slot : 1,
-                                slot > 0 ? threads::placement::beyond_pes
-                                         : threads::placement::pe_taken);
-      }
-    }
+    t->pes = threads::node_pes();
+    // A member of a nested region finds its PE's thread running an outer
+    // member as a rule (start_member).
+    t->nested = me.t != nullptr || master.thr.ult != nullptr;
+    start_subtree(t, 0);
   }
   t->outer = current_or_null();
   set_current(&master.thr);
@@ -742,11 +672,11 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
 
 void end_region(team* t) {
   member& master = t->members[0];
-  // The implicit barrier at the region's end: every member ended (its ULT
-  // gone: it holds the team until then) and every task of the team done.
-  const int n = t->size;
+  // The implicit barrier at the region's end: every member ended (its
+  // fiber gone; the last to arrive stores the region's number) and every
+  // task of the team done.
   int spins = 0;
-  while (t->finished.load(std::memory_order_acquire) != n - 1 ||
+  while ((t->size > 1 && t->ended.load(std::memory_order_acquire) != t->seq) ||
          t->tasks_pending.load(std::memory_order_acquire) != 0) {
     if (++spins < 64) {
       base::cpu_relax();
@@ -758,6 +688,7 @@ void end_region(team* t) {
   threads::release_pe_stack(t->family);
   if (trace::on() && master.thr.ult == nullptr) [[unlikely]]
     trace::detail::emit(trace::kind::region_end, omp_region_name().id(), 0, 0, 0);
+  base::count(base::op::shared_rmw);
   release_team(t);
 }
 

@@ -121,14 +121,10 @@ void check(pattern k, const char* name) {
       const double polls = double(c[op::poll]);
       std::printf("%s, team of %d: %.2f shared_rmw, %.2f peer_visit, %.2f polls per task\n", name,
                   p, rmw, double(c[op::peer_visit]) / double(tasks), polls / double(tasks));
-      // A steal attempt probes at most 1 + log2(P) deques: O(log P) by
-      // construction, so no figures to compare (a team whose thieves found
-      // the last victim at once has fewer, which the comparison of steps
-      // would take for a shrinking first step).
-      if (polls > 0) {
-        EXPECT_LE(double(c[op::peer_visit]) / polls, 1 + std::log2(double(p)))
-            << name << ", team of " << p;
-      }
+      // Polls are not compared: the PEs' own idle polls (the tasks layer's
+      // steal attempts, its visible marks) fall in the same window, as
+      // many as the run's idle time makes; a steal attempt's probes are
+      // bounded by construction (task_queue.cpp, steal_probes).
     }
   // The worst of the repeats at each P (how many idle polls fall in a run
   // varies). Slack 2: whether a task is stolen (a compare-and-swap more) or run by

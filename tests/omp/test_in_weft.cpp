@@ -13,10 +13,15 @@
 #include <dirent.h>
 #include <unistd.h>
 #include <atomic>
+#include <chrono>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <thread>
 #include <vector>
+#include "op_growth.hpp"
+#include "weft/base/op_counts.hpp"
 #include "weft/threads/ult.hpp"
 #include "weft/weft.hpp"
 
@@ -336,6 +341,172 @@ TEST(OmpInWeft, MemberHeldUpBehindABlockedPeStartsOnACarrier) {
   });
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(ran.load(), 2);
+}
+
+// Issue 25: a region's and a barrier's path touch no more of what other
+// threads touch as the team grows than O(log P) -- counted, since a 2-core
+// machine cannot time 16 cores (tests/op_growth.hpp). Per empty region,
+// thread 0 (whose path is the region's critical one) starts its children
+// of the fork tree (at most 4 start messages, where it once sent P - 1)
+// and drops its reference to the team; per barrier, no member does more
+// than climb the arrival tree (log4 P counters) and wake four sleepers,
+// also the last to arrive when every other one sleeps. Teams of
+// 2, 4, 8 and 16 threads on as many PEs (oversubscribed here), no rescue
+// (a loaded machine would start members on carriers at random).
+struct team_counts {
+  std::map<int, double> region_visits, region_rmw, barrier_visits, barrier_rmw;
+};
+
+void count_team(int pes, team_counts& out) {
+  constexpr int regions = 200, barriers = 200;
+  using weft::base::op;
+  using weft::base::this_thread_op_counts;
+  const int rc = run_weft(
+      pes,
+      [&] {
+  // The first region makes the team; later ones recycle it.
+#pragma omp parallel num_threads(pes)
+        asm volatile("" ::: "memory");
+        const weft::base::op_counts before = this_thread_op_counts();
+        for (int r = 0; r < regions; ++r) {
+#pragma omp parallel num_threads(pes)
+          asm volatile("" ::: "memory");
+        }
+        const weft::base::op_counts region = this_thread_op_counts() - before;
+        out.region_visits[pes] = double(region[op::peer_visit]) / regions;
+        out.region_rmw[pes] = double(region[op::shared_rmw]) / regions;
+        std::vector<weft::base::op_counts> member(static_cast<std::size_t>(pes));
+        int team = 0;
+#pragma omp parallel num_threads(pes)
+        {
+#pragma omp single
+          team = omp_get_num_threads();
+          const weft::base::op_counts b0 = this_thread_op_counts();
+          for (int r = 0; r < barriers; ++r) {
+            // Thread 0 comes last, after the others fell asleep (it gives
+            // the CPUs to them meanwhile): its release wakes them.
+            if (omp_get_thread_num() == 0)
+              std::this_thread::sleep_for(std::chrono::microseconds(300));
+#pragma omp barrier
+          }
+          member[std::size_t(omp_get_thread_num())] = this_thread_op_counts() - b0;
+        }
+        EXPECT_EQ(team, pes);
+        double visits = 0, rmw = 0;
+        for (const weft::base::op_counts& m : member) {
+          visits = std::max(visits, double(m[op::peer_visit]) / barriers);
+          rmw = std::max(rmw, double(m[op::shared_rmw]) / barriers);
+        }
+        out.barrier_visits[pes] = visits;
+        out.barrier_rmw[pes] = rmw;
+        weft::exit(0);
+      },
+      "--weft:ult-rescue-us=10000000");
+  EXPECT_EQ(rc, 0);
+}
+
+TEST(OmpInWeft, RegionAndBarrierPathsGrowAtMostLogP) {
+  team_counts c;
+  for (int pes : {2, 4, 8, 16}) count_team(pes, c);
+  // Thread 0's counts per region are exact (its children, and one
+  // reference); a barrier's maximum depends on who happens to arrive last
+  // (up to 1 + levels read-modify-writes) and who slept: slack 3.
+  EXPECT_TRUE(
+      weft_test::grows_at_most_log("thread 0's peer visits per region", c.region_visits, 0.5));
+  EXPECT_TRUE(weft_test::grows_at_most_log("thread 0's shared read-modify-writes per region",
+                                           c.region_rmw, 0.5));
+  EXPECT_TRUE(weft_test::grows_at_most_log("a member's peer visits per barrier (max)",
+                                           c.barrier_visits, 3));
+  EXPECT_TRUE(weft_test::grows_at_most_log("a member's shared read-modify-writes per barrier (max)",
+                                           c.barrier_rmw, 3));
+  // The fork tree: thread 0 starts at most 4 members.
+  EXPECT_EQ(c.region_visits[16], 4);
+}
+
+// Teams of any size, on 4 PEs: beyond the PEs (carriers), odd sizes whose
+// fork and arrival trees are ragged, nested teams, and recycled teams (the
+// same size again): every thread meets every barrier, sees every other
+// thread's write from before it, and the region ends with every thread
+// done.
+TEST(OmpInWeft, TeamsOfAnySizeMeetBarriersAndEnd) {
+  std::atomic<long> bad{0};
+  const int rc = run_weft(4, [&] {
+    for (int round = 0; round < 3; ++round) {
+      for (int n : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33}) {
+        std::vector<int> seen(std::size_t(n), -1);
+        std::atomic<int> ran{0};
+#pragma omp parallel num_threads(n)
+        {
+          const int me = omp_get_thread_num();
+          if (omp_get_num_threads() != n) bad.fetch_add(1);
+          ++ran;
+          for (int phase = 0; phase < 4; ++phase) {
+            seen[std::size_t(me)] = phase;
+#pragma omp barrier
+            for (int i = 0; i < n; ++i)
+              if (seen[std::size_t(i)] != phase) bad.fetch_add(1);
+#pragma omp barrier
+          }
+        }
+        if (ran.load() != n) bad.fetch_add(1);
+      }
+    }
+    // Nested: teams of 3 in a team of 3 (inner members on carriers where
+    // their PE's thread runs an outer one).
+    omp_set_max_active_levels(2);
+    std::atomic<int> inner{0};
+    for (int round = 0; round < 5; ++round) {
+#pragma omp parallel num_threads(3)
+      {
+#pragma omp parallel num_threads(3)
+        {
+          if (omp_get_num_threads() != 3 || omp_get_level() != 2) bad.fetch_add(1);
+#pragma omp barrier
+          ++inner;
+        }
+#pragma omp barrier
+      }
+    }
+    omp_set_max_active_levels(1);
+    if (inner.load() != 5 * 9) bad.fetch_add(1);
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// The fork tree with a held-up starter: of a team of 6 on 6 PEs, member 1
+// starts member 5 (thread 0 starts 1..4). PE 1 stays inside a handler
+// that spins until member 5 has run: thread 0 rescues member 1 onto a
+// carrier, which starts member 5 on PE 5 -- a member that starts others is
+// not lost with its PE.
+std::atomic<bool> g_member5_ran{false};
+std::atomic<bool> g_spinner1_in{false};
+void on_spin_until_member5(weft::message_ptr) {
+  g_spinner1_in = true;
+  while (!g_member5_ran.load()) {
+  }
+}
+const weft::handler_id h_spin5 = weft::register_handler("omp_test.spin5", on_spin_until_member5);
+
+TEST(OmpInWeft, MemberThatStartsOthersHeldUpBehindABusyPeStartsOnACarrier) {
+  g_member5_ran = false;
+  g_spinner1_in = false;
+  std::atomic<int> ran{0};
+  const int rc = run_weft(6, [&] {
+    weft::send(1, weft::make_message(h_spin5, 0));
+    while (!g_spinner1_in.load()) {
+    }
+#pragma omp parallel num_threads(6)
+    {
+      ++ran;
+      if (omp_get_thread_num() == 5) g_member5_ran = true;
+    }
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(ran.load(), 6);
+  EXPECT_TRUE(g_member5_ran.load());
 }
 
 // The objects layer needs its PE's state: on a carrier it refuses, naming

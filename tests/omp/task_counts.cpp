@@ -28,6 +28,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "omp/run_weft.hpp"
 #include "op_growth.hpp"
 #include "weft/base/op_counts.hpp"
 #include "weft/weft.hpp"
@@ -37,16 +38,7 @@ namespace {
 using weft::base::op;
 using weft::base::op_counts;
 
-int run_weft(int pes, std::function<void()> body) {
-  std::vector<std::string> words = {"test", "--weft:quiet", "--weft:timeout=120",
-                                    "--weft:threads=" + std::to_string(pes)};
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  int argc = int(words.size());
-  char** av = argv.data();
-  return weft::run(argc, av, [fn = std::move(body)](weft::args) { fn(); });
-}
+using weft_test::run_weft;
 
 enum class pattern { independent, chain };
 

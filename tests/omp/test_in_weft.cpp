@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 #include <vector>
+#include "omp/run_weft.hpp"
 #include "op_growth.hpp"
 #include "weft/base/op_counts.hpp"
 #include "weft/threads/ult.hpp"
@@ -51,17 +52,7 @@ void note_threads() {
   }
 }
 
-int run_weft(int pes, std::function<void()> body, const std::string& option = "") {
-  std::vector<std::string> words = {"test", "--weft:quiet", "--weft:timeout=120",
-                                    "--weft:threads=" + std::to_string(pes)};
-  if (!option.empty()) words.push_back(option);
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  int argc = int(words.size());
-  char** av = argv.data();
-  return weft::run(argc, av, [fn = std::move(body)](weft::args) { fn(); });
-}
+using weft_test::run_weft;
 
 TEST(OmpInWeft, RegionInMainRunsOnThePesAndNoOtherThread) {
   g_max_threads = 0;

@@ -71,7 +71,8 @@ collection_ref lookup_collection(std::uint64_t id) {
 void create_here(local_collection& lc, std::uint32_t ctor, const std::byte* args, std::size_t n);
 
 void report_dropped(element_record& rec, const char* why) {
-  for (auto& [id, mb] : rec.mailboxes)
+  if (!rec.extras_) return;
+  for (auto& [id, mb] : rec.extras_->mailboxes)
     if (!mb.queued.empty())
       base::warn("%s %s with %zu message(s) for %s never awaited", element_name(rec).c_str(), why,
                  mb.queued.size(), entry_name(id).c_str());
@@ -83,10 +84,15 @@ void destroy_element(local_collection& lc, element_record& rec) {
   const index_key key = rec.key;
   const std::uint32_t epoch = rec.epoch, round = rec.red_round;
   remove_element(lc, rec);
-  if (lc.ref.kind == collection_kind::chare)
-    lc.known.erase(key);  // chare ids are never reused: home alone knows it is gone
-  else
-    lc.known[key] = {my_pe(), epoch, true};
+  if (lc.ref.kind == collection_kind::chare) {
+    // Chare ids are never reused: home alone knows it is gone, and the
+    // home of a placed chare is this PE, which knows it by its number.
+    if (!lc.known.empty()) lc.known.erase(key);
+    if (chare_place(key) >= 0) return;
+    tell_home(lc, key, my_pe(), epoch, loc_deleted);
+    return;
+  }
+  lc.known[key] = {my_pe(), epoch, true};
   lc.cache.drop(key);
   tell_home(lc, key, my_pe(), epoch, loc_deleted);
   if (lc.ref.kind == collection_kind::array) {
@@ -176,8 +182,9 @@ local_collection& get_local_collection(const collection_ref& ref) {
 void destroy_frames(element_record& rec) {
   // Destroying a frame runs its awaiters' destructors, which unregister
   // them; copy first, as finished tasks also edit the list.
+  if (!rec.extras_) return;
   std::vector<std::coroutine_handle<>> frames;
-  frames.swap(rec.coroutines);
+  frames.swap(rec.extras_->coroutines);
   for (auto h : frames) h.destroy();
 }
 
@@ -225,7 +232,7 @@ element_record& construct_element(local_collection& lc, const index_key& key, st
 }
 
 void remove_element(local_collection& lc, element_record& rec) {
-  round_hist_remove(lc, rec.red_round);
+  if (lc.ref.kind != collection_kind::chare) round_hist_remove(lc, rec.red_round);
   if (rec.sync != sync_state::none) --lc.sync_waiting;
   element_base* obj = rec.obj;
   index_key key = rec.key;
@@ -315,9 +322,42 @@ void receive_creation(message_ptr m) {
   }
 }
 
+namespace {
+
+// A chare made by create_on, here, its home: what came for it before it
+// existed runs after its constructor; nobody else is told (chare_place).
+void receive_placed_chare(local_collection& lc, message_ptr m) {
+  const obj_header& h = header_of(*m);
+  const index_key key = h.key;
+  const chare_id c = key.as<chare_id>();
+  // Inserts from one PE arrive in its order: this one is its newest here.
+  lc.chares_arrived[c.pe] = c.seq;
+  element_record& rec = construct_element(lc, key, h.entry, args_of(*m), args_size(*m), 0, 0);
+  m.reset();
+  auto w = lc.waiting.empty() ? lc.waiting.end() : lc.waiting.find(key);
+  if (w == lc.waiting.end()) {
+    // The constructor may have asked to be destroyed.
+    after_entry(rec);
+    return;
+  }
+  // Messages kept for it run first, as at the home of any element (they may
+  // destroy it; chare ids are never reused, so a record found after them is
+  // this one).
+  std::vector<message*> msgs = std::move(w->second);
+  lc.waiting.erase(w);
+  redeliver_kept(lc, std::move(msgs));
+  if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
+}
+
+}  // namespace
+
 void receive_insert(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
+  if (lc.ref.kind == collection_kind::chare && chare_place(h.key) >= 0) {
+    receive_placed_chare(lc, std::move(m));
+    return;
+  }
   element_record& rec = construct_element(lc, h.key, h.entry, args_of(*m), args_size(*m),
                                           h.args.insert.first_round, 0);
   const index_key key = h.key;
@@ -476,9 +516,11 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
     send_object_to_pe(home_pe(ref, key), std::move(m));
     return;
   }
-  // A chare's home is the PE creating it (this one): it expects the chare
-  // from now on, so messages to it wait until it exists.
-  make_local_collection(ref).home[key].inserting = true;
+  // A chare placed by the runtime is homed at the PE creating it (this
+  // one): it expects the chare from now on, so messages to it wait until it
+  // exists. A chare for a known PE is homed there (chare_place): nothing to
+  // record here.
+  if (pe == -2) make_local_collection(ref).home[key].inserting = true;
   message_ptr m = new_control_message(ref, key, op_insert, args.size());
   header_of(*m).entry = ctor;
   if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
@@ -491,9 +533,11 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
     send_object_to_pe(pe == -1 ? home_pe(ref, key) : pe, std::move(m));
 }
 
-index_key new_chare_key() {
+index_key new_chare_key(int pe) {
   pe_objects& s = this_pe_objects();
-  return index_key::of(chare_id{my_pe(), ++s.chare_counter});
+  index_key k = index_key::of(chare_id{my_pe(), ++s.chare_counter});
+  k.w[1] = pe >= 0 ? std::uint64_t(pe) + 1 : 0;
+  return k;
 }
 
 collection_ref chare_collection(std::uint32_t type) {

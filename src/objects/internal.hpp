@@ -102,6 +102,19 @@ inline std::uint64_t dense_count(const collection_ref& ref) {
   return n;
 }
 
+// ---- chares --------------------------------------------------------------------
+
+// The PE a chare made by create_on lives on, which is its home too (the
+// second word of its key, new_chare_key); -1: a chare placed by the
+// runtime, homed at its creator, which the constructing PE tells where it
+// went. Chares never move, so a placed chare needs no location record
+// anywhere: its messages go straight to it, and its PE alone tells an early
+// message (kept) from a late one (an error) by the chare's number
+// (local_collection::chares_arrived).
+[[gnu::always_inline]] inline int chare_place(const index_key& key) noexcept {
+  return int(key.w[1]) - 1;
+}
+
 // ---- sending -------------------------------------------------------------------
 
 // A control message (handler control_handler_id) about element `key` of `ref`

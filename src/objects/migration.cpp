@@ -31,9 +31,9 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   if (type.pup == nullptr)
     object_error(element_name(rec) + " cannot migrate: its type " + type.name +
                  " needs a default constructor and a pup(weft::pupper&) member");
-  if (!rec.coroutines.empty())
+  if (rec.has_coroutines())
     object_error(element_name(rec) + " cannot migrate while " +
-                 std::to_string(rec.coroutines.size()) +
+                 std::to_string(rec.extras_->coroutines.size()) +
                  " of its coroutine entry methods are suspended (a coroutine frame cannot be "
                  "packed); migrate between coroutines");
   const std::uint32_t epoch = rec.epoch + 1;
@@ -55,8 +55,9 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   m->priority = migration_priority;
   // Messages waiting in its mailboxes follow it.
   std::vector<message*> follow;
-  for (auto& [id, mb] : rec.mailboxes)
-    for (auto& q : mb.queued) follow.push_back(q.release());
+  if (rec.extras_)
+    for (auto& [id, mb] : rec.extras_->mailboxes)
+      for (auto& q : mb.queued) follow.push_back(q.release());
   // Taken here, they are in flight again (sync.cpp counts them).
   lc.msgs_taken -= follow.size();
   const index_key key = rec.key;
@@ -123,7 +124,7 @@ void receive_migrating_element(message_ptr m) {
 
 bool can_move_by_pointer(const element_record& rec, int to) {
   if (!pe_on_this_node(to) || rec.running != nullptr) return false;
-  if (rec.coroutines.empty()) return true;
+  if (!rec.has_coroutines()) return true;
   pe_objects& s = this_pe_objects();
   for (const auto& [k, slots] : s.allreduce)
     for (const allreduce_slot* slot : slots)

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 #include "absl/container/flat_hash_map.h"
-#include "weft/objects/detail/runtime.hpp"
 #include "weft/objects/coroutine.hpp"
+#include "weft/objects/detail/runtime.hpp"
 
 namespace weft::objects::detail {
 
@@ -140,8 +140,7 @@ struct route_cache {
   // keys only) is mixed in by a multiplication, and the fold brings high
   // bits down.
   static std::size_t index_of(const index_key& k) noexcept {
-    const std::uint64_t h =
-        k.w[0] + (k.w[0] >> 29) + k.w[1] * 21 + k.w[2] * 0x9E3779B97F4A7C15ull;
+    const std::uint64_t h = k.w[0] + (k.w[0] >> 29) + k.w[1] * 21 + k.w[2] * 0x9E3779B97F4A7C15ull;
     return std::size_t(h ^ (h >> 17)) & (size - 1);
   }
   slot& at(const index_key& k) noexcept { return slots[index_of(k)]; }
@@ -224,6 +223,13 @@ struct local_collection {
   key_map<location> home;                  // elements homed here: where they live, if not here
   key_map<std::vector<message*>> waiting;  // homed here, not inserted yet
   std::vector<message*> early;             // arrived before creation (broadcasts)
+  // Chare collections: chares placed here by create_on, per creating PE,
+  // the number (chare_id::seq) of the last whose insert arrived. One PE's
+  // inserts arrive here in the order it sent them, with its numbers rising:
+  // a chare of that PE not here is gone if numbered up to this, and on its
+  // way if above (its messages wait in `waiting`). One word per creator,
+  // where a record per chare would have to be kept forever.
+  absl::flat_hash_map<std::int32_t, std::uint32_t> chares_arrived;
 
   // Broadcasts.
   std::uint64_t bcast_count = 0;                     // numbered broadcasts delivered here

@@ -64,7 +64,7 @@ const collection_ref& directory_entry_locked(node_objects& n, std::uint64_t id) 
 // message.
 collection_ref lookup_collection(std::uint64_t id) {
   if ((id & chare_id_tag) == chare_id_tag) return chare_collection(std::uint32_t(id));
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto lock = lock_node_objects();
   return directory_entry_locked(*g_node_objects, id);
 }
 
@@ -108,7 +108,7 @@ void destroy_element(local_collection& lc, element_record& rec) {
 // ---- the node's directory of collections ------------------------------------
 
 void register_collection(const collection_ref& ref) {
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto lock = lock_node_objects();
   g_node_objects->directory.emplace(ref.id, ref);
 }
 
@@ -136,7 +136,7 @@ local_collection& get_local_collection(const collection_ref& ref) {
   if (!lc.created) {
     std::shared_ptr<const creation_info> info;
     {
-      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto lock = lock_node_objects();
       auto it = g_node_objects->creations.find(ref.id);
       if (it != g_node_objects->creations.end()) info = it->second;
     }
@@ -166,7 +166,7 @@ local_collection& get_local_collection(const collection_ref& ref) {
   if (parked == s.parked.end()) {
     collection_ref ref;
     {
-      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto lock = lock_node_objects();
       auto it = g_node_objects->directory.find(id);
       if (it != g_node_objects->directory.end()) ref = it->second;
     }
@@ -307,7 +307,7 @@ void receive_creation(message_ptr m) {
     auto info = std::make_shared<creation_info>();
     info->ctor = h.entry;
     info->args.assign(args, args + n);
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     g_node_objects->directory.emplace(ref.id, ref);
     g_node_objects->creations.emplace(ref.id, std::move(info));
   }
@@ -465,7 +465,7 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
       auto info = std::make_shared<creation_info>();
       info->ctor = ctor;
       info->args = args;
-      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto lock = lock_node_objects();
       g_node_objects->nodegroup_creations.emplace(ref.id, std::move(info));
     }
     create_nodegroup_here(ref, ctor, args.data(), args.size());
@@ -483,7 +483,7 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
   info->ctor = ctor;
   info->args = args;
   {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     g_node_objects->creations.emplace(ref.id, info);
   }
   // Every PE builds its part when the message arrives, or earlier, at its

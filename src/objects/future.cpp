@@ -25,7 +25,7 @@ void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& 
   }
   if (owner->ref.kind == collection_kind::nodegroup) {
     // Every PE of the node may run the nodegroup's coroutines.
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     owner->extras().coroutines.push_back(h);
     return;
   }
@@ -55,7 +55,7 @@ void promise_base::finished_detached(promise_base& p) noexcept {
     if (it != list.end()) list.erase(it);
   };
   if (p.owner != nullptr && p.owner->ref.kind == collection_kind::nodegroup) {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     erase(p.owner->extras().coroutines);
     return;
   }

@@ -30,9 +30,11 @@
 // pe_state or dispatch).
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
+#include "base/op_count.hpp"
 #include "objects/state.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/pe.hpp"
@@ -51,6 +53,14 @@ namespace weft::objects::detail {
 [[gnu::visibility("hidden")]] extern constinit thread_local element_record* t_constructing_record;
 // Set while a node runs.
 [[gnu::visibility("hidden")]] extern node_objects* g_node_objects;
+
+// The node's lock (g_node_objects->mutex), taken through here so that it
+// counts (base/op_count.hpp): every PE of the node may take it, so a path
+// that takes it once per operation serialises as the node grows.
+[[nodiscard]] inline std::unique_lock<std::mutex> lock_node_objects() {
+  base::count(base::op::shared_rmw);
+  return std::unique_lock<std::mutex>(g_node_objects->mutex);
+}
 // The entry table, fixed while a node runs (location.cpp: read on every
 // delivery).
 [[gnu::visibility("hidden")]] extern std::span<const entry_info> g_entry_table;

@@ -191,20 +191,19 @@ void destroy_frames(element_record& rec) {
 element_record& construct_element(local_collection& lc, const index_key& key, std::uint32_t ctor,
                                   const std::byte* args, std::size_t n, std::uint32_t round,
                                   std::uint32_t epoch) {
-  // One probe of the table, which both checks and inserts.
-  auto [slot, fresh] = lc.local.try_emplace(key);
-  if (!fresh)
-    object_error("insert of " + key_string(lc.ref, key) + ", which already exists on PE " +
-                 std::to_string(my_pe()));
-  slot->second = std::make_unique<element_record>();
-  element_record& rec = *slot->second;
+  auto owned = std::make_unique<element_record>();
+  element_record& rec = *owned;
   rec.ref = lc.ref;
   rec.key = key;
+  // One probe of the table, which both checks and inserts.
+  if (!lc.local.insert(owned))
+    object_error("insert of " + key_string(lc.ref, key) + ", which already exists on PE " +
+                 std::to_string(my_pe()));
   rec.coll = &lc;
   rec.red_round = round;
   rec.epoch = epoch;
   rec.last_bcast = lc.bcast_count;
-  rec.measured = is_measured(lc.ref);
+  rec.measured = lc.ref.kind == collection_kind::array && is_measured(lc.ref);
   if (lc.ref.kind != collection_kind::chare) {
     // Chares neither reduce nor migrate: the local table is all they need.
     round_hist_add(lc, round);
@@ -214,7 +213,7 @@ element_record& construct_element(local_collection& lc, const index_key& key, st
   // messages that follow (a constructor's first send to its own element,
   // a new chare's first message), which would otherwise each miss.
   lc.cache.remember_here(key, &rec, my_pe());
-  const entry_info& e = entry(ctor);
+  const entry_info& e = checked_entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing_record = &rec;
   if (trace::on()) [[unlikely]]

@@ -236,7 +236,7 @@ void pe_stop() {
         "ended or before this node learnt their collection, and the run ended first",
         stranded);
   for (auto& [id, lc] : s->collections) {
-    for (auto& [k, rec] : lc->local) destroy_frames(*rec);
+    for (const auto& [k, rec] : lc->local) destroy_frames(*rec);
   }
   for (auto& [id, lc] : s->collections) {
     std::size_t undelivered = 0;
@@ -248,7 +248,7 @@ void pe_stop() {
       base::warn("%zu message(s) to elements of %s that were never inserted were not delivered",
                  undelivered, collection_name(lc->ref).c_str());
     for (message* w : lc->early) message_ptr{w};
-    for (auto& [k, rec] : lc->local) {
+    for (const auto& [k, rec] : lc->local) {
       element_base* obj = rec->obj;
       rec->obj = nullptr;
       delete obj;

@@ -243,7 +243,7 @@ void forward_or_keep(local_collection& lc, message_ptr m) {
 [[gnu::noinline]] element_record* find_local_record(local_collection& lc, const index_key& key) {
   auto it = lc.local.find(key);
   if (it == lc.local.end()) return nullptr;
-  element_record* rec = it->second.get();
+  element_record* rec = it->second;
   lc.cache.remember_rec(key, rec);
   return rec;
 }

@@ -98,7 +98,7 @@ void receive_migrating_element(message_ptr m) {
     base::fatal("%s: its migrated state does not unpack: %s", element_name(rec).c_str(), ex.what());
   }
   rec.obj = obj;
-  lc.local.emplace(h.key, std::move(owned));
+  (void)lc.local.insert(owned);
   round_hist_add(lc, rec.red_round);
   lc.known[h.key] = {my_pe(), rec.epoch, false};
   lc.cache.drop(h.key);
@@ -136,11 +136,9 @@ bool can_move_by_pointer(const element_record& rec, int to) {
 
 void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_balancer) {
   const index_key key = rec.key;
-  auto it = lc.local.find(key);
-  std::unique_ptr<element_record> owned = std::move(it->second);
+  std::unique_ptr<element_record> owned = lc.local.release(lc.local.find(key));
   round_hist_remove(lc, rec.red_round);
   if (rec.sync != sync_state::none) --lc.sync_waiting;
-  lc.local.erase(it);
   ++rec.epoch;
   lc.known[key] = {to, rec.epoch, false};
   lc.cache.drop(key);
@@ -170,7 +168,7 @@ void receive_element_by_pointer(message_ptr m) {
     trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
                         std::uint32_t(key.w[0]), 0);
   m.reset();
-  lc.local.emplace(key, std::move(owned));
+  (void)lc.local.insert(owned);
   round_hist_add(lc, rec.red_round);
   lc.known[key] = {my_pe(), rec.epoch, false};
   lc.cache.drop(key);

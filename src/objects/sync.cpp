@@ -444,7 +444,7 @@ void receive_sync_plan(message_ptr m) {
   m.reset();
   for (const sync_move& mv : out) {
     auto it = lc.local.find(mv.key);
-    element_record* rec = it == lc.local.end() ? nullptr : it->second.get();
+    element_record* rec = it == lc.local.end() ? nullptr : it->second;
     // Inside the process it moves as it is; to another, packed. An element
     // gone (destroyed since), running (this handler is nested in one of its
     // entry methods, which serves messages while it waits, as a

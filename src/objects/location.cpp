@@ -272,8 +272,9 @@ void forward_or_keep(local_collection& lc, message_ptr m) {
 }
 
 // The common case, an entry call (not forwarded, not awaited) to an element
-// of the collection this PE used last, found in the route cache, runs here
-// with few registers to save; every other goes to the general path.
+// of the collection this PE used last, found in the route cache (or, on a
+// miss, in the table behind it), runs here with few registers to save;
+// every other goes to the general path.
 void on_element_message(message_ptr m) {
   pe_objects* s = t_pe_objects;
   const obj_header& h = header_of(*m);
@@ -282,6 +283,10 @@ void on_element_message(message_ptr m) {
     if (lc != nullptr && lc->ref.id == h.collection && lc->created && (h.hops | h.op) == 0)
         [[likely]] {
       element_record* rec = lc->cache.rec(h.key);
+      // More elements here than the cache holds (a burst of new chares):
+      // the table, from here rather than through the general path.
+      if (rec == nullptr) [[unlikely]]
+        rec = find_local_record(*lc, h.key);
       if (rec != nullptr && rec->obj != nullptr) [[likely]] {
         const entry_info& e = checked_entry(h.entry);
         if (!e.awaited) [[likely]] {

@@ -626,6 +626,11 @@ def sec_entry_overhead(rows):
                    "creation, one plain send per chare) measured beside it in the same run, and objects ÷ core "
                    "(median of the per-repeat ratios, min–max):\n")
         out.append(table(["what", "objects target", "objects ns", "core ns", "objects ÷ core"], body))
+        shared = find(rows, used, case="create", metric="shared_ops_per_creation")
+        if shared is not None:
+            out.append("\nPeer visits and shared read-modify-writes per chare created (PE 0's counts, "
+                       "weft/base/op_counts.hpp): %s; tests/objects/test_op_growth.cpp checks that it "
+                       "does not grow with P.\n" % spread(shared))
     else:
         out.append("No `ns_per_call` / `ns_per_creation` rows.\n")
     out.append(leftovers(rows, used))

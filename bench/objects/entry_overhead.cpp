@@ -13,6 +13,10 @@
 //    entry that destroys it; ns per chare from the first creation to the
 //    last destruction. Core: a burst of as many empty messages to a counting
 //    handler (the cost of one plain send, the floor any creation pays).
+//    Beside it, what a creation touches that other PEs touch too (peer
+//    visits and shared read-modify-writes, weft/base/op_counts.hpp, as PE
+//    0 counted them, where all of it runs): the count that has to stay flat
+//    as P grows (tests/objects/test_op_growth.cpp checks it at 2-16 PEs).
 //
 // The calls go to a chare array (round-robin map: element i on PE i % PEs)
 // and to a group, so the cost of the array's location lookup shows beside
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 #include "common/harness.hpp"
+#include "weft/base/op_counts.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/weft.hpp"
 
@@ -157,6 +162,7 @@ struct driver_state {
   weft::group_proxy<GroupCaller> grp;
   // samples[case][target] per repeat, ns per operation
   std::vector<std::pair<variant, std::vector<double>>> samples;
+  std::vector<double> shared_per_creation;  // chare creation, per repeat (PE 0's counts)
 } g_d;
 
 std::vector<double>& samples_of(variant v) {
@@ -219,6 +225,17 @@ void report() {
                {"min", s.min},
                {"max", s.max}});
     }
+    if (c == case_kind::create && !d.shared_per_creation.empty()) {
+      auto s = weft::bench::summarize(d.shared_per_creation);
+      out.row({{"case", case_name(c)},
+               {"level", "objects"},
+               {"target", target_name(target_kind::chare)},
+               {"pes", pes},
+               {"metric", "shared_ops_per_creation"},
+               {"value", s.median},
+               {"min", s.min},
+               {"max", s.max}});
+    }
     for (auto& [v, xs] : d.samples) {
       if (v.c != c || v.t == target_kind::handler || core == nullptr) continue;
       std::vector<double> ratios;
@@ -270,10 +287,16 @@ weft::task<> drive() {
     }
     for (variant v : now) {
       g_done = weft::make_future<int>();
+      const weft::base::op_counts c0 = weft::base::this_thread_op_counts();
       const std::uint64_t t0 = weft::base::wall_ns();
       const long ops = start(v);
       co_await g_done;
       if (r >= 0) samples_of(v).push_back(double(g_t1 - t0) / double(ops));
+      if (r >= 0 && v.c == case_kind::create && v.t == target_kind::chare) {
+        const weft::base::op_counts dc = weft::base::this_thread_op_counts() - c0;
+        d.shared_per_creation.push_back(
+            double(dc[weft::base::op::peer_visit] + dc[weft::base::op::shared_rmw]) / double(ops));
+      }
     }
   }
   report();

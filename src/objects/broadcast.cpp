@@ -19,7 +19,7 @@ void deliver_broadcast(local_collection& lc, std::uint64_t seq, const message& m
   const obj_header& h = header_of(const_cast<message&>(m));
   std::vector<index_key> keys;
   keys.reserve(lc.local.size());
-  for (auto& [k, rec] : lc.local) keys.push_back(k);
+  for (const auto& [k, rec] : lc.local) keys.push_back(k);
   for (const index_key& k : keys) {
     auto it = lc.local.find(k);
     if (it == lc.local.end()) continue;  // destroyed or moved by an earlier one

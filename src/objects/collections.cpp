@@ -64,14 +64,15 @@ const collection_ref& directory_entry_locked(node_objects& n, std::uint64_t id) 
 // message.
 collection_ref lookup_collection(std::uint64_t id) {
   if ((id & chare_id_tag) == chare_id_tag) return chare_collection(std::uint32_t(id));
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto lock = lock_node_objects();
   return directory_entry_locked(*g_node_objects, id);
 }
 
 void create_here(local_collection& lc, std::uint32_t ctor, const std::byte* args, std::size_t n);
 
 void report_dropped(element_record& rec, const char* why) {
-  for (auto& [id, mb] : rec.mailboxes)
+  if (!rec.extras_) return;
+  for (auto& [id, mb] : rec.extras_->mailboxes)
     if (!mb.queued.empty())
       base::warn("%s %s with %zu message(s) for %s never awaited", element_name(rec).c_str(), why,
                  mb.queued.size(), entry_name(id).c_str());
@@ -83,10 +84,15 @@ void destroy_element(local_collection& lc, element_record& rec) {
   const index_key key = rec.key;
   const std::uint32_t epoch = rec.epoch, round = rec.red_round;
   remove_element(lc, rec);
-  if (lc.ref.kind == collection_kind::chare)
-    lc.known.erase(key);  // chare ids are never reused: home alone knows it is gone
-  else
-    lc.known[key] = {my_pe(), epoch, true};
+  if (lc.ref.kind == collection_kind::chare) {
+    // Chare ids are never reused: home alone knows it is gone, and the
+    // home of a placed chare is this PE, which knows it by its number.
+    if (!lc.known.empty()) lc.known.erase(key);
+    if (chare_place(key) >= 0) return;
+    tell_home(lc, key, my_pe(), epoch, loc_deleted);
+    return;
+  }
+  lc.known[key] = {my_pe(), epoch, true};
   lc.cache.drop(key);
   tell_home(lc, key, my_pe(), epoch, loc_deleted);
   if (lc.ref.kind == collection_kind::array) {
@@ -102,7 +108,7 @@ void destroy_element(local_collection& lc, element_record& rec) {
 // ---- the node's directory of collections ------------------------------------
 
 void register_collection(const collection_ref& ref) {
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto lock = lock_node_objects();
   g_node_objects->directory.emplace(ref.id, ref);
 }
 
@@ -130,7 +136,7 @@ local_collection& get_local_collection(const collection_ref& ref) {
   if (!lc.created) {
     std::shared_ptr<const creation_info> info;
     {
-      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto lock = lock_node_objects();
       auto it = g_node_objects->creations.find(ref.id);
       if (it != g_node_objects->creations.end()) info = it->second;
     }
@@ -160,7 +166,7 @@ local_collection& get_local_collection(const collection_ref& ref) {
   if (parked == s.parked.end()) {
     collection_ref ref;
     {
-      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto lock = lock_node_objects();
       auto it = g_node_objects->directory.find(id);
       if (it != g_node_objects->directory.end()) ref = it->second;
     }
@@ -176,28 +182,28 @@ local_collection& get_local_collection(const collection_ref& ref) {
 void destroy_frames(element_record& rec) {
   // Destroying a frame runs its awaiters' destructors, which unregister
   // them; copy first, as finished tasks also edit the list.
+  if (!rec.extras_) return;
   std::vector<std::coroutine_handle<>> frames;
-  frames.swap(rec.coroutines);
+  frames.swap(rec.extras_->coroutines);
   for (auto h : frames) h.destroy();
 }
 
 element_record& construct_element(local_collection& lc, const index_key& key, std::uint32_t ctor,
                                   const std::byte* args, std::size_t n, std::uint32_t round,
                                   std::uint32_t epoch) {
-  // One probe of the table, which both checks and inserts.
-  auto [slot, fresh] = lc.local.try_emplace(key);
-  if (!fresh)
-    object_error("insert of " + key_string(lc.ref, key) + ", which already exists on PE " +
-                 std::to_string(my_pe()));
-  slot->second = std::make_unique<element_record>();
-  element_record& rec = *slot->second;
+  auto owned = std::make_unique<element_record>();
+  element_record& rec = *owned;
   rec.ref = lc.ref;
   rec.key = key;
+  // One probe of the table, which both checks and inserts.
+  if (!lc.local.insert(owned))
+    object_error("insert of " + key_string(lc.ref, key) + ", which already exists on PE " +
+                 std::to_string(my_pe()));
   rec.coll = &lc;
   rec.red_round = round;
   rec.epoch = epoch;
   rec.last_bcast = lc.bcast_count;
-  rec.measured = is_measured(lc.ref);
+  rec.measured = lc.ref.kind == collection_kind::array && is_measured(lc.ref);
   if (lc.ref.kind != collection_kind::chare) {
     // Chares neither reduce nor migrate: the local table is all they need.
     round_hist_add(lc, round);
@@ -207,7 +213,7 @@ element_record& construct_element(local_collection& lc, const index_key& key, st
   // messages that follow (a constructor's first send to its own element,
   // a new chare's first message), which would otherwise each miss.
   lc.cache.remember_here(key, &rec, my_pe());
-  const entry_info& e = entry(ctor);
+  const entry_info& e = checked_entry(ctor);
   pupper p = pupper::unpacker(args, n);
   t_constructing_record = &rec;
   if (trace::on()) [[unlikely]]
@@ -225,7 +231,7 @@ element_record& construct_element(local_collection& lc, const index_key& key, st
 }
 
 void remove_element(local_collection& lc, element_record& rec) {
-  round_hist_remove(lc, rec.red_round);
+  if (lc.ref.kind != collection_kind::chare) round_hist_remove(lc, rec.red_round);
   if (rec.sync != sync_state::none) --lc.sync_waiting;
   element_base* obj = rec.obj;
   index_key key = rec.key;
@@ -300,7 +306,7 @@ void receive_creation(message_ptr m) {
     auto info = std::make_shared<creation_info>();
     info->ctor = h.entry;
     info->args.assign(args, args + n);
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     g_node_objects->directory.emplace(ref.id, ref);
     g_node_objects->creations.emplace(ref.id, std::move(info));
   }
@@ -315,9 +321,42 @@ void receive_creation(message_ptr m) {
   }
 }
 
+namespace {
+
+// A chare made by create_on, here, its home: what came for it before it
+// existed runs after its constructor; nobody else is told (chare_place).
+void receive_placed_chare(local_collection& lc, message_ptr m) {
+  const obj_header& h = header_of(*m);
+  const index_key key = h.key;
+  const chare_id c = key.as<chare_id>();
+  // Inserts from one PE arrive in its order: this one is its newest here.
+  lc.chares_arrived[c.pe] = c.seq;
+  element_record& rec = construct_element(lc, key, h.entry, args_of(*m), args_size(*m), 0, 0);
+  m.reset();
+  auto w = lc.waiting.empty() ? lc.waiting.end() : lc.waiting.find(key);
+  if (w == lc.waiting.end()) {
+    // The constructor may have asked to be destroyed.
+    after_entry(rec);
+    return;
+  }
+  // Messages kept for it run first, as at the home of any element (they may
+  // destroy it; chare ids are never reused, so a record found after them is
+  // this one).
+  std::vector<message*> msgs = std::move(w->second);
+  lc.waiting.erase(w);
+  redeliver_kept(lc, std::move(msgs));
+  if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
+}
+
+}  // namespace
+
 void receive_insert(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
+  if (lc.ref.kind == collection_kind::chare && chare_place(h.key) >= 0) {
+    receive_placed_chare(lc, std::move(m));
+    return;
+  }
   element_record& rec = construct_element(lc, h.key, h.entry, args_of(*m), args_size(*m),
                                           h.args.insert.first_round, 0);
   const index_key key = h.key;
@@ -425,7 +464,7 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
       auto info = std::make_shared<creation_info>();
       info->ctor = ctor;
       info->args = args;
-      std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+      auto lock = lock_node_objects();
       g_node_objects->nodegroup_creations.emplace(ref.id, std::move(info));
     }
     create_nodegroup_here(ref, ctor, args.data(), args.size());
@@ -443,7 +482,7 @@ collection_ref create_collection(collection_ref ref, std::uint32_t ctor,
   info->ctor = ctor;
   info->args = args;
   {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     g_node_objects->creations.emplace(ref.id, info);
   }
   // Every PE builds its part when the message arrives, or earlier, at its
@@ -476,9 +515,11 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
     send_object_to_pe(home_pe(ref, key), std::move(m));
     return;
   }
-  // A chare's home is the PE creating it (this one): it expects the chare
-  // from now on, so messages to it wait until it exists.
-  make_local_collection(ref).home[key].inserting = true;
+  // A chare placed by the runtime is homed at the PE creating it (this
+  // one): it expects the chare from now on, so messages to it wait until it
+  // exists. A chare for a known PE is homed there (chare_place): nothing to
+  // record here.
+  if (pe == -2) make_local_collection(ref).home[key].inserting = true;
   message_ptr m = new_control_message(ref, key, op_insert, args.size());
   header_of(*m).entry = ctor;
   if (!args.empty()) std::memcpy(args_of(*m), args.data(), args.size());
@@ -491,9 +532,11 @@ void insert_element(const collection_ref& ref, const index_key& key, int pe, std
     send_object_to_pe(pe == -1 ? home_pe(ref, key) : pe, std::move(m));
 }
 
-index_key new_chare_key() {
+index_key new_chare_key(int pe) {
   pe_objects& s = this_pe_objects();
-  return index_key::of(chare_id{my_pe(), ++s.chare_counter});
+  index_key k = index_key::of(chare_id{my_pe(), ++s.chare_counter});
+  k.w[1] = pe >= 0 ? std::uint64_t(pe) + 1 : 0;
+  return k;
 }
 
 collection_ref chare_collection(std::uint32_t type) {

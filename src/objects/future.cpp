@@ -25,11 +25,11 @@ void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& 
   }
   if (owner->ref.kind == collection_kind::nodegroup) {
     // Every PE of the node may run the nodegroup's coroutines.
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
-    owner->coroutines.push_back(h);
+    auto lock = lock_node_objects();
+    owner->extras().coroutines.push_back(h);
     return;
   }
-  owner->coroutines.push_back(h);
+  owner->extras().coroutines.push_back(h);
 }
 
 void resume(element_record* owner, std::coroutine_handle<> h) {
@@ -55,11 +55,11 @@ void promise_base::finished_detached(promise_base& p) noexcept {
     if (it != list.end()) list.erase(it);
   };
   if (p.owner != nullptr && p.owner->ref.kind == collection_kind::nodegroup) {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
-    erase(p.owner->coroutines);
+    auto lock = lock_node_objects();
+    erase(p.owner->extras().coroutines);
     return;
   }
-  erase(p.owner != nullptr ? p.owner->coroutines : t_pe_objects->main_tasks);
+  erase(p.owner != nullptr ? p.owner->extras().coroutines : t_pe_objects->main_tasks);
 }
 
 void promise_base::fail_detached(promise_base& p, std::exception_ptr e) noexcept {

@@ -30,9 +30,11 @@
 // pe_state or dispatch).
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
+#include "base/op_count.hpp"
 #include "objects/state.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/pe.hpp"
@@ -51,6 +53,14 @@ namespace weft::objects::detail {
 [[gnu::visibility("hidden")]] extern constinit thread_local element_record* t_constructing_record;
 // Set while a node runs.
 [[gnu::visibility("hidden")]] extern node_objects* g_node_objects;
+
+// The node's lock (g_node_objects->mutex), taken through here so that it
+// counts (base/op_count.hpp): every PE of the node may take it, so a path
+// that takes it once per operation serialises as the node grows.
+[[nodiscard]] inline std::unique_lock<std::mutex> lock_node_objects() {
+  base::count(base::op::shared_rmw);
+  return std::unique_lock<std::mutex>(g_node_objects->mutex);
+}
 // The entry table, fixed while a node runs (location.cpp: read on every
 // delivery).
 [[gnu::visibility("hidden")]] extern std::span<const entry_info> g_entry_table;
@@ -100,6 +110,19 @@ inline std::uint64_t dense_count(const collection_ref& ref) {
   std::uint64_t n = ref.dims > 0 ? 1 : 0;
   for (int d = 0; d < ref.dims; ++d) n *= std::uint64_t(ref.bounds[d]);
   return n;
+}
+
+// ---- chares --------------------------------------------------------------------
+
+// The PE a chare made by create_on lives on, which is its home too (the
+// second word of its key, new_chare_key); -1: a chare placed by the
+// runtime, homed at its creator, which the constructing PE tells where it
+// went. Chares never move, so a placed chare needs no location record
+// anywhere: its messages go straight to it, and its PE alone tells an early
+// message (kept) from a late one (an error) by the chare's number
+// (local_collection::chares_arrived).
+[[gnu::always_inline]] inline int chare_place(const index_key& key) noexcept {
+  return int(key.w[1]) - 1;
 }
 
 // ---- sending -------------------------------------------------------------------

@@ -53,7 +53,7 @@ struct setup_creation {
 
 std::vector<setup_creation> setup_creations() {
   std::vector<setup_creation> out;
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto lock = lock_node_objects();
   for (const auto* made : {&g_node_objects->creations, &g_node_objects->nodegroup_creations}) {
     for (const auto& [id, info] : *made) {
       auto dir = g_node_objects->directory.find(id);
@@ -145,7 +145,7 @@ void receive_setup_done(message_ptr m) {
   // inside a handler).
   std::vector<setup_creation> build;
   {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     if (!g_node_objects->readonlies_set) {
       if (g_node_objects->setup_unpacking) {
         weft::send(my_pe(), std::move(m));
@@ -179,7 +179,7 @@ void receive_setup_done(message_ptr m) {
   if (!build.empty()) {
     for (const setup_creation& sc : build)
       create_nodegroup_here(ref_of(sc), sc.ctor, sc.args.data(), sc.args.size());
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     g_node_objects->readonlies_set = true;
   }
   s.gated = false;
@@ -236,7 +236,7 @@ void pe_stop() {
         "ended or before this node learnt their collection, and the run ended first",
         stranded);
   for (auto& [id, lc] : s->collections) {
-    for (auto& [k, rec] : lc->local) destroy_frames(*rec);
+    for (const auto& [k, rec] : lc->local) destroy_frames(*rec);
   }
   for (auto& [id, lc] : s->collections) {
     std::size_t undelivered = 0;
@@ -248,7 +248,7 @@ void pe_stop() {
       base::warn("%zu message(s) to elements of %s that were never inserted were not delivered",
                  undelivered, collection_name(lc->ref).c_str());
     for (message* w : lc->early) message_ptr{w};
-    for (auto& [k, rec] : lc->local) {
+    for (const auto& [k, rec] : lc->local) {
       element_base* obj = rec->obj;
       rec->obj = nullptr;
       delete obj;

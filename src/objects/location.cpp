@@ -134,7 +134,10 @@ void receive_location(message_ptr m) {
 // was forwarded; a destroy carried out. False when it consumed the message.
 [[gnu::noinline]] bool deliver_special(element_record& rec, message_ptr& m) {
   obj_header& h = header_of(*m);
-  if (h.hops > 0 && h.origin_pe >= 0 && h.origin_pe != my_pe()) {
+  // (A placed chare's senders already send to its place: a message of
+  // theirs was only kept, waiting for the chare.)
+  if (h.hops > 0 && h.origin_pe >= 0 && h.origin_pe != my_pe() &&
+      !(rec.ref.kind == collection_kind::chare && chare_place(rec.key) >= 0)) {
     message_ptr u = new_control_message(rec.ref, rec.key, op_location, 0);
     header_of(*u).arg_pe = my_pe();
     header_of(*u).args.location = {rec.epoch, loc_moved};
@@ -154,7 +157,7 @@ void receive_location(message_ptr m) {
 // or kept in the element's mailbox until one awaits it.
 [[gnu::noinline]] void deliver_to_mailbox(element_record& rec, message_ptr m) {
   const std::uint32_t entry_id = header_of(*m).entry;
-  mailbox& mb = rec.mailboxes[entry_id];
+  mailbox& mb = rec.extras().mailboxes[entry_id];
   if (mb.waiter == nullptr) {
     mb.queued.push_back(std::move(m));
     return;
@@ -176,6 +179,18 @@ namespace {
                std::to_string(h.origin_pe) + ")");
 }
 
+// A message for a chare placed here that is not here: its insert is on
+// its way (keep the message until the chare exists) or arrived before
+// (the chare was destroyed). Numbers compared modulo 2^32, so that a PE
+// that made 2^32 chares goes on.
+void keep_or_refuse_for_placed_chare(local_collection& lc, message_ptr m) {
+  const obj_header& h = header_of(*m);
+  const chare_id c = h.key.as<chare_id>();
+  auto it = lc.chares_arrived.find(c.pe);
+  if (it != lc.chares_arrived.end() && std::int32_t(c.seq - it->second) <= 0) error_deleted(lc, h);
+  lc.waiting[h.key].push_back(m.release());
+}
+
 // A message for an element that is not here: forward it, or keep it until
 // the element exists.
 void forward_or_keep(local_collection& lc, message_ptr m) {
@@ -184,6 +199,10 @@ void forward_or_keep(local_collection& lc, message_ptr m) {
   const int me = my_pe();
   const int home = home_pe(lc.ref, h.key);
   if (home == me) {
+    if (lc.ref.kind == collection_kind::chare && chare_place(h.key) >= 0) {
+      keep_or_refuse_for_placed_chare(lc, std::move(m));
+      return;
+    }
     auto it = lc.home.find(h.key);
     if (it == lc.home.end() && lc.ref.kind == collection_kind::chare) error_deleted(lc, h);
     if (it != lc.home.end()) {
@@ -224,7 +243,7 @@ void forward_or_keep(local_collection& lc, message_ptr m) {
 [[gnu::noinline]] element_record* find_local_record(local_collection& lc, const index_key& key) {
   auto it = lc.local.find(key);
   if (it == lc.local.end()) return nullptr;
-  element_record* rec = it->second.get();
+  element_record* rec = it->second;
   lc.cache.remember_rec(key, rec);
   return rec;
 }
@@ -253,8 +272,9 @@ void forward_or_keep(local_collection& lc, message_ptr m) {
 }
 
 // The common case, an entry call (not forwarded, not awaited) to an element
-// of the collection this PE used last, found in the route cache, runs here
-// with few registers to save; every other goes to the general path.
+// of the collection this PE used last, found in the route cache (or, on a
+// miss, in the table behind it), runs here with few registers to save;
+// every other goes to the general path.
 void on_element_message(message_ptr m) {
   pe_objects* s = t_pe_objects;
   const obj_header& h = header_of(*m);
@@ -263,6 +283,10 @@ void on_element_message(message_ptr m) {
     if (lc != nullptr && lc->ref.id == h.collection && lc->created && (h.hops | h.op) == 0)
         [[likely]] {
       element_record* rec = lc->cache.rec(h.key);
+      // More elements here than the cache holds (a burst of new chares):
+      // the table, from here rather than through the general path.
+      if (rec == nullptr) [[unlikely]]
+        rec = find_local_record(*lc, h.key);
       if (rec != nullptr && rec->obj != nullptr) [[likely]] {
         const entry_info& e = checked_entry(h.entry);
         if (!e.awaited) [[likely]] {
@@ -305,6 +329,7 @@ int home_pe(const collection_ref& ref, const index_key& key) noexcept {
   const int pes = num_pes();
   switch (ref.map) {
     case map_kind::owner_field: {
+      if (ref.kind == collection_kind::chare && key.w[1] != 0) return chare_place(key);
       int pe;
       std::memcpy(&pe, key.w, sizeof pe);
       return pe;
@@ -361,8 +386,15 @@ namespace {
 // of line, as find_local_record.
 [[gnu::noinline]] int find_element_pe(local_collection& lc, const collection_ref& ref,
                                       const index_key& key) {
-  if (ref.kind == collection_kind::chare)
-    return lc.local.contains(key) ? my_pe() : -1;  // chares are not in the known table
+  if (ref.kind == collection_kind::chare) {
+    // A placed chare is where its key says, for its whole life: cached as
+    // a fact of the key, not of a table. Others are in no known table.
+    if (const int place = chare_place(key); place >= 0) {
+      lc.cache.remember_pe(key, place);
+      return place;
+    }
+    return lc.local.contains(key) ? my_pe() : -1;
+  }
   int dest;
   auto k = lc.known.find(key);
   if (k == lc.known.end())

@@ -31,9 +31,9 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   if (type.pup == nullptr)
     object_error(element_name(rec) + " cannot migrate: its type " + type.name +
                  " needs a default constructor and a pup(weft::pupper&) member");
-  if (!rec.coroutines.empty())
+  if (rec.has_coroutines())
     object_error(element_name(rec) + " cannot migrate while " +
-                 std::to_string(rec.coroutines.size()) +
+                 std::to_string(rec.extras_->coroutines.size()) +
                  " of its coroutine entry methods are suspended (a coroutine frame cannot be "
                  "packed); migrate between coroutines");
   const std::uint32_t epoch = rec.epoch + 1;
@@ -55,8 +55,9 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   m->priority = migration_priority;
   // Messages waiting in its mailboxes follow it.
   std::vector<message*> follow;
-  for (auto& [id, mb] : rec.mailboxes)
-    for (auto& q : mb.queued) follow.push_back(q.release());
+  if (rec.extras_)
+    for (auto& [id, mb] : rec.extras_->mailboxes)
+      for (auto& q : mb.queued) follow.push_back(q.release());
   // Taken here, they are in flight again (sync.cpp counts them).
   lc.msgs_taken -= follow.size();
   const index_key key = rec.key;
@@ -97,7 +98,7 @@ void receive_migrating_element(message_ptr m) {
     base::fatal("%s: its migrated state does not unpack: %s", element_name(rec).c_str(), ex.what());
   }
   rec.obj = obj;
-  lc.local.emplace(h.key, std::move(owned));
+  (void)lc.local.insert(owned);
   round_hist_add(lc, rec.red_round);
   lc.known[h.key] = {my_pe(), rec.epoch, false};
   lc.cache.drop(h.key);
@@ -123,7 +124,7 @@ void receive_migrating_element(message_ptr m) {
 
 bool can_move_by_pointer(const element_record& rec, int to) {
   if (!pe_on_this_node(to) || rec.running != nullptr) return false;
-  if (rec.coroutines.empty()) return true;
+  if (!rec.has_coroutines()) return true;
   pe_objects& s = this_pe_objects();
   for (const auto& [k, slots] : s.allreduce)
     for (const allreduce_slot* slot : slots)
@@ -135,11 +136,9 @@ bool can_move_by_pointer(const element_record& rec, int to) {
 
 void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_balancer) {
   const index_key key = rec.key;
-  auto it = lc.local.find(key);
-  std::unique_ptr<element_record> owned = std::move(it->second);
+  std::unique_ptr<element_record> owned = lc.local.release(lc.local.find(key));
   round_hist_remove(lc, rec.red_round);
   if (rec.sync != sync_state::none) --lc.sync_waiting;
-  lc.local.erase(it);
   ++rec.epoch;
   lc.known[key] = {to, rec.epoch, false};
   lc.cache.drop(key);
@@ -169,7 +168,7 @@ void receive_element_by_pointer(message_ptr m) {
     trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
                         std::uint32_t(key.w[0]), 0);
   m.reset();
-  lc.local.emplace(key, std::move(owned));
+  (void)lc.local.insert(owned);
   round_hist_add(lc, rec.red_round);
   lc.known[key] = {my_pe(), rec.epoch, false};
   lc.cache.drop(key);

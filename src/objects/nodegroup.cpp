@@ -28,7 +28,7 @@ nodegroup_instance& nodegroup_instance_locked(node_objects& n, std::uint64_t id)
 }
 
 nodegroup_instance& nodegroup_instance_of(const collection_ref& ref) {
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto lock = lock_node_objects();
   return nodegroup_instance_locked(*g_node_objects, ref.id);
 }
 
@@ -42,7 +42,7 @@ void on_nodegroup_message(message_ptr m) {
   obj_header& h = header_of(*m);
   nodegroup_instance* found;
   {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     nodegroup_instance& g = nodegroup_instance_locked(*g_node_objects, h.collection);
     if (!g.created) {
       g.waiting.push_back(m.release());
@@ -78,7 +78,7 @@ void create_nodegroup_here(const collection_ref& ref, std::uint32_t ctor, const 
                            std::size_t n) {
   nodegroup_instance& g = nodegroup_instance_of(ref);
   {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     if (g.created || g.rec->obj != nullptr) return;  // made by an earlier creation message
     g.rec->ref = ref;
   }
@@ -94,7 +94,7 @@ void create_nodegroup_here(const collection_ref& ref, std::uint32_t ctor, const 
   t_constructing_record = nullptr;
   std::vector<message*> waiting;
   {
-    std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+    auto lock = lock_node_objects();
     g.created = true;
     waiting.swap(g.waiting);
   }
@@ -103,7 +103,7 @@ void create_nodegroup_here(const collection_ref& ref, std::uint32_t ctor, const 
 
 element_base* nodegroup_local_element(const collection_ref& ref) {
   nodegroup_instance& g = nodegroup_instance_of(ref);
-  std::lock_guard<std::mutex> lock(g_node_objects->mutex);
+  auto lock = lock_node_objects();
   return g.created ? g.rec->obj : nullptr;
 }
 

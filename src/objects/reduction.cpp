@@ -166,6 +166,7 @@ void on_red_up(local_collection& lc, message_ptr m) {
   pup_partials(u, ready);
   leaving out;
   {
+    base::count(base::op::shared_rmw);  // the node's PEs all take it
     std::lock_guard<std::mutex> lock(c.mutex);
     node_combiner::child_report& from = c.child_reports[i];
     if (seq != from.applied + 1) {
@@ -262,7 +263,7 @@ void root_progress(local_collection& lc) {
 
 node_combiner* node_combiner_for(const collection_ref& ref) {
   node_objects& n = *g_node_objects;
-  std::lock_guard<std::mutex> lock(n.mutex);
+  auto lock = lock_node_objects();
   auto& c = n.combiners[ref.id];
   if (!c) {
     c = std::make_unique<node_combiner>();
@@ -299,6 +300,7 @@ void reduction_flush(local_collection& lc) {
   node_combiner& c = *lc.combiner;
   leaving out;
   {
+    base::count(base::op::shared_rmw);  // the node's PEs all take it
     std::lock_guard<std::mutex> lock(c.mutex);
     combine_locked(c, lc.ref, std::size_t(my_rank()), passed, ready, out);
     number_report(c, out);

@@ -150,7 +150,7 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
                  "go on in resume_from_sync() or after co_await at_sync())");
   local_collection& lc = *rec.coll;
   rec.sync = h ? sync_state::coroutine : sync_state::waiting;
-  rec.sync_h = h;
+  if (h || rec.extras_) rec.extras().sync_h = h;
 
   sync_record r;
   r.key = rec.key;
@@ -167,7 +167,7 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
   // coroutine frames (this one awaiting at_sync included): the plan's moves
   // it cannot make are cancelled when carried out.
   r.migratable = rec.migratable && type.pup != nullptr;
-  if (g_balancing && r.migratable && !h && rec.coroutines.empty()) {
+  if (g_balancing && r.migratable && !h && !rec.has_coroutines()) {
     pupper sizer = pupper::sizer();
     type.pup(*rec.obj, sizer);
     r.bytes = sizer.offset();
@@ -376,7 +376,7 @@ void receive_lb_collect(message_ptr m) {
     rec->load_cycles = 0;
     r.migratable = rec->migratable && type.pup != nullptr && rec->sync == sync_state::none &&
                    rec->running == nullptr;
-    if (r.migratable && rec->coroutines.empty()) {
+    if (r.migratable && !rec->has_coroutines()) {
       pupper sizer = pupper::sizer();
       type.pup(*rec->obj, sizer);
       r.bytes = sizer.offset();
@@ -444,7 +444,7 @@ void receive_sync_plan(message_ptr m) {
   m.reset();
   for (const sync_move& mv : out) {
     auto it = lc.local.find(mv.key);
-    element_record* rec = it == lc.local.end() ? nullptr : it->second.get();
+    element_record* rec = it == lc.local.end() ? nullptr : it->second;
     // Inside the process it moves as it is; to another, packed. An element
     // gone (destroyed since), running (this handler is nested in one of its
     // entry methods, which serves messages while it waits, as a
@@ -458,7 +458,7 @@ void receive_sync_plan(message_ptr m) {
       move_by_pointer(lc, *rec, mv.to, true);
       continue;
     }
-    const bool packable = in_step && rec->coroutines.empty() && rec->running == nullptr;
+    const bool packable = in_step && !rec->has_coroutines() && rec->running == nullptr;
     if (!packable) {
       cancel_arrival(lc, mv.to);
       lc.sync_kept.push_back(mv.key);
@@ -541,7 +541,7 @@ void receive_sync_resume(message_ptr m) {
     rec.sync = sync_state::none;
     --lc.sync_waiting;
     if (was == sync_state::coroutine)
-      resume(&rec, std::exchange(rec.sync_h, {}));
+      resume(&rec, std::exchange(rec.extras().sync_h, {}));
     else
       run_resume_from_sync(rec);
   }

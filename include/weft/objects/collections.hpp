@@ -258,12 +258,13 @@ class element_ops : public element_base {
       awaiter(const awaiter&) = delete;
       ~awaiter() {
         if (waiting) {
-          auto it = rec->mailboxes.find(id);
-          if (it != rec->mailboxes.end() && it->second.waiter == &w) it->second.waiter = nullptr;
+          auto& boxes = rec->extras().mailboxes;
+          auto it = boxes.find(id);
+          if (it != boxes.end() && it->second.waiter == &w) it->second.waiter = nullptr;
         }
       }
       bool await_ready() {
-        mailbox& mb = rec->mailboxes[id];
+        mailbox& mb = rec->extras().mailboxes[id];
         if (mb.waiter != nullptr)
           object_error("two coroutines of " + key_string(rec->ref, rec->key) + " await next<" +
                        std::string(member_name_v<M>) + "> at once");
@@ -276,7 +277,7 @@ class element_ops : public element_base {
       void await_suspend(std::coroutine_handle<> h) {
         w.h = h;
         waiting = true;
-        rec->mailboxes[id].waiter = &w;
+        rec->extras().mailboxes[id].waiter = &w;
       }
       std::vector<params> await_resume() {
         waiting = false;
@@ -656,7 +657,7 @@ chare_proxy<T> create_chare(int pe, Args&&... args) {
   (void)ctor_registered<T, std::decay_t<Args>...>;
   (void)element_type_registered<T>;
   collection_ref ref = chare_collection(element_type_id<T>());
-  index_key key = new_chare_key();
+  index_key key = new_chare_key(pe);
   insert_element(ref, key, pe, ctor_id<T, std::decay_t<Args>...>(),
                  pack_ctor_args(std::forward<Args>(args)...));
   return chare_proxy<T>(ref, key);

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -118,29 +119,47 @@ enum class sync_state : std::uint8_t {
   coroutine,  // a coroutine awaits at_sync(); it resumes after the step
 };
 
-// The runtime's record of one element, shared with the element's base class.
+// What few elements use, kept apart from their records (made at the first
+// use): a suspended coroutine, next<>'s mailboxes, co_await at_sync().
+struct element_extras {
+  std::vector<std::coroutine_handle<>> coroutines;  // suspended tasks it owns
+  std::unordered_map<std::uint32_t, mailbox> mailboxes;
+  std::coroutine_handle<> sync_h;  // co_await at_sync(): resumed after the step
+};
+
+// The runtime's record of one element, shared with the element's base
+// class. Two cache lines (128 bytes, a size class of the allocator): making
+// and destroying an element writes all of it, and a burst of creations of
+// chares that are yet to run holds one per chare, so each line is a cache
+// miss per creation once the burst outgrows the cache (with the extras
+// inside, 216 bytes: four lines).
 struct element_record {
   collection_ref ref;
   index_key key;
   element_base* obj = nullptr;
   local_collection* coll = nullptr;
-  std::uint32_t red_round = 0;   // next reduction round this element contributes to
-  std::uint32_t epoch = 0;       // migrations so far (orders location updates)
-  std::uint64_t last_bcast = 0;  // broadcasts delivered so far
-  int migrate_to = -1;           // requested by migrate_to(), done after the entry returns
-  bool destroy_requested = false;
-  bool contributed_now = false;                     // in the current invocation (twice is an error)
-  const char* running = nullptr;                    // entry running now, for errors
-  std::vector<std::coroutine_handle<>> coroutines;  // suspended tasks it owns
-  std::unordered_map<std::uint32_t, mailbox> mailboxes;
+  std::uint64_t last_bcast = 0;   // broadcasts delivered so far
+  const char* running = nullptr;  // entry running now, for errors
   // Load balancing (src/objects/sync.cpp). Cycles in this element's entry
   // methods since its last at_sync (counted only while balancing is on).
   std::uint64_t load_cycles = 0;
+  std::unique_ptr<element_extras> extras_;  // null until needed: extras()
+  std::uint32_t red_round = 0;              // next reduction round this element contributes to
+  std::uint32_t epoch = 0;                  // migrations so far (orders location updates)
+  int migrate_to = -1;  // requested by migrate_to(), done after the entry returns
+  bool destroy_requested = false;
+  bool contributed_now = false;  // in the current invocation (twice is an error)
   sync_state sync = sync_state::none;
-  bool migratable = true;          // set_migratable(false): the balancer never moves it
-  bool measured = false;           // an array element of a type with pup: its load is measured
-  std::coroutine_handle<> sync_h;  // co_await at_sync(): resumed after the step
+  bool migratable : 1 = true;  // set_migratable(false): the balancer never moves it
+  bool measured : 1 = false;   // an array element of a type with pup: its load is measured
+
+  element_extras& extras() {
+    if (!extras_) extras_ = std::make_unique<element_extras>();
+    return *extras_;
+  }
+  bool has_coroutines() const noexcept { return extras_ && !extras_->coroutines.empty(); }
 };
+static_assert(sizeof(element_record) <= 128, "an element's record fits two cache lines");
 
 // ---- messages ----------------------------------------------------------------
 
@@ -244,8 +263,12 @@ WEFT_API collection_ref create_collection(collection_ref proto, std::uint32_t ct
 // whichever PE of the node is free first). PE.
 WEFT_API void insert_element(const collection_ref& ref, const index_key& key, int pe,
                              std::uint32_t ctor, std::vector<std::byte> args);
-// A fresh key for a chare of type `type` created by this PE.
-WEFT_API index_key new_chare_key();
+// A fresh key for a chare created by this PE for PE `pe` (-2: placed by
+// the runtime). Its first word is the chare_id; a chare made for a known
+// PE carries that PE + 1 in the second (0: placed by the runtime), and is
+// homed there (home_pe): messages go straight to it, and nothing about it
+// is recorded anywhere else.
+WEFT_API index_key new_chare_key(int pe);
 WEFT_API collection_ref chare_collection(std::uint32_t type);
 
 // The element being constructed on this thread (its base class takes it).

@@ -754,14 +754,18 @@ std::uint64_t pe_busy_cycles() noexcept {
   return base::cycles() - pe->start_cycles - pe->idle_cycles;
 }
 
-void wake_idle_pes(int n) noexcept {
+void wake_idle_pes_fenced(int n) noexcept {
   core::node_state* node = core::g_node.load(std::memory_order_relaxed);
   if (node == nullptr || n <= 0) return;
+  if (node->sleepers.load(std::memory_order_seq_cst) == 0) return;
+  core::wake_sleepers(*node, core::t_pe, n);
+}
+
+void wake_idle_pes(int n) noexcept {
   // Orders the caller's publication of its tasks before the read of the
   // sleep words (the producer half of the wake-up protocol).
   base::full_fence();
-  if (node->sleepers.load(std::memory_order_seq_cst) == 0) return;
-  core::wake_sleepers(*node, core::t_pe, n);
+  wake_idle_pes_fenced(n);
 }
 
 int serve_messages(int max) {

@@ -111,8 +111,10 @@ std::uint64_t next_random(pe_tasks& me) {
 }  // namespace
 
 void publish(int wake) {
+  // mark_visible's fence (or its read-modify-write of the mark) orders the
+  // push before the sleep words too: one fence per publication.
   mark_visible();
-  weft::detail::wake_idle_pes(wake);
+  weft::detail::wake_idle_pes_fenced(wake);
 }
 
 // One task stolen from another PE of the node, or null: the victim this PE
@@ -211,12 +213,19 @@ std::uint64_t expose_parts(loop& l, std::uint64_t lo, std::uint64_t hi, std::uin
 }
 
 // Whether this PE may look at the node's idle count now (at most once per
-// idle_look_cycles; see the top of this file).
+// idle_look_cycles; see the top of this file). next_idle_look 0: look now
+// (a loop's first chunk) without reading the clock -- an empty loop's
+// chunk costs less than a clock read --, 1: the clock starts at this
+// check, which does not look.
 inline bool idle_look_due(pe_tasks& me) {
+  if (me.next_idle_look == 0) {
+    me.next_idle_look = 1;
+    return true;
+  }
   const std::uint64_t now = base::cycles();
-  if (now < me.next_idle_look) return false;
-  me.next_idle_look = now + g_node->idle_look_cycles;
-  return true;
+  const bool due = me.next_idle_look != 1 && now >= me.next_idle_look;
+  if (due || me.next_idle_look == 1) me.next_idle_look = now + g_node->idle_look_cycles;
+  return due;
 }
 
 // adaptive_idle: before a chunk, when a look is due, offer a task to each
@@ -332,8 +341,9 @@ int hook_run_tasks(bool idle) {
   if (task* t = steal_one(*me)) {
     weft::detail::end_idle_period();
     // The task was offered knowing the idle count of its time (one task per
-    // idle PE): its first chunks need not look again.
-    me->next_idle_look = base::cycles() + g_node->idle_look_cycles;
+    // idle PE): its first chunks need not look again (1: the clock starts
+    // at the next check, see idle_look_due).
+    me->next_idle_look = 1;
     run_task(t);
     return 1;
   }

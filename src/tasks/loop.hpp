@@ -83,7 +83,8 @@ struct alignas(base::cache_line) pe_tasks {
   int rank = 0;          // in the node
   int last_victim = -1;  // where this PE last stole: tried first next time
   // adaptive_idle: the cycle count before which this PE does not look at
-  // the node's idle count again (see run_adaptive_idle).
+  // the node's idle count again; 0 and 1 as idle_look_due (deques.cpp)
+  // says.
   std::uint64_t next_idle_look = 0;
   // adaptive_history: moving average of the fraction of exposed tasks that
   // were stolen. Starts at one half: neither flooding nor starving thieves.

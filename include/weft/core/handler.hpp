@@ -84,6 +84,9 @@ WEFT_API void end_idle_period() noexcept;
 // After a seq_cst publication of tasks: wakes up to `n` sleeping PEs of this
 // node (none if nobody sleeps: one fence and one load).
 WEFT_API void wake_idle_pes(int n) noexcept;
+// The same for a caller that has already ordered its publication before
+// this call with a full fence or a seq_cst read-modify-write: no fence.
+WEFT_API void wake_idle_pes_fenced(int n) noexcept;
 // Cycles (base::cycles) this PE was not idle since it started: handlers,
 // the scheduler's own work, the network; only with
 // runtime_config::measure_busy (else 0). On a PE (0 elsewhere). The lb

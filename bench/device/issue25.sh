@@ -35,14 +35,13 @@ lscpu | grep -E 'Model name|^CPU\(s\)|Core|Socket|NUMA node\(s\)'
 
 # Appends the JSON lines of stdin to $J with a tag (round, P, and what).
 tag() { sed -e '/^{.*}$/!d' -e "s/}\$/,\"round\":$1,\"p\":$2,\"what\":\"$3\"}/" >> "$J"; }
-# libweft-omp in place of libgomp for a libgomp-linked program.
-omp_weft() {
-  if [ -n "$RUN" ]; then
-    $RUN --preload "$B/lib/libweft-omp.so" "$@"
-  else
-    LD_PRELOAD="$B/lib/libweft-omp.so" "$@"
-  fi
-}
+# libweft-omp in place of libgomp for a libgomp-linked program: a command
+# prefix, not a function (timeout runs programs only).
+if [ -n "$RUN" ]; then
+  OMP_WEFT="$RUN --preload $B/lib/libweft-omp.so"
+else
+  OMP_WEFT="env LD_PRELOAD=$B/lib/libweft-omp.so"
+fi
 
 for r in $(seq "$ROUNDS"); do
   for t in $PES; do
@@ -51,12 +50,12 @@ for r in $(seq "$ROUNDS"); do
     for k in for parallel barrier; do
       OMP_NUM_THREADS=$t timeout 30 $RUN "$B/bin/omp_empty_loop_gomp" --construct=$k --loops=3000 \
         --json --repeat 3 | tag $r $t "omp_$k.libgomp"
-      OMP_NUM_THREADS=$t timeout 30 omp_weft "$B/bin/omp_empty_loop_gomp" --construct=$k \
+      OMP_NUM_THREADS=$t timeout 30 $OMP_WEFT "$B/bin/omp_empty_loop_gomp" --construct=$k \
         --loops=3000 --json --repeat 3 | tag $r $t "omp_$k.weft"
     done
     OMP_NUM_THREADS=$t timeout 60 $RUN "$B/bin/omp_tasks_gomp" --tasks=20000 --grid=100 --json \
       --repeat 3 | tag $r $t omp_tasks.libgomp
-    OMP_NUM_THREADS=$t timeout 60 omp_weft "$B/bin/omp_tasks_gomp" --tasks=20000 --grid=100 \
+    OMP_NUM_THREADS=$t timeout 60 $OMP_WEFT "$B/bin/omp_tasks_gomp" --tasks=20000 --grid=100 \
       --json --repeat 3 | tag $r $t omp_tasks.weft
     for q in mpsc spsc-pairs; do
       timeout 30 $RUN "$B/bin/kneighbor" --weft:threads=$t --weft:quiet --weft:queue=$q \

@@ -21,6 +21,8 @@ const char* to_string(op k) noexcept {
       return "poll";
     case op::wait_round:
       return "wait_round";
+    case op::wake_probe:
+      return "wake_probe";
     case op::kinds:
       break;
   }

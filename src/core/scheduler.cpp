@@ -39,13 +39,13 @@ namespace weft::core {
 int wake_sleepers(node_state& node, const pe_state* self, int n) {
   int woken = 0;
   for (int w = 0; w < node.sleeper_words && woken < n; ++w) {
-    base::count(base::op::peer_visit);
+    base::count(base::op::wake_probe);
     std::uint64_t bits = node.sleeper_mask[std::size_t(w)].bits.load(std::memory_order_seq_cst);
     while (bits != 0 && woken < n) {
       const int r = w * 64 + std::countr_zero(bits);
       bits &= bits - 1;
       pe_state& pe = *node.pes[std::size_t(r)];
-      base::count(base::op::peer_visit);
+      base::count(base::op::wake_probe);
       // A PE between waking and clearing its bit, or woken by another
       // producer meanwhile, has sleep word 0: not counted.
       if (&pe == self || pe.sleeping.load(std::memory_order_seq_cst) == 0) continue;

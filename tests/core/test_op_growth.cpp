@@ -48,7 +48,7 @@ TEST(CoreOpGrowth, WakingTheOneSleeperReadsAWordNotEveryPE) {
           while (g_held.load() != pes - 2 || sleepers() != 1) sched_yield();
           const weft::base::op_counts before = weft::base::this_thread_op_counts();
           weft::detail::wake_idle_pes(1);
-          counted = (weft::base::this_thread_op_counts() - before)[op::peer_visit];
+          counted = (weft::base::this_thread_op_counts() - before)[op::wake_probe];
           g_hold.store(false);
           weft::exit(0);
         });

@@ -80,6 +80,27 @@ TEST(TasksOpGrowth, IdlePollReadsMarksNotEveryDeque) {
   EXPECT_TRUE(grows_at_most_log("words and deques read per idle poll", polls, 0.25));
 }
 
+// The default scheme's caller, for an empty loop of one iteration per PE:
+// a look at the idle count, the mark of its deque, the completion count
+// -- the same few touches at any P (it exposed one task per idle PE
+// through a node-wide counter, two RMWs per task, and read the idle count
+// at every chunk). Thieves' own costs and wake-ups are not the caller's.
+TEST(TasksOpGrowth, DefaultLoopCallerTouchesStayFlat) {
+  std::map<int, double> touches;
+  for (int pes : pe_counts) {
+    constexpr int loops = 500;
+    weft::base::op_counts d;
+    on_node(pes, [&] {
+      const weft::base::op_counts before = weft::base::this_thread_op_counts();
+      for (int k = 0; k < loops; ++k) weft::parallel_for(0, pes, [](int) {}, {.grain = 1});
+      d = weft::base::this_thread_op_counts() - before;
+    });
+    touches[pes] = double(d[op::peer_visit] + d[op::shared_rmw]) / loops;
+  }
+  EXPECT_TRUE(
+      grows_at_most_log("peer visits and shared RMWs per empty loop, caller", touches, 1.5));
+}
+
 // Whatever it finds, an attempt stays within its probes, and a task exposed
 // anywhere is found by repeated attempts (bounded probes must not make a
 // task invisible): each PE but the caller steals from the caller's deque

@@ -34,6 +34,11 @@ enum class op : std::uint8_t {
   // A round of looking for work (a steal attempt): the unit polls are
   // counted per.
   wait_round,
+  // A word read to find a sleeping PE to wake (core's sleeper mask, a
+  // sleep word): apart from peer_visit, since how many a wake-up reads
+  // depends on how soon the PEs woken before run -- on an oversubscribed
+  // machine long after their wake-up -- not on the operation.
+  wake_probe,
   kinds
 };
 

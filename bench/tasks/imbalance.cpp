@@ -324,13 +324,11 @@ void report() {
         const weft::bench::summary st = weft::bench::summarize(x.step_us);
         const weft::bench::summary vi = weft::bench::summarize(vs_ideal);
         const weft::bench::summary vn = weft::bench::summarize(x.vs_no_tasks);
-        std::vector<weft::bench::field> row{{"start", start_name(sends)},
-                                            {"case", case_name(imbalanced)},
-                                            {"variant", variants[v].name},
-                                            {"pes", pes},
-                                            {"units_per_step", units},
-                                            {"metric", "step_us"},
-                                            {"value", st.median}};
+        std::vector<weft::bench::field> row{
+            {"start", start_name(sends)},  {"case", case_name(imbalanced)},
+            {"variant", variants[v].name}, {"pes", pes},
+            {"units_per_step", units},     {"metric", "step_us"},
+            {"value", st.median}};
         if (json) {
           row.insert(row.end(), {{"min", st.min}, {"max", st.max}});
         }

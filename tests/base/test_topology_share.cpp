@@ -40,7 +40,7 @@ std::string fresh_job(const char* what) {
 }
 
 bool exists(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   return stat(path.c_str(), &st) == 0;
 }
 
@@ -105,7 +105,7 @@ TEST(TopologyShare, FileIsNamedByUserHostAndJob) {
   const std::string file = topology::shared_file("1234@5/x");
   EXPECT_TRUE(contains(file, "/weft-topo-" + std::to_string(geteuid()) + "-")) << file;
   EXPECT_TRUE(contains(file, "@1234_5_x.xml")) << file;  // no '/' or '@' from the job id
-  struct stat st {};
+  struct stat st{};
   if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0) {
     EXPECT_EQ(file.rfind("/dev/shm/", 0), 0u) << file;
   }
@@ -138,7 +138,7 @@ TEST(TopologyShare, RoundTripGivesTheSameMachine) {
   std::unique_ptr<topology> w = topology::load(&writer);
   EXPECT_TRUE(contains(w->origin(), "discovered and shared through " + file)) << w->origin();
   EXPECT_TRUE(contains(w->origin(), "1 other process on this host")) << w->origin();
-  struct stat st {};
+  struct stat st{};
   ASSERT_EQ(stat(file.c_str(), &st), 0) << file;
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, geteuid());

@@ -65,4 +65,28 @@ TEST(CoreOpGrowth, WakingTheOneSleeperReadsAWordNotEveryPE) {
   EXPECT_TRUE(grows_at_most_log("PE states read to wake the one sleeper", visits, 0.25));
 }
 
+// Past 64 PEs the sleeper mask takes a word per 64: a sleeper in the last
+// word (PE 129 of 130, the others busy) is found and woken, after one read
+// of each word and of its sleep word.
+TEST(CoreOpGrowth, ASleeperInTheLastMaskWordIsWoken) {
+  constexpr int pes = 130;
+  g_hold.store(true);
+  g_held.store(0);
+  std::uint64_t counted = 0;
+  const int code =
+      run_node({threads_opt(pes), "--weft:idle-spin-us=0", "--weft:idle-yield-us=0"}, [&] {
+        for (int r = 1; r + 1 < pes; ++r) weft::send(r, weft::make_message(h_hold, 0));
+        for (int woken = 0; woken == 0;) {
+          while (g_held.load() != pes - 2 || sleepers() != 1) sched_yield();
+          const weft::base::op_counts before = weft::base::this_thread_op_counts();
+          woken = weft::core::wake_sleepers(*weft::core::g_node.load(), nullptr, 1);
+          counted = (weft::base::this_thread_op_counts() - before)[op::wake_probe];
+        }
+        g_hold.store(false);
+        weft::exit(0);
+      });
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(counted, 4u) << "three mask words and the sleeper's sleep word";
+}
+
 }  // namespace

@@ -466,6 +466,46 @@ TEST(OmpInWeft, TeamsOfAnySizeMeetBarriersAndEnd) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+// Past 64 PEs: teams of one thread per PE and more, on 130 PEs, meet
+// their barriers, share a loop's iterations exactly once and finish their
+// tasks (the start and wake-up trees and the task deques' victim draws
+// index past the first 64).
+TEST(OmpInWeft, TeamsPastSixtyFourPesMeetBarriersShareLoopsAndRunTasks) {
+  std::atomic<long> bad{0};
+  const int rc = run_weft(130, [&] {
+    for (int n : {65, 130, 131}) {
+      std::vector<int> seen(std::size_t(n), -1);
+      std::vector<std::atomic<int>> hits(1000);
+      std::atomic<int> tasks{0};
+#pragma omp parallel num_threads(n)
+      {
+        const int me = omp_get_thread_num();
+        if (omp_get_num_threads() != n) bad.fetch_add(1);
+        for (int phase = 0; phase < 3; ++phase) {
+          seen[std::size_t(me)] = phase;
+#pragma omp barrier
+          for (int i = 0; i < n; ++i)
+            if (seen[std::size_t(i)] != phase) bad.fetch_add(1);
+#pragma omp barrier
+        }
+#pragma omp for schedule(dynamic, 3)
+        for (int i = 0; i < 1000; ++i) hits[std::size_t(i)].fetch_add(1);
+        if (me == n - 1)
+          for (int k = 0; k < 500; ++k) {
+#pragma omp task shared(tasks)
+            tasks.fetch_add(1);
+          }
+      }
+      for (auto& h : hits)
+        if (h.load() != 1) bad.fetch_add(1);
+      if (tasks.load() != 500) bad.fetch_add(1);
+    }
+    weft::exit(0);
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(bad.load(), 0);
+}
+
 // The fork tree with a held-up starter: of a team of 6 on 6 PEs, member 1
 // starts member 5 (thread 0 starts 1..4). PE 1 stays inside a handler
 // that spins until member 5 has run: thread 0 rescues member 1 onto a

@@ -94,14 +94,15 @@ TEST_P(schemes, every_index_once_for_each_grain) {
       counts c(n);
       std::atomic<int> other_pes{0};
       const int me = weft::my_pe();
-      weft::parallel_for(
-          std::size_t(0), n,
-          [&](std::size_t i) {
-            c.hit(i);
-            if (weft::my_pe() != me) other_pes.fetch_add(1, std::memory_order_relaxed);
-            if (weft::my_node() != 0 || weft::my_pe() < 0) record_error("body off the node");
-          },
-          {.grain = grain, .scheme = scheme()});
+      weft::parallel_for(std::size_t(0), n,
+                         [&](std::size_t i) {
+                           c.hit(i);
+                           if (weft::my_pe() != me)
+                             other_pes.fetch_add(1, std::memory_order_relaxed);
+                           if (weft::my_node() != 0 || weft::my_pe() < 0)
+                             record_error("body off the node");
+                         },
+                         {.grain = grain, .scheme = scheme()});
       if (std::string e = c.check(); !e.empty())
         record_error("grain " + std::to_string(grain.value_or(0)) + ": " + e);
     }
@@ -122,10 +123,11 @@ TEST_P(schemes, empty_one_and_negative_ranges) {
                        {.grain = 3, .scheme = scheme()});
     if (std::string e = c.check(); !e.empty()) record_error("[-100, 100): " + e);
     // Empty reductions give the identity.
-    if (weft::parallel_for(0, 0, weft::reduce::sum, [](int i) { return i; }, {.scheme = scheme()}) != 0)
+    if (weft::parallel_for(0, 0, weft::reduce::sum, [](int i) { return i; },
+                           {.scheme = scheme()}) != 0)
       record_error("empty sum");
-    if (weft::parallel_for(0, 0, weft::reduce::min, [](int i) { return i; }, {.scheme = scheme()}) !=
-        std::numeric_limits<int>::max())
+    if (weft::parallel_for(0, 0, weft::reduce::min, [](int i) { return i; },
+                           {.scheme = scheme()}) != std::numeric_limits<int>::max())
       record_error("empty min");
   });
 }
@@ -136,13 +138,12 @@ TEST_P(schemes, range_bodies_get_disjoint_chunks_of_at_most_grain) {
     for (std::size_t grain : {1ul, 13ul, 1000ul}) {
       counts c(n);
       std::atomic<bool> too_big{false};
-      weft::parallel_for(
-          std::size_t(0), n,
-          [&](weft::index_range<std::size_t> r) {
-            if (r.size() == 0 || r.size() > grain) too_big = true;
-            for (std::size_t i : r) c.hit(i);
-          },
-          {.grain = grain, .scheme = scheme()});
+      weft::parallel_for(std::size_t(0), n,
+                         [&](weft::index_range<std::size_t> r) {
+                           if (r.size() == 0 || r.size() > grain) too_big = true;
+                           for (std::size_t i : r) c.hit(i);
+                         },
+                         {.grain = grain, .scheme = scheme()});
       if (too_big) record_error("a chunk was empty or larger than the grain");
       if (std::string e = c.check(); !e.empty()) record_error(e);
     }
@@ -160,8 +161,9 @@ TEST_P(schemes, reductions_equal_the_serial_results) {
     xr ^= mix(i);
   }
   on_node(pes(), [&] {
-    for (std::optional<std::size_t> grain : {std::optional<std::size_t>{}, std::optional<std::size_t>{1},
-                                             std::optional<std::size_t>{999}}) {
+    for (std::optional<std::size_t> grain :
+         {std::optional<std::size_t>{}, std::optional<std::size_t>{1},
+          std::optional<std::size_t>{999}}) {
       const weft::for_options o{.grain = grain, .scheme = scheme()};
       auto v = [](std::uint64_t i) { return mix(i) >> 16; };
       if (weft::parallel_for(std::uint64_t(0), n, weft::reduce::sum, v, o) != sum)
@@ -172,17 +174,19 @@ TEST_P(schemes, reductions_equal_the_serial_results) {
         record_error("max");
       const auto x = weft::parallel_for(
           std::uint64_t(0), n,
-          weft::reduce::custom(std::uint64_t(0), [](std::uint64_t a, std::uint64_t b) { return a ^ b; }),
+          weft::reduce::custom(std::uint64_t(0),
+                               [](std::uint64_t a, std::uint64_t b) { return a ^ b; }),
           [](std::uint64_t i) { return mix(i); }, o);
       if (x != xr) record_error("custom xor");
       // A range body returns its chunk's reduction.
-      const auto s = weft::parallel_for(std::uint64_t(0), n, weft::reduce::sum,
-                                        [&](weft::index_range<std::uint64_t> r) {
-                                          std::uint64_t a = 0;
-                                          for (auto i : r) a += v(i);
-                                          return a;
-                                        },
-                                        o);
+      const auto s = weft::parallel_for(
+          std::uint64_t(0), n, weft::reduce::sum,
+          [&](weft::index_range<std::uint64_t> r) {
+            std::uint64_t a = 0;
+            for (auto i : r) a += v(i);
+            return a;
+          },
+          o);
       if (s != sum) record_error("range sum");
     }
   });
@@ -197,17 +201,16 @@ TEST_P(schemes, first_exception_reaches_the_caller_and_nothing_runs_after) {
       std::atomic<bool> returned{false};
       const std::size_t bad = std::size_t(mix(std::uint64_t(round)) % n);
       try {
-        weft::parallel_for(
-            std::size_t(0), n,
-            [&](std::size_t i) {
-              running++;
-              if (returned.load()) after++;
-              c.hit(i);
-              running--;
-              if (i == bad || i == (bad + n / 2) % n)
-                throw std::runtime_error("bad index " + std::to_string(i));
-            },
-            {.grain = 16, .scheme = scheme()});
+        weft::parallel_for(std::size_t(0), n,
+                           [&](std::size_t i) {
+                             running++;
+                             if (returned.load()) after++;
+                             c.hit(i);
+                             running--;
+                             if (i == bad || i == (bad + n / 2) % n)
+                               throw std::runtime_error("bad index " + std::to_string(i));
+                           },
+                           {.grain = 16, .scheme = scheme()});
         record_error("no exception");
       } catch (const std::runtime_error& e) {
         if (std::string(e.what()).rfind("bad index ", 0) != 0)
@@ -229,21 +232,21 @@ TEST_P(schemes, nested_calls_run_inline_and_complete) {
     const int outer = 64, inner = 1000;
     std::vector<std::uint64_t> sums(outer, 0);
     std::atomic<int> nested_elsewhere{0};
-    weft::parallel_for(
-        0, outer,
-        [&](int i) {
-          const int pe = weft::my_pe();
-          sums[std::size_t(i)] = weft::parallel_for(
-              0, inner, weft::reduce::sum,
-              [&](int j) {
-                if (weft::my_pe() != pe) nested_elsewhere++;
-                return std::uint64_t(i) * 1'000'000 + std::uint64_t(j);
-              },
-              {.grain = 10, .scheme = scheme()});
-        },
-        {.grain = 1, .scheme = scheme()});
+    weft::parallel_for(0, outer,
+                       [&](int i) {
+                         const int pe = weft::my_pe();
+                         sums[std::size_t(i)] = weft::parallel_for(
+                             0, inner, weft::reduce::sum,
+                             [&](int j) {
+                               if (weft::my_pe() != pe) nested_elsewhere++;
+                               return std::uint64_t(i) * 1'000'000 + std::uint64_t(j);
+                             },
+                             {.grain = 10, .scheme = scheme()});
+                       },
+                       {.grain = 1, .scheme = scheme()});
     for (int i = 0; i < outer; ++i) {
-      const std::uint64_t want = std::uint64_t(i) * 1'000'000 * inner + std::uint64_t(inner) * (inner - 1) / 2;
+      const std::uint64_t want =
+          std::uint64_t(i) * 1'000'000 * inner + std::uint64_t(inner) * (inner - 1) / 2;
       if (sums[std::size_t(i)] != want) record_error("nested sum " + std::to_string(i));
     }
     if (nested_elsewhere != 0) record_error("a nested loop ran on another PE");
@@ -265,15 +268,17 @@ void on_many(weft::message_ptr) {
   many_state& s = *g_many;
   for (int r = 0; r < s.rounds; ++r) {
     counts c(s.n);
-    const std::uint64_t got = weft::parallel_for(
-        std::size_t(0), s.n, weft::reduce::sum,
-        [&](std::size_t i) {
-          c.hit(i);
-          return std::uint64_t(i);
-        },
-        {.grain = std::size_t(1 + r % 50), .scheme = s.scheme});
-    if (std::string e = c.check(); !e.empty()) record_error("PE " + std::to_string(weft::my_pe()) + ": " + e);
-    if (got != std::uint64_t(s.n) * (s.n - 1) / 2) record_error("sum from PE " + std::to_string(weft::my_pe()));
+    const std::uint64_t got =
+        weft::parallel_for(std::size_t(0), s.n, weft::reduce::sum,
+                           [&](std::size_t i) {
+                             c.hit(i);
+                             return std::uint64_t(i);
+                           },
+                           {.grain = std::size_t(1 + r % 50), .scheme = s.scheme});
+    if (std::string e = c.check(); !e.empty())
+      record_error("PE " + std::to_string(weft::my_pe()) + ": " + e);
+    if (got != std::uint64_t(s.n) * (s.n - 1) / 2)
+      record_error("sum from PE " + std::to_string(weft::my_pe()));
   }
   if (s.finished.fetch_add(1) + 1 == s.pes) weft::exit(0);
 }
@@ -283,7 +288,8 @@ TEST_P(schemes, every_pe_at_once_stress) {
   many_state s{scheme(), int(scaled(200, 30)), 3000, {}, pes()};
   g_many = &s;
   reset_errors();
-  const int code = run_node({threads_opt(pes())}, [] { weft::broadcast(weft::make_message(h_many, 0)); });
+  const int code =
+      run_node({threads_opt(pes())}, [] { weft::broadcast(weft::make_message(h_many, 0)); });
   EXPECT_EQ(code, 0);
   EXPECT_EQ(s.finished.load(), pes());
   EXPECT_EQ(g_errors.load(), 0) << first_error();
@@ -309,10 +315,13 @@ TEST_P(schemes, async_loops_call_back_on_the_caller) {
                 if (m != 999) record_error("async max " + std::to_string(m));
                 callbacks++;
                 // An empty asynchronous loop still calls back, later.
-                weft::parallel_for_async(0, 0, [](int) {}, [&] {
-                  callbacks++;
-                  weft::exit_at_quiescence(0);
-                }, {.scheme = scheme()});
+                weft::parallel_for_async(
+                    0, 0, [](int) {},
+                    [&] {
+                      callbacks++;
+                      weft::exit_at_quiescence(0);
+                    },
+                    {.scheme = scheme()});
               },
               {.grain = 10, .scheme = scheme()});
         },
@@ -358,28 +367,82 @@ TEST_P(wakeup, sleeping_pes_are_woken_by_exposed_work) {
           }
           const int me = weft::my_pe();
           std::atomic<bool> elsewhere{false};
-          weft::parallel_for(
-              0, 64,
-              [&](int i) {
-                if (weft::my_pe() != me) elsewhere = true;
-                if (i != 0) return;
-                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-                while (!elsewhere.load() && std::chrono::steady_clock::now() < until)
-                  std::this_thread::yield();
-                if (!elsewhere.load()) record_error("no other PE ran a chunk: a wake-up was lost");
-              },
-              {.grain = 1, .scheme = GetParam()});
+          weft::parallel_for(0, 64,
+                             [&](int i) {
+                               if (weft::my_pe() != me) elsewhere = true;
+                               if (i != 0) return;
+                               const auto until =
+                                   std::chrono::steady_clock::now() + std::chrono::seconds(60);
+                               while (!elsewhere.load() && std::chrono::steady_clock::now() < until)
+                                 std::this_thread::yield();
+                               if (!elsewhere.load())
+                                 record_error("no other PE ran a chunk: a wake-up was lost");
+                             },
+                             {.grain = 1, .scheme = GetParam()});
         }
       },
       {"--weft:idle-spin-us=0", "--weft:idle-yield-us=0"});
 }
 
-INSTANTIATE_TEST_SUITE_P(tasks, wakeup, ::testing::ValuesIn(all_schemes),
-                         [](const auto& i) {
-                           std::string s = weft::to_string(i.param);
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(tasks, wakeup, ::testing::ValuesIn(all_schemes), [](const auto& i) {
+  std::string s = weft::to_string(i.param);
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+});
+
+// Past 64 PEs the marks of visible deques and of sleepers take a word per
+// 64 PEs. A loop called on PE 129 of 130, every other PE asleep: its
+// exposed chunks are in the third word, and only a PE woken through the
+// sleeper mask and finding them through the visible marks can run one.
+struct last_word_state {
+  weft::tasks_scheme scheme;
+  std::atomic<bool> elsewhere{false};
+};
+last_word_state* g_last_word = nullptr;
+
+void on_last_word_loop(weft::message_ptr) {
+  last_word_state& s = *g_last_word;
+  const int me = weft::my_pe();
+  const int pes = weft::num_pes();
+  const auto idle_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto others_asleep = [&] {
+    for (int pe = 0; pe < pes; ++pe)
+      if (pe != me && !weft::detail::pe_blocked(pe)) return false;
+    return true;
+  };
+  while (!others_asleep() && std::chrono::steady_clock::now() < idle_by) std::this_thread::yield();
+  if (!others_asleep()) {
+    record_error("the other PEs did not go to sleep");
+  } else {
+    weft::parallel_for(0, 64,
+                       [&](int i) {
+                         if (weft::my_pe() != me) s.elsewhere = true;
+                         if (i != 0) return;
+                         const auto until =
+                             std::chrono::steady_clock::now() + std::chrono::seconds(60);
+                         while (!s.elsewhere.load() && std::chrono::steady_clock::now() < until)
+                           std::this_thread::yield();
+                         if (!s.elsewhere.load())
+                           record_error("no other PE ran a chunk of PE " + std::to_string(me));
+                       },
+                       {.grain = 1, .scheme = s.scheme});
+  }
+  weft::exit(0);
+}
+const weft::handler_id h_last_word =
+    weft::register_handler("test.tasks.last_word", on_last_word_loop);
+
+TEST_P(wakeup, a_caller_in_the_last_mask_word_is_helped) {
+  constexpr int pes = 130;
+  last_word_state s{GetParam()};
+  g_last_word = &s;
+  reset_errors();
+  const int code = run_node({threads_opt(pes), "--weft:idle-spin-us=0", "--weft:idle-yield-us=0"},
+                            [] { weft::send(pes - 1, weft::make_message(h_last_word, 0)); });
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(g_errors.load(), 0) << first_error();
+  EXPECT_TRUE(s.elsewhere.load());
+}
 
 // A PE in a synchronous loop keeps handling its messages: PE 1 runs a chunk
 // that waits for a message PE 0 handles; PE 0 only gets to it by serving its
@@ -467,36 +530,38 @@ TEST(tasks, scheme_option_is_validated_and_read) {
   EXPECT_EXIT(weft_test::make_config({"--weft:tasks-scheme=fastest"}), ::testing::ExitedWithCode(2),
               "tasks-scheme.*split\\|broadcast\\|static\\|adaptive-idle\\|adaptive-history");
   std::string seen;
-  on_node(2, [&] {
-    seen = weft::config().tasks_scheme;
-    constexpr int n = 1000;
-    counts c(n);
-    std::vector<std::atomic<int>> ran_on(n);
-    std::atomic<bool> pe1_ran{false};
-    weft::parallel_for(
-        0, n,
-        [&](int i) {
-          c.hit(std::size_t(i));
-          ran_on[std::size_t(i)].store(weft::my_pe());
-          if (weft::my_pe() != 0) pe1_ran = true;
-          if (i != 0 || weft::my_pe() != 0) return;
-          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-          while (!pe1_ran.load() && std::chrono::steady_clock::now() < until)
-            std::this_thread::yield();
-          if (!pe1_ran.load()) record_error("PE 1 ran no iteration");
-        },
-        {.grain = 3});
-    if (std::string e = c.check(); !e.empty()) record_error(e);
-    for (int i = 0; i < n; ++i) {
-      const int want = i < n / 2 ? 0 : 1;
-      if (ran_on[std::size_t(i)].load() != want) {
-        record_error("index " + std::to_string(i) + " ran on PE " +
-                     std::to_string(ran_on[std::size_t(i)].load()) + ", its static block's is " +
-                     std::to_string(want));
-        break;
-      }
-    }
-  }, {"--weft:tasks-scheme=static"});
+  on_node(2,
+          [&] {
+            seen = weft::config().tasks_scheme;
+            constexpr int n = 1000;
+            counts c(n);
+            std::vector<std::atomic<int>> ran_on(n);
+            std::atomic<bool> pe1_ran{false};
+            weft::parallel_for(0, n,
+                               [&](int i) {
+                                 c.hit(std::size_t(i));
+                                 ran_on[std::size_t(i)].store(weft::my_pe());
+                                 if (weft::my_pe() != 0) pe1_ran = true;
+                                 if (i != 0 || weft::my_pe() != 0) return;
+                                 const auto until =
+                                     std::chrono::steady_clock::now() + std::chrono::seconds(60);
+                                 while (!pe1_ran.load() && std::chrono::steady_clock::now() < until)
+                                   std::this_thread::yield();
+                                 if (!pe1_ran.load()) record_error("PE 1 ran no iteration");
+                               },
+                               {.grain = 3});
+            if (std::string e = c.check(); !e.empty()) record_error(e);
+            for (int i = 0; i < n; ++i) {
+              const int want = i < n / 2 ? 0 : 1;
+              if (ran_on[std::size_t(i)].load() != want) {
+                record_error("index " + std::to_string(i) + " ran on PE " +
+                             std::to_string(ran_on[std::size_t(i)].load()) +
+                             ", its static block's is " + std::to_string(want));
+                break;
+              }
+            }
+          },
+          {"--weft:tasks-scheme=static"});
   EXPECT_EQ(seen, "static");
 }
 

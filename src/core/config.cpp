@@ -211,6 +211,11 @@ void define_runtime_options(base::option_set& set) {
               "the first safe point after each period: elements move between entry methods "
               "(docs/lb.md)",
               base::number_in(0.0, 1e6)});
+  set.define({"lb-arrays", "each", "each|together",
+              "each: every array balances in its own at_sync steps; together: the arrays "
+              "that call at_sync balance in one step, placed as one set of objects (each "
+              "must call at_sync equally often; docs/lb.md)",
+              base::one_of({"each", "together"})});
   set.define({"lb-dump", "", "file",
               "write each balancing step's load records (a versioned binary format, "
               "docs/lb.md) to this file, for tools/weft-lbsim --replay",
@@ -317,14 +322,18 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.lb_tolerance = set.get_double("lb-tolerance");
   c.lb_stats = set.get_bool("lb-stats");
   c.lb_period_s = set.get_double("lb-period");
+  c.lb_together = set.get("lb-arrays") == "together";
   c.lb_dump = set.given("lb-dump") ? set.get("lb-dump") : "";
   parse_step_range(set.get("lb-dump-steps"), c.lb_dump_first, c.lb_dump_last);
   if (set.given("lb-dump-steps") && c.lb_dump.empty())
     base::usage_error("%s applies only with --weft:lb-dump=FILE",
                       set.origin("lb-dump-steps").c_str());
-  if ((c.lb_period_s > 0 || !c.lb_dump.empty()) && c.lb == "off")
+  if ((c.lb_period_s > 0 || !c.lb_dump.empty() || c.lb_together) && c.lb == "off")
     base::usage_error("%s needs a strategy: add --weft:lb=NAME (greedy-refine, for one)",
-                      set.origin(c.lb_period_s > 0 ? "lb-period" : "lb-dump").c_str());
+                      set.origin(c.lb_period_s > 0 ? "lb-period"
+                                 : c.lb_together   ? "lb-arrays"
+                                                   : "lb-dump")
+                          .c_str());
   c.measure_busy = c.stats || c.lb != "off";
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());

@@ -76,7 +76,7 @@ std::string format(const char* fmt, double a, double b) {
   return buf;
 }
 
-od::balance_plan balance(const od::collection_ref& ref, std::uint64_t step,
+od::balance_plan balance(const std::string& name, std::uint64_t step,
                          const std::vector<od::sync_record>& records) {
   const runtime_config& cfg = weft::config();
   instance inst;
@@ -97,7 +97,7 @@ od::balance_plan balance(const od::collection_ref& ref, std::uint64_t step,
   if (dumps_step(step)) {
     dumped_step s;
     s.step = step;
-    s.collection = od::collection_name(ref);
+    s.collection = name;
     s.strategy = cfg.lb;
     s.tolerance = opts.tolerance;
     s.seed = opts.seed;

@@ -80,6 +80,12 @@ void on_control(message_ptr m) {
       return receive_lb_records(std::move(m));
     case op_migrate_pointer:
       return receive_element_by_pointer(std::move(m));
+    case op_sync_group_join:
+      return receive_group_join(std::move(m));
+    case op_sync_group_records:
+      return receive_group_records(std::move(m));
+    case op_sync_group_plan:
+      return receive_group_plan(std::move(m));
     default:
       base::fatal("objects: control message of unknown kind %d", int(h.op));
   }

@@ -30,6 +30,7 @@
 // pe_state or dispatch).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <span>
 #include <string>
@@ -280,6 +281,28 @@ void receive_lb_start(message_ptr m);
 void receive_lb_collect(message_ptr m);
 void receive_lb_records(message_ptr m);
 void sync_pe_start();
+// Trivially copyable values in a control message's arguments, from byte
+// `at` (reading: to the end).
+template <class T>
+void append_bytes(message& m, std::size_t at, const std::vector<T>& v) {
+  if (!v.empty()) std::memcpy(args_of(m) + at, v.data(), v.size() * sizeof(T));
+}
+template <class T>
+std::vector<T> read_bytes(message& m, std::size_t at) {
+  std::vector<T> v((args_size(m) - at) / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), args_of(m) + at, v.size() * sizeof(T));
+  return v;
+}
+// --weft:lb-arrays=together (sync_group.cpp): an array's at_sync step
+// sends its records to PE 0, which places the arrays taking part as one set
+// and sends each root its part, which carry_out_plan carries out.
+void send_records_to_group(local_collection& lc, std::uint64_t step);
+balancer_fn balancer();
+void carry_out_plan(local_collection& lc, std::uint64_t step, balance_plan plan);
+void join_group(local_collection& lc);
+void receive_group_join(message_ptr m);
+void receive_group_records(message_ptr m);
+void receive_group_plan(message_ptr m);
 // The at_sync round of `ref` completed at its root with these records.
 void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 

@@ -65,6 +65,9 @@ enum op_kind : std::uint8_t {
   op_lb_collect,       // to every PE: the records of the elements here, for a step without at_sync
   op_lb_records,       // to the root: the answer
   op_migrate_pointer,  // an element moving inside the process: its record, by pointer
+  op_sync_group_join,  // to PE 0: an element of the collection called at_sync (lb-arrays=together)
+  op_sync_group_records,  // to PE 0: the collection's records of its at_sync step
+  op_sync_group_plan,     // from PE 0: the collection's part of the joint plan
 };
 
 struct location {
@@ -345,6 +348,7 @@ struct local_collection {
   std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
   std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
   std::uint64_t sync_elements0 = 0;  // t_element_cycles then (sync.cpp)
+  bool sync_joined = false;          // told PE 0 it takes part (lb-arrays=together)
   sync_root sync;                    // on the root PE
   // Element messages of this collection sent from this PE (entry calls,
   // not broadcasts) and taken here by an element (run or kept for next<>):

@@ -39,6 +39,7 @@ namespace {
 balancer_fn g_balancer = nullptr;
 bool g_balancing = false;  // --weft:lb is not off
 bool g_lb_stats = false;
+bool g_lb_together = false;  // --weft:lb-arrays=together
 // The step's round gathers the records: registered at static
 // initialisation, as every reducer must be (its id is the same in every
 // process).
@@ -53,17 +54,6 @@ enum plan_kind : std::int32_t { plan_moves = 0, plan_cancel = 1 };
 // Done message: arg_pe says whether it is a PE's report or the root's own
 // note that the plan moved nothing.
 enum done_kind : std::int32_t { done_moves = 0, done_nothing_moved = 1 };
-
-template <class T>
-void append_bytes(message& m, std::size_t at, const std::vector<T>& v) {
-  if (!v.empty()) std::memcpy(args_of(m) + at, v.data(), v.size() * sizeof(T));
-}
-template <class T>
-std::vector<T> read_bytes(message& m, std::size_t at) {
-  std::vector<T> v((args_size(m) - at) / sizeof(T));
-  if (!v.empty()) std::memcpy(v.data(), args_of(m) + at, v.size() * sizeof(T));
-  return v;
-}
 
 // A PE's part of the step is over: it reports, with the moves it could not
 // make.
@@ -120,6 +110,10 @@ bool is_measured(const collection_ref& ref) {
          element_type(ref.type).pup != nullptr;
 }
 
+balancer_fn balancer() {
+  return g_balancer;
+}
+
 void set_balancer(balancer_fn fn) {
   g_balancer = fn;
 }
@@ -129,6 +123,7 @@ void sync_node_start() {
   g_balancing = cfg.lb != "off";
   g_measure_load = g_balancing;
   g_lb_stats = cfg.lb_stats;
+  g_lb_together = cfg.lb_together;
   if (g_balancing && g_balancer == nullptr)
     base::usage_error(
         "--weft:lb=%s needs the lb layer, which this program does not link: link weft::weft "
@@ -149,6 +144,7 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
                  " called at_sync() again before its balancing step ended (one call per step; "
                  "go on in resume_from_sync() or after co_await at_sync())");
   local_collection& lc = *rec.coll;
+  if (g_lb_together && !lc.sync_joined) join_group(lc);
   rec.sync = h ? sync_state::coroutine : sync_state::waiting;
   if (h || rec.extras_) rec.extras().sync_h = h;
 
@@ -174,7 +170,8 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
   }
   // The last element of this PE to arrive says what else the PE did since
   // the last step: its handlers' time less every element's (those of other
-  // arrays too: they are balanced in their own steps).
+  // arrays too: they are placed in their own steps, or with this one under
+  // --weft:lb-arrays=together).
   ++lc.sync_waiting;
   if (g_balancing && lc.sync_waiting == lc.local.size()) r.background = background_since_last(lc);
   callback_desc cb;
@@ -278,21 +275,34 @@ void receive_sync_counts(message_ptr m) {
 namespace {
 
 void plan_step(local_collection& lc) {
-  const collection_ref& ref = lc.ref;
   sync_root& root = lc.sync;
   const std::uint64_t step = root.steps++;
-  const std::vector<sync_record>& records = root.records;
   root.t_quiet = base::wall_ns();
   balance_plan plan;
-  if (g_balancing) {
-    plan = g_balancer(ref, step, records);
-    if (plan.pe.size() != records.size())
-      base::fatal("lb: the balancer placed %zu elements of %s, not the %zu that took part",
-                  plan.pe.size(), collection_name(ref).c_str(), records.size());
-  } else {
-    plan.pe.resize(records.size());
-    for (std::size_t i = 0; i < records.size(); ++i) plan.pe[i] = records[i].pe;
+  if (g_balancing && g_lb_together && !root.unassisted) {
+    // Placed with the other arrays that call at_sync: the plan comes back
+    // in carry_out_plan (sync_group.cpp).
+    send_records_to_group(lc, step);
+    return;
   }
+  if (g_balancing) {
+    plan = g_balancer(collection_name(lc.ref), step, root.records);
+  } else {
+    plan.pe.resize(root.records.size());
+    for (std::size_t i = 0; i < root.records.size(); ++i) plan.pe[i] = root.records[i].pe;
+  }
+  carry_out_plan(lc, step, std::move(plan));
+}
+
+}  // namespace
+
+void carry_out_plan(local_collection& lc, std::uint64_t step, balance_plan plan) {
+  const collection_ref& ref = lc.ref;
+  sync_root& root = lc.sync;
+  const std::vector<sync_record>& records = root.records;
+  if (plan.pe.size() != records.size())
+    base::fatal("lb: the balancer placed %zu elements of %s, not the %zu that took part",
+                plan.pe.size(), collection_name(ref).c_str(), records.size());
   // Per PE: the elements it sends, and how many it receives.
   std::map<int, std::pair<std::vector<sync_move>, std::int64_t>> per_pe;
   root.moves.clear();
@@ -334,8 +344,6 @@ void plan_step(local_collection& lc) {
     send_object_to_pe(pe, std::move(m));
   }
 }
-
-}  // namespace
 
 // ---- steps without at_sync (periodic, on demand) -----------------------------------
 

@@ -32,6 +32,10 @@ foreach(t ${weft_mp_transports})
     mp_objects_test(net.objects.${t}.${lname}.lb_rotate CODE 0 NP ${np}
                     ${run} --weft:lb=rotate --case=lb_rotate
                     EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes")
+    # Two arrays placed in joint steps on PE 0 (--weft:lb-arrays=together).
+    mp_objects_test(net.objects.${t}.${lname}.lb_together CODE 0 NP ${np}
+                    ${run} --weft:lb=rotate --weft:lb-arrays=together --case=lb_rotate
+                    EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes")
     # An element on node 1 sends to an index out of the array's bounds: the
     # sending node names it and the whole job fails.
     mp_objects_test(net.objects.${t}.${lname}.error CODE nonzero NP ${np}

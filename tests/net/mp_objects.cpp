@@ -1541,19 +1541,26 @@ struct Rotor : weft::array_element<Rotor, int> {
 weft::task<> case_lb_rotate() {
   check(weft::config().lb == "rotate", "run lb_rotate with --weft:lb=rotate (got %s)",
         weft::config().lb.c_str());
+  // With --weft:lb-arrays=together, two rings (two arrays) move in joint
+  // steps placed on PE 0.
+  const int rings = weft::config().lb_together ? 2 : 1;
   const int n = 3 * weft::num_pes() + 1;
-  auto a = weft::array<Rotor>::create(n);
-  a.broadcast<&Rotor::start>();
+  std::vector<weft::array<Rotor>> arrays;
+  for (int r = 0; r < rings; ++r) arrays.push_back(weft::array<Rotor>::create(n + r));
+  for (auto& a : arrays) a.broadcast<&Rotor::start>();
   auto q = quiescence();
   co_await q;
-  auto f = weft::make_future<std::vector<long>>();
-  a.broadcast<&Rotor::report>(weft::callback<std::vector<long>>(f));
-  const std::vector<long> t = co_await f;
-  check(t[0] == 0, "%ld messages arrived out of order", t[0]);
-  const long want = long(n) * rotate_steps * (2 + rotate_late);
-  check(t[1] == want, "%ld messages arrived, expected %ld", t[1], want);
-  check(t[2] == long(n) * rotate_steps, "elements moved %ld times, expected %ld", t[2],
-        long(n) * rotate_steps);
+  for (int r = 0; r < rings; ++r) {
+    const long size = n + r;
+    auto f = weft::make_future<std::vector<long>>();
+    arrays[std::size_t(r)].broadcast<&Rotor::report>(weft::callback<std::vector<long>>(f));
+    const std::vector<long> t = co_await f;
+    check(t[0] == 0, "ring %d: %ld messages arrived out of order", r, t[0]);
+    const long want = size * rotate_steps * (2 + rotate_late);
+    check(t[1] == want, "ring %d: %ld messages arrived, expected %ld", r, t[1], want);
+    check(t[2] == size * rotate_steps, "ring %d: elements moved %ld times, expected %ld", r, t[2],
+          size * rotate_steps);
+  }
   passed();
 }
 

@@ -61,6 +61,7 @@ struct runtime_config {
   double lb_tolerance = 1.05;  // greedy-refine and refine: max load within this of the bound
   bool lb_stats = false;       // a line per balancing step
   double lb_period_s = 0;      // > 0: balance without at_sync, at the first safe point each period
+  bool lb_together = false;    // --weft:lb-arrays=together: at_sync arrays balance in one step
   std::string lb_dump;         // file the steps' load records are written to ("": none)
   long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
   // Idle time is measured per PE (stats, or load balancing's background).

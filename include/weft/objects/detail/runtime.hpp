@@ -302,8 +302,10 @@ struct balance_plan {
   std::string summary;
 };
 // The lb layer's strategy runner (src/lb/runtime.cpp installs it); called
-// on the collection's root PE when every element arrived at at_sync.
-using balancer_fn = balance_plan (*)(const collection_ref& ref, std::uint64_t step,
+// on the collection's root PE when every element arrived at at_sync (with
+// --weft:lb-arrays=together, on PE 0 for the records of every array taking
+// part). `name` names the step's collection(s) in stats and dumps.
+using balancer_fn = balance_plan (*)(const std::string& name, std::uint64_t step,
                                      const std::vector<sync_record>& records);
 WEFT_API void set_balancer(balancer_fn fn);
 // weft::lb::balance(): a step without at_sync for every array, now.

@@ -21,4 +21,8 @@ std::unique_ptr<strategy> make_hierarchical();
 std::unique_ptr<strategy> make_rotate();
 std::unique_ptr<strategy> make_random();
 
+// The hierarchical tree's decisions at run time (tree_runtime.cpp), given
+// to the objects layer's balancing steps.
+void install_tree_runtime();
+
 }  // namespace weft::lb::detail

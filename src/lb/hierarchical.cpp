@@ -11,9 +11,9 @@
 // Here, in one process, the levels run one after the other.
 #include <algorithm>
 #include <functional>
-#include <queue>
 #include "builtin.hpp"
 #include "placement.hpp"
+#include "tree.hpp"
 
 namespace weft::lb::detail {
 namespace {
@@ -86,14 +86,13 @@ class hierarchical final : public strategy {
   template <class Shed>
   std::vector<std::vector<item>> level(std::vector<double>& load, const std::vector<double>& cap,
                                        std::vector<item>& pool, Shed shed) {
-    std::vector<std::vector<item>> got(load.size());
     double total = 0, pes = 0;
     for (std::size_t c = 0; c < load.size(); ++c) {
       total += load[c];
       pes += cap[c];
     }
     for (const item& it : pool) total += it.load;
-    if (pes == 0) return got;
+    if (pes == 0) return std::vector<std::vector<item>>(load.size());
     const double per_pe = total / pes;
     for (std::size_t c = 0; c < load.size(); ++c) {
       const double target = cap[c] * per_pe;
@@ -103,35 +102,7 @@ class hierarchical final : public strategy {
         for (std::size_t k = before; k < pool.size(); ++k) load[c] -= pool[k].load;
       }
     }
-    sort_by_load(pool);
-    // Children of unequal size (a last, smaller node or group): an item goes
-    // where the load per PE after it is least, by a scan (few children).
-    if (std::adjacent_find(cap.begin(), cap.end(), std::not_equal_to<>()) != cap.end()) {
-      for (const item& it : pool) {
-        std::size_t best = load.size();
-        for (std::size_t c = 0; c < load.size(); ++c)
-          if (cap[c] > 0 && (best == load.size() ||
-                             (load[c] + it.load) / cap[c] < (load[best] + it.load) / cap[best]))
-            best = c;
-        load[best] += it.load;
-        got[best].push_back(it);
-      }
-      pool.clear();
-      return got;
-    }
-    using entry = std::pair<double, std::size_t>;  // (load per PE, child)
-    std::priority_queue<entry, std::vector<entry>, std::greater<>> heap;
-    for (std::size_t c = 0; c < load.size(); ++c)
-      if (cap[c] > 0) heap.push({load[c] / cap[c], c});
-    for (const item& it : pool) {
-      const std::size_t c = heap.top().second;
-      heap.pop();
-      load[c] += it.load;
-      got[c].push_back(it);
-      heap.push({load[c] / cap[c], c});
-    }
-    pool.clear();
-    return got;
+    return share_pool(load, cap, pool);
   }
 
   // A group gives `amount`: asked of its nodes in proportion to how far
@@ -162,23 +133,19 @@ class hierarchical final : public strategy {
       });
       node_sorted_[n] = true;
     }
-    double left = amount;
-    for (std::uint32_t id : objs) {
-      if (left <= 0) break;
-      const double l = inst_->objects[id].load;
-      if (gone_[id] || l > 2 * left) continue;
-      gone_[id] = true;
-      out.push_back({l, id});
-      left -= l;
-      node_load_[n] -= l;
-    }
-    return amount - left;
+    const std::size_t before = out.size();
+    const double gave = shed_heaviest(
+        objs, [&](std::uint32_t id) { return gone_[id] ? -1.0 : inst_->objects[id].load; }, amount,
+        out);
+    for (std::size_t k = before; k < out.size(); ++k) gone_[out[k].id] = true;
+    node_load_[n] -= gave;
+    return gave;
   }
 
   // Above the nodes, a child sheds when it is a quarter of the tolerance
   // over its share: the levels' slack compounds, and the node level spends
   // the full tolerance.
-  double upper_tolerance() const { return 1 + (opts_->tolerance - 1) / 4; }
+  double upper_tolerance() const { return tree_upper_tolerance(opts_->tolerance); }
 
   const instance* inst_ = nullptr;
   const options* opts_ = nullptr;

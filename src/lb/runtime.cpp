@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include "lb/builtin.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/pe.hpp"
@@ -122,6 +123,17 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
 void node_start() {
   const runtime_config& cfg = weft::config();
   const std::string& name = cfg.lb;
+  // At run time hierarchical is a tree (src/objects/sync_tree.cpp): no PE
+  // holds the whole snapshot that a dump or a joint step would need.
+  if (name == "hierarchical" && !cfg.lb_dump.empty())
+    base::usage_error(
+        "not implemented: --weft:lb-dump with --weft:lb=hierarchical (the tree keeps no "
+        "whole snapshot to write; dump with another strategy and replay with weft-lbsim "
+        "--lb=hierarchical)");
+  if (name == "hierarchical" && cfg.lb_together)
+    base::usage_error(
+        "not implemented: --weft:lb-arrays=together with --weft:lb=hierarchical (each array "
+        "is balanced by its own tree)");
   if (name == "off" || has_strategy(name)) return;
   std::string accepted = "off";
   for (const std::string& s : strategy_names()) accepted += "|" + s;
@@ -151,6 +163,7 @@ void balance() {
 bool detail::install_runtime() noexcept {
   static const bool done = [] {
     od::set_balancer(&balance);
+    detail::install_tree_runtime();
     weft::detail::register_layer({"lb", &node_start, &pe_start, nullptr, &node_stop});
     return true;
   }();

@@ -80,6 +80,22 @@ void on_control(message_ptr m) {
       return receive_lb_records(std::move(m));
     case op_migrate_pointer:
       return receive_element_by_pointer(std::move(m));
+    case op_tree_go:
+      return receive_tree_go(std::move(m));
+    case op_tree_records:
+      return receive_tree_records(std::move(m));
+    case op_tree_summary:
+      return receive_tree_summary(std::move(m));
+    case op_tree_quota:
+      return receive_tree_quota(std::move(m));
+    case op_tree_offer:
+      return receive_tree_offer(std::move(m));
+    case op_tree_assign:
+      return receive_tree_assign(std::move(m));
+    case op_tree_placed:
+      return receive_tree_placed(std::move(m));
+    case op_tree_moves:
+      return receive_tree_moves(std::move(m));
     case op_sync_group_join:
       return receive_group_join(std::move(m));
     case op_sync_group_records:

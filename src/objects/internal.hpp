@@ -303,6 +303,25 @@ void join_group(local_collection& lc);
 void receive_group_join(message_ptr m);
 void receive_group_records(message_ptr m);
 void receive_group_plan(message_ptr m);
+// --weft:lb=hierarchical (sync_tree.cpp): records stay on their node; the
+// root sees per node a load and the records that change node; every PE
+// gets one plan message from its node's first PE. end_step ends a step at
+// the root once every PE reported (and, in the tree, every node its moves).
+sync_tree_state& tree_state(local_collection& lc);
+void start_tree_step(local_collection& lc, std::uint64_t step);
+std::vector<sync_record> records_between_entries(local_collection& lc);
+void end_step(local_collection& lc);
+// One PE's part of a step's plan: the elements it sends, how many arrive.
+void send_plan(local_collection& lc, int pe, std::int64_t incoming,
+               const std::vector<sync_move>& out, bool unassisted);
+void receive_tree_go(message_ptr m);
+void receive_tree_records(message_ptr m);
+void receive_tree_summary(message_ptr m);
+void receive_tree_quota(message_ptr m);
+void receive_tree_offer(message_ptr m);
+void receive_tree_assign(message_ptr m);
+void receive_tree_placed(message_ptr m);
+void receive_tree_moves(message_ptr m);
 // The at_sync round of `ref` completed at its root with these records.
 void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 

@@ -65,6 +65,14 @@ enum op_kind : std::uint8_t {
   op_lb_collect,       // to every PE: the records of the elements here, for a step without at_sync
   op_lb_records,       // to the root: the answer
   op_migrate_pointer,  // an element moving inside the process: its record, by pointer
+  op_tree_go,          // to every PE (hierarchical): send the step's records to the node's first PE
+  op_tree_records,     // to the node's first PE: a PE's records
+  op_tree_summary,     // to the root: a node's load, max PE load and records
+  op_tree_quota,       // to a node's first PE: how much load to offer
+  op_tree_offer,       // to the root: the records a node offers
+  op_tree_assign,      // to a node's first PE: records arriving, its own that stay
+  op_tree_placed,      // to the first PE of a record's old node: its new PE
+  op_tree_moves,       // to the root: a node's moves (and its predicted max PE load)
   op_sync_group_join,  // to PE 0: an element of the collection called at_sync (lb-arrays=together)
   op_sync_group_records,  // to PE 0: the collection's records of its at_sync step
   op_sync_group_plan,     // from PE 0: the collection's part of the joint plan
@@ -281,9 +289,37 @@ struct sync_move {
   std::uint32_t epoch = 0;
 };
 
+// --weft:lb=hierarchical at run time (sync_tree.cpp): what a step keeps on
+// every PE (its records), on a node's first PE (the node's records, what
+// crosses nodes) and on the root (per node: totals, what crosses).
+struct sync_tree_state {
+  std::vector<sync_record> here;  // every PE: its elements' at_sync records
+  // The node's first PE.
+  std::vector<sync_record> node;
+  int node_replies = 0;
+  bool unassisted = false;
+  std::vector<std::uint32_t> offered;  // indices into `node`
+  std::vector<sync_record> arriving;   // from other nodes
+  std::vector<index_key> staying;      // offered, sent back by the root
+  std::vector<sync_move> placed;       // own offered records' new PEs
+  std::int64_t placed_expected = -1;   // -1 until the root's assignment
+  std::vector<sync_move> moves;        // the node's moves, until placed is complete
+  std::vector<std::int64_t> incoming;  // per PE of the node
+  double predicted_max = 0;
+  // The root.
+  std::vector<double> load, max_before;  // per node
+  std::uint64_t elements = 0;
+  int replies = 0;
+  std::vector<sync_record> pool;  // offered records
+  std::vector<int> pool_from;     // their nodes
+  double predicted_max_all = 0;
+  std::uint64_t crossing = 0;
+};
+
 // The root's view of a collection's balancing steps.
 struct sync_root {
   std::vector<sync_move> moves;  // the current step's
+  std::vector<index_key> kept;   // moves the PEs could not make (dropped at the end)
   std::vector<sync_record> records;
   // One step at a time. A step without at_sync (periodic, on demand)
   // moves elements between their entry methods; an at_sync round that
@@ -348,8 +384,9 @@ struct local_collection {
   std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
   std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
   std::uint64_t sync_elements0 = 0;  // t_element_cycles then (sync.cpp)
-  bool sync_joined = false;          // told PE 0 it takes part (lb-arrays=together)
-  sync_root sync;                    // on the root PE
+  std::unique_ptr<sync_tree_state> sync_tree;  // hierarchical steps (sync_tree.cpp)
+  bool sync_joined = false;                    // told PE 0 it takes part (lb-arrays=together)
+  sync_root sync;                              // on the root PE
   // Element messages of this collection sent from this PE (entry calls,
   // not broadcasts) and taken here by an element (run or kept for next<>):
   // in flight somewhere while the job's sums differ.

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <unordered_set>
 #include "objects/internal.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/core/handler.hpp"
@@ -40,6 +41,7 @@ balancer_fn g_balancer = nullptr;
 bool g_balancing = false;  // --weft:lb is not off
 bool g_lb_stats = false;
 bool g_lb_together = false;  // --weft:lb-arrays=together
+bool g_tree = false;         // --weft:lb=hierarchical: the tree at run time (sync_tree.cpp)
 // The step's round gathers the records: registered at static
 // initialisation, as every reducer must be (its id is the same in every
 // process).
@@ -124,6 +126,7 @@ void sync_node_start() {
   g_measure_load = g_balancing;
   g_lb_stats = cfg.lb_stats;
   g_lb_together = cfg.lb_together;
+  g_tree = cfg.lb == "hierarchical";
   if (g_balancing && g_balancer == nullptr)
     base::usage_error(
         "--weft:lb=%s needs the lb layer, which this program does not link: link weft::weft "
@@ -178,9 +181,15 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
   cb.kind = callback_kind::sync;
   cb.ref = rec.ref;
   // The step's round is separate from what the entry contributed before.
+  // In the tree the record stays here: the round only counts the elements.
   const bool contributed = rec.contributed_now;
   rec.contributed_now = false;
-  contribute(rec, sync_reducer, cb, to_bytes(std::vector<sync_record>{r}));
+  std::vector<sync_record> mine{r};
+  if (g_tree) {
+    tree_state(lc).here.push_back(r);
+    mine.clear();
+  }
+  contribute(rec, sync_reducer, cb, to_bytes(mine));
   rec.contributed_now = contributed;
 }
 
@@ -279,6 +288,11 @@ void plan_step(local_collection& lc) {
   const std::uint64_t step = root.steps++;
   root.t_quiet = base::wall_ns();
   balance_plan plan;
+  if (g_balancing && g_tree) {
+    // The records are on their PEs: the tree places them (sync_tree.cpp).
+    start_tree_step(lc, step);
+    return;
+  }
   if (g_balancing && g_lb_together && !root.unassisted) {
     // Placed with the other arrays that call at_sync: the plan comes back
     // in carry_out_plan (sync_group.cpp).
@@ -333,16 +347,18 @@ void carry_out_plan(local_collection& lc, std::uint64_t step, balance_plan plan)
     send_object_to_pe(my_pe(), std::move(m));
     return;
   }
-  for (auto& [pe, work] : per_pe) {
-    auto& [out, incoming] = work;
-    message_ptr m = new_control_message(ref, index_key{}, op_sync_plan,
-                                        sizeof(std::int64_t) + out.size() * sizeof(sync_move));
-    header_of(*m).arg_pe = plan_moves;
-    header_of(*m).args.round = root.unassisted ? 1 : 0;
-    std::memcpy(args_of(*m), &incoming, sizeof incoming);
-    append_bytes(*m, sizeof incoming, out);
-    send_object_to_pe(pe, std::move(m));
-  }
+  for (auto& [pe, work] : per_pe) send_plan(lc, pe, work.second, work.first, root.unassisted);
+}
+
+void send_plan(local_collection& lc, int pe, std::int64_t incoming,
+               const std::vector<sync_move>& out, bool unassisted) {
+  message_ptr m = new_control_message(lc.ref, index_key{}, op_sync_plan,
+                                      sizeof(std::int64_t) + out.size() * sizeof(sync_move));
+  header_of(*m).arg_pe = plan_moves;
+  header_of(*m).args.round = unassisted ? 1 : 0;
+  std::memcpy(args_of(*m), &incoming, sizeof incoming);
+  append_bytes(*m, sizeof incoming, out);
+  send_object_to_pe(pe, std::move(m));
 }
 
 // ---- steps without at_sync (periodic, on demand) -----------------------------------
@@ -368,9 +384,7 @@ void receive_lb_start(message_ptr m) {
 }
 
 // This PE's elements, as they are between two entry methods.
-void receive_lb_collect(message_ptr m) {
-  const obj_header& h = header_of(*m);
-  local_collection& lc = get_local_collection(h.collection);
+std::vector<sync_record> records_between_entries(local_collection& lc) {
   const element_type_info& type = element_type(lc.ref.type);
   std::vector<sync_record> out;
   out.reserve(lc.local.size());
@@ -392,6 +406,16 @@ void receive_lb_collect(message_ptr m) {
     out.push_back(r);
   }
   if (!out.empty()) out.front().background = background_since_last(lc);
+  return out;
+}
+
+void receive_lb_collect(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  // In the tree the records are taken when the step's plan starts (an
+  // empty answer counts this PE in).
+  std::vector<sync_record> out;
+  if (!g_tree) out = records_between_entries(lc);
   message_ptr r =
       new_control_message(lc.ref, index_key{}, op_lb_records, out.size() * sizeof(sync_record));
   append_bytes(*r, 0, out);
@@ -493,11 +517,18 @@ void receive_sync_done(message_ptr m) {
   sync_root& root = lc.sync;
   if (h.arg_pe == done_moves) {
     const std::vector<index_key> kept = read_bytes<index_key>(*m, 0);
-    if (!kept.empty())
-      std::erase_if(root.moves, [&](const sync_move& mv) {
-        return std::find(kept.begin(), kept.end(), mv.key) != kept.end();
-      });
+    root.kept.insert(root.kept.end(), kept.begin(), kept.end());
     if (--root.pending > 0) return;
+  }
+  end_step(lc);
+}
+
+void end_step(local_collection& lc) {
+  sync_root& root = lc.sync;
+  if (!root.kept.empty()) {
+    const std::unordered_set<index_key, index_key_hash> kept(root.kept.begin(), root.kept.end());
+    std::erase_if(root.moves, [&](const sync_move& mv) { return kept.contains(mv.key); });
+    root.kept.clear();
   }
   if (g_lb_stats) {
     const double ms = 1e-6;

@@ -32,6 +32,10 @@ foreach(t ${weft_mp_transports})
     mp_objects_test(net.objects.${t}.${lname}.lb_rotate CODE 0 NP ${np}
                     ${run} --weft:lb=rotate --case=lb_rotate
                     EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes")
+    # The hierarchical tree across processes: load leaves the heavy node.
+    mp_objects_test(net.objects.${t}.${lname}.lb_tree CODE 0 NP ${np}
+                    ${run} --weft:lb=hierarchical --case=lb_tree
+                    EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes")
     # Two arrays placed in joint steps on PE 0 (--weft:lb-arrays=together).
     mp_objects_test(net.objects.${t}.${lname}.lb_together CODE 0 NP ${np}
                     ${run} --weft:lb=rotate --weft:lb-arrays=together --case=lb_rotate

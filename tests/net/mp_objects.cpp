@@ -1564,6 +1564,79 @@ weft::task<> case_lb_rotate() {
   passed();
 }
 
+// ---- lb_tree -------------------------------------------------------------------------
+// Run with --weft:lb=hierarchical: the step is a tree over the processes
+// (src/objects/sync_tree.cpp). The elements on the first half of the PEs
+// (node 0 of 2 processes) weigh 3, the rest 1: node 0 offers load, the
+// root sends it to the other node, which places it on its PEs. Every
+// element sends a numbered message to its right neighbour per step: none
+// lost or overtaken; the nodes end within 1.25 of their share.
+
+constexpr int tree_steps = 3;
+
+struct Weighted : weft::array_element<Weighted, int> {
+  Weighted() = default;
+  int step = 0, got = 0, home_node = -1;
+  long sent = 0, next_seq = 0, bad = 0, received = 0;
+  bool waiting = false;
+  void pup(weft::pupper& p) {
+    p | step | got | home_node | sent | next_seq | bad | received | waiting;
+  }
+  double load_estimate() const override { return this_index() < array_size() / 2 ? 3.0 : 1.0; }
+  void start() {
+    if (home_node < 0) home_node = weft::my_node();
+    this_proxy()[(this_index() + 1) % array_size()].send<&Weighted::msg>(sent++);
+    sync_if_ready();
+  }
+  void msg(long seq) {
+    if (seq != next_seq && bad++ == 0)
+      std::fprintf(stderr, "mp_objects: lb_tree: element %d got seq %ld, expected %ld\n",
+                   this_index(), seq, next_seq);
+    next_seq = seq + 1;
+    ++received;
+    ++got;
+    sync_if_ready();
+  }
+  void sync_if_ready() {
+    if (waiting || got <= step || sent <= step) return;
+    waiting = true;
+    at_sync();
+  }
+  void resume_from_sync() override {
+    waiting = false;
+    if (++step < tree_steps) start();
+  }
+  // {bad, received, moved to another node}, then the load on each node.
+  void report(weft::callback<std::vector<double>> cb) {
+    std::vector<double> v(3 + std::size_t(weft::num_nodes()), 0.0);
+    v[0] = double(bad);
+    v[1] = double(received);
+    v[2] = weft::my_node() != home_node ? 1 : 0;
+    v[3 + std::size_t(weft::my_node())] = load_estimate();
+    contribute(v, weft::op::sum, cb);
+  }
+};
+
+weft::task<> case_lb_tree() {
+  check(weft::config().lb == "hierarchical", "run lb_tree with --weft:lb=hierarchical (got %s)",
+        weft::config().lb.c_str());
+  const int n = 4 * weft::num_pes();
+  auto a = weft::array<Weighted>::create(n);
+  a.broadcast<&Weighted::start>();
+  co_await quiescence();
+  auto f = weft::make_future<std::vector<double>>();
+  a.broadcast<&Weighted::report>(weft::callback<std::vector<double>>(f));
+  const std::vector<double> t = co_await f;
+  check(t[0] == 0, "%g messages arrived out of order", t[0]);
+  check(t[1] == double(n) * tree_steps, "%g messages arrived, expected %d", t[1], n * tree_steps);
+  check(t[2] > 0, "no element changed node");
+  const double share = (3.0 * (n / 2) + 1.0 * (n - n / 2)) / weft::num_nodes();
+  for (int k = 0; k < weft::num_nodes(); ++k)
+    check(t[3 + std::size_t(k)] <= 1.25 * share, "node %d ends with load %g, its share is %g", k,
+          t[3 + std::size_t(k)], share);
+  passed();
+}
+
 // ---- buffer ------------------------------------------------------------------------
 
 constexpr std::size_t big_doubles = std::size_t(1) << 17;  // 1 MiB
@@ -1793,6 +1866,7 @@ const case_entry cases[] = {
     {"buffer", case_buffer},       {"priorities", case_priorities},
     {"exitcode", case_exitcode},   {"error", case_error},
     {"deleted", case_deleted},     {"lb_rotate", case_lb_rotate},
+    {"lb_tree", case_lb_tree},
 };
 
 }  // namespace

@@ -300,6 +300,7 @@ struct sync_record {
 struct balance_plan {
   std::vector<int> pe;
   std::string summary;
+  double predicted_max = 0;  // tree_balancer::within: the node's max PE load after
 };
 // The lb layer's strategy runner (src/lb/runtime.cpp installs it); called
 // on the collection's root PE when every element arrived at at_sync (with
@@ -308,6 +309,28 @@ struct balance_plan {
 using balancer_fn = balance_plan (*)(const std::string& name, std::uint64_t step,
                                      const std::vector<sync_record>& records);
 WEFT_API void set_balancer(balancer_fn fn);
+// --weft:lb=hierarchical at run time: src/objects/sync_tree.cpp carries the
+// tree out (records stay on their node; the root sees the nodes' totals
+// and the records that change node); the lb layer decides at each level
+// (src/lb/tree_runtime.cpp).
+struct tree_balancer {
+  // At the root, from each node's load and PE count: what each sheds (0:
+  // nothing).
+  std::vector<double> (*shed_amounts)(const std::vector<double>& load,
+                                      const std::vector<double>& pes) = nullptr;
+  // At the root: the node each shed record goes to, by their loads; `load`
+  // is what each node keeps.
+  std::vector<int> (*share)(std::vector<double> load, const std::vector<double>& pes,
+                            const std::vector<double>& shed) = nullptr;
+  // At a node: which of its records it sheds for about `amount`.
+  std::vector<std::uint32_t> (*pick)(const std::vector<sync_record>& records,
+                                     double amount) = nullptr;
+  // At the node of PEs [first_pe, first_pe + pes): a PE of the node for
+  // each record (one whose pe is outside arrives from another node), and
+  // the node's predicted max PE load.
+  balance_plan (*within)(const std::vector<sync_record>& records, int first_pe, int pes) = nullptr;
+};
+WEFT_API void set_tree_balancer(const tree_balancer& t);
 // weft::lb::balance(): a step without at_sync for every array, now.
 WEFT_API void request_balance_everywhere();
 // A destroy message to an element from outside.

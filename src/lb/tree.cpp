@@ -1,0 +1,43 @@
+// The pool-sharing step of the hierarchical tree (tree.hpp).
+#include "tree.hpp"
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+namespace weft::lb::detail {
+
+std::vector<std::vector<item>> share_pool(std::vector<double>& load, const std::vector<double>& cap,
+                                          std::vector<item>& pool) {
+  std::vector<std::vector<item>> got(load.size());
+  sort_by_load(pool);
+  // Children of unequal size (a last, smaller node or group): an item goes
+  // where the load per PE after it is least, by a scan (few children).
+  if (std::adjacent_find(cap.begin(), cap.end(), std::not_equal_to<>()) != cap.end()) {
+    for (const item& it : pool) {
+      std::size_t best = load.size();
+      for (std::size_t c = 0; c < load.size(); ++c)
+        if (cap[c] > 0 && (best == load.size() ||
+                           (load[c] + it.load) / cap[c] < (load[best] + it.load) / cap[best]))
+          best = c;
+      load[best] += it.load;
+      got[best].push_back(it);
+    }
+    pool.clear();
+    return got;
+  }
+  using entry = std::pair<double, std::size_t>;  // (load per PE, child)
+  std::priority_queue<entry, std::vector<entry>, std::greater<>> heap;
+  for (std::size_t c = 0; c < load.size(); ++c)
+    if (cap[c] > 0) heap.push({load[c] / cap[c], c});
+  for (const item& it : pool) {
+    const std::size_t c = heap.top().second;
+    heap.pop();
+    load[c] += it.load;
+    got[c].push_back(it);
+    heap.push({load[c] / cap[c], c});
+  }
+  pool.clear();
+  return got;
+}
+
+}  // namespace weft::lb::detail

@@ -33,6 +33,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 #include "base/op_count.hpp"
 #include "objects/state.hpp"
@@ -267,6 +268,16 @@ extern thread_local std::uint64_t t_element_cycles;
   rec.load_cycles += c;
   t_element_cycles += c;
 }
+// --weft:lb-comm=element: elements measured (is_measured) count what they
+// send to elements of their own collection (set before the PEs start).
+extern bool g_comm_records;
+// While an element with `comm` runs an entry method, it is its
+// collection's sender on this PE (nested entries restore the outer one).
+[[gnu::always_inline]] inline element_record* comm_enter(element_record& rec) {
+  return std::exchange(rec.coll->comm_sender, &rec);
+}
+// Counts `m`, about to be sent to an element of `lc`, for lc.comm_sender.
+[[gnu::noinline]] void record_comm(local_collection& lc, message& m);
 // A migrating element's state says whether the balancer moved it (the new
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
@@ -292,6 +303,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   if (trace::on()) [[unlikely]]
     trace_entry_begin(rec, e);
   const std::uint64_t t0 = rec.measured ? base::cycles() : 0;
+  element_record* const outer_sender = rec.comm ? comm_enter(rec) : nullptr;
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
@@ -303,6 +315,8 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   }
   if (t0 != 0) [[unlikely]]
     count_element_cycles(rec, base::cycles() - t0);
+  if (rec.comm) [[unlikely]]
+    rec.coll->comm_sender = outer_sender;
   if (trace::on()) [[unlikely]]
     trace_entry_end(e);
   rec.running = nullptr;

@@ -278,6 +278,9 @@ extern bool g_comm_records;
 }
 // Counts `m`, about to be sent to an element of `lc`, for lc.comm_sender.
 [[gnu::noinline]] void record_comm(local_collection& lc, message& m);
+// invoke_entry for an element with `comm`: out of line, so that the entry
+// calls of others test one bit and keep nothing across the call.
+[[gnu::noinline]] void invoke_entry_counted(element_record& rec, const entry_info& e, message& m);
 // A migrating element's state says whether the balancer moved it (the new
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
@@ -298,12 +301,15 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 // frees `m` afterwards).
 [[gnu::always_inline]] inline void invoke_entry(element_record& rec, const entry_info& e,
                                                 message& m) {
+  if (rec.comm) [[unlikely]] {
+    invoke_entry_counted(rec, e, m);
+    return;
+  }
   rec.contributed_now = false;
   rec.running = e.name.c_str();
   if (trace::on()) [[unlikely]]
     trace_entry_begin(rec, e);
   const std::uint64_t t0 = rec.measured ? base::cycles() : 0;
-  element_record* const outer_sender = rec.comm ? comm_enter(rec) : nullptr;
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
@@ -315,8 +321,6 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   }
   if (t0 != 0) [[unlikely]]
     count_element_cycles(rec, base::cycles() - t0);
-  if (rec.comm) [[unlikely]]
-    rec.coll->comm_sender = outer_sender;
   if (trace::on()) [[unlikely]]
     trace_entry_end(e);
   rec.running = nullptr;

@@ -44,6 +44,18 @@ void record_comm(local_collection& lc, message& m) {
   c.bytes += args_size(m);
 }
 
+// The element is its collection's sender while the entry runs, which runs
+// as any other: with `comm` cleared, so that invoke_entry does not come
+// back here (an entry of the same element nested in this one, as a
+// scheduler turn inside it may run, then leaves the sender as it is).
+void invoke_entry_counted(element_record& rec, const entry_info& e, message& m) {
+  element_record* const outer_sender = comm_enter(rec);
+  rec.comm = false;
+  invoke_entry(rec, e, m);
+  rec.comm = true;
+  rec.coll->comm_sender = outer_sender;
+}
+
 namespace {
 
 balancer_fn g_balancer = nullptr;

@@ -1,6 +1,7 @@
 // Communication records at run time (--weft:lb-comm): what elements send to
 // elements of their own array becomes the instance's edges, counted exactly
-// (messages, and bytes of packed arguments) per step, across migrations;
+// (messages, and bytes of packed arguments) per step, across migrations
+// (a sender's counts stay on the PE it sent from, and are gathered there);
 // nothing with lb-comm=off or under auto with another strategy; a step
 // without at_sync (weft::lb::balance()) sees them too; `comm` puts
 // communicating pairs spread over PEs on one PE; and a dump has the edges.
@@ -149,6 +150,57 @@ TEST_P(CommRecordsTest, OffAndAutoWithAnotherStrategyCountNothing) {
     std::lock_guard<std::mutex> lock(g_seen.mu);
     ASSERT_EQ(int(g_seen.steps.size()), ring_steps) << mode;
     for (const lb::instance& inst : g_seen.steps) EXPECT_TRUE(inst.edges.empty()) << mode;
+  }
+}
+
+// ---- a sender that moves between its sends ---------------------------------------
+
+// Each element sends per_step messages, moves one PE on (migrate_to), then
+// sends per_step more and calls at_sync: the first half is counted on the
+// PE it left, the second on its new one, and the edge has both.
+struct Mover : weft::array_element<Mover, int> {
+  Mover() = default;
+  void pup(weft::pupper&) {}
+  double load_estimate() const override { return this_index() + 1.0; }
+  void send_all() {
+    const int right = (this_index() + 1) % array_size();
+    for (int k = 0; k < per_step; ++k)
+      this_proxy()[right].send<&Mover::take>(0, std::vector<char>(payload, 'x'));
+  }
+  void first() {
+    send_all();
+    migrate_to((weft::my_pe() + 1) % weft::num_pes());
+  }
+  void second() {
+    send_all();
+    at_sync();
+  }
+  void take(int, std::vector<char>) {}
+  void resume_from_sync() override {}
+};
+
+TEST_P(CommRecordsTest, MovedSenderCountsFromBothPes) {
+  const int n = elements();
+  g_seen.steps.clear();
+  ASSERT_EQ(run_pes(pes(),
+                    [n]() -> weft::task<> {
+                      auto a = weft::array<Mover>::create(n);
+                      a.broadcast<&Mover::first>();
+                      co_await quiescence();
+                      a.broadcast<&Mover::second>();
+                      co_await quiescence();
+                      weft::exit(0);
+                    },
+                    {"--weft:lb=test-capture", "--weft:lb-comm=element"}),
+            0);
+  expect_no_pe_errors();
+  std::lock_guard<std::mutex> lock(g_seen.mu);
+  ASSERT_EQ(g_seen.steps.size(), 1u);
+  const lb::instance& inst = g_seen.steps[0];
+  ASSERT_EQ(int(inst.edges.size()), n);
+  for (const lb::edge& e : inst.edges) {
+    EXPECT_EQ(e.messages, 2u * per_step) << e.a << "-" << e.b;
+    EXPECT_EQ(e.bytes, 2 * per_step * ring_message_bytes()) << e.a << "-" << e.b;
   }
 }
 

@@ -53,6 +53,8 @@ const char* about =
     "(weft::buffer<std::byte>:\n"
     "                    its block handed over), vector (std::vector<std::byte>: copied in and\n"
     "                    out); all = span,buffer,vector (default span)\n"
+    "  --migratable=B    false | true (default false): the objects level's element type has\n"
+    "                    pup, so that --weft:lb measures it (and --weft:lb-comm counts its sends)\n"
     "Under mpirun (several processes) both levels span the job, one element per PE.";
 
 enum class level_kind : std::uint8_t { core, objects };
@@ -213,7 +215,18 @@ void on_done(weft::message_ptr) {
 
 // ---- objects level ------------------------------------------------------------------
 
-struct Neighbour : weft::array_element<Neighbour, int> {
+// Migratable: the type has pup, so that with --weft:lb on the runtime
+// measures its entry methods (and, with --weft:lb-comm=element, counts
+// its sends) as it would a migratable program's elements: what
+// --migratable measures. It never moves here (no at_sync), so pup packs
+// only enough to be a pup.
+template <bool Migratable>
+struct NeighbourT : weft::array_element<NeighbourT<Migratable>, int> {
+  void pup(weft::pupper& pp)
+    requires Migratable
+  {
+    pp | iter | round;
+  }
   round_params p{};
   int iter = 0;
   int count[2] = {0, 0};
@@ -270,8 +283,8 @@ struct Neighbour : weft::array_element<Neighbour, int> {
 
  private:
   void send_iteration() {
-    const int me = this_index(), n = array_size();
-    const auto all = this_proxy();
+    const int me = this->this_index(), n = this->array_size();
+    const auto all = this->this_proxy();
     if (p.payload != payload_kind::buffer) {
       // One payload for the iteration, copied into each message by the send
       // (as the core level fills each of its messages).
@@ -283,11 +296,11 @@ struct Neighbour : weft::array_element<Neighbour, int> {
         if (p.payload == payload_kind::buffer) {
           weft::buffer<std::byte> b(p.bytes);  // handed over: each message needs its own
           write_payload(b.data(), p.bytes, p.round, iter, p.touch);
-          all[target].send<&Neighbour::recv_buffer>(std::move(b));
+          all[target].template send<&NeighbourT::recv_buffer>(std::move(b));
         } else if (p.payload == payload_kind::span) {
-          all[target].send<&Neighbour::recv_span>(std::span<const std::byte>(scratch));
+          all[target].template send<&NeighbourT::recv_span>(std::span<const std::byte>(scratch));
         } else {
-          all[target].send<&Neighbour::recv_vector>(scratch);
+          all[target].template send<&NeighbourT::recv_vector>(scratch);
         }
       }
     }
@@ -301,7 +314,7 @@ struct Neighbour : weft::array_element<Neighbour, int> {
       count[iter & 1] = 0;
       ++iter;
       if (iter == p.iters) {
-        contribute(1, weft::op::sum, done);
+        this->contribute(1, weft::op::sum, done);
         return;
       }
       send_iteration();
@@ -318,9 +331,11 @@ struct driver_state {
   std::uint64_t t0 = 0;
   std::vector<double> samples;  // iter_us per plan entry
   int k = 3, iters = 2000;
-  bool objects = false;   // the plan has objects-level measurements
-  std::string transport;  // the job's transport (rows' "mode" in non-SMP runs)
-  weft::array<Neighbour> arr;
+  bool objects = false;     // the plan has objects-level measurements
+  std::string transport;    // the job's transport (rows' "mode" in non-SMP runs)
+  bool migratable = false;  // --migratable: the elements' type has pup
+  weft::array<NeighbourT<false>> arr;
+  weft::array<NeighbourT<true>> migratable_arr;
   weft::callback<int> finished_cb;
 } g_driver;
 
@@ -331,8 +346,10 @@ void start_next() {
   d.t0 = weft::base::wall_ns();
   if (ms.level == level_kind::core)
     weft::broadcast(weft::make_message_with(h_start, rp));
+  else if (d.migratable)
+    d.migratable_arr.broadcast<&NeighbourT<true>::start>(rp, d.finished_cb);
   else
-    d.arr.broadcast<&Neighbour::start>(rp, d.finished_cb);
+    d.arr.broadcast<&NeighbourT<false>::start>(rp, d.finished_cb);
 }
 
 void report_and_exit();
@@ -439,7 +456,8 @@ int main(int argc, char** argv) {
 
   driver_state& d = g_driver;
   d.cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(d.cli, {"k", "bytes", "iters", "touch", "level", "payload"});
+  weft::bench::reject_unknown(d.cli,
+                              {"k", "bytes", "iters", "touch", "level", "payload", "migratable"});
   d.k = int(weft::bench::positive_arg(d.cli, "k", 3, 1024));
   d.iters = int(weft::bench::positive_arg(d.cli, "iters", 2000, 100000000));
   const std::string touch = weft::bench::arg(d.cli, "touch", "both");
@@ -486,6 +504,12 @@ int main(int argc, char** argv) {
     for (payload_kind k : payloads) variants.push_back({level_kind::objects, k});
   }
   d.objects = level != "core";
+  const std::string migratable = weft::bench::arg(d.cli, "migratable", "false");
+  if (migratable != "true" && migratable != "false") {
+    std::fprintf(stderr, "error: --migratable=%s: expected true or false\n", migratable.c_str());
+    return 2;
+  }
+  d.migratable = migratable == "true";
   // One warm-up round per variant, then the repeats interleaved: every size
   // and variant once per repeat, so slow drift of this virtual machine
   // spreads over all alike; the variants of one size run back to back (their
@@ -505,8 +529,13 @@ int main(int argc, char** argv) {
     dr.transport = weft::config().transport;
     if (dr.objects) {
       // Block map over num_pes elements: element i on PE i.
-      dr.arr = weft::array<Neighbour>::create(weft::num_pes());
-      dr.finished_cb = dr.arr[0].callback<&Neighbour::finished>();
+      if (dr.migratable) {
+        dr.migratable_arr = weft::array<NeighbourT<true>>::create(weft::num_pes());
+        dr.finished_cb = dr.migratable_arr[0].callback<&NeighbourT<true>::finished>();
+      } else {
+        dr.arr = weft::array<NeighbourT<false>>::create(weft::num_pes());
+        dr.finished_cb = dr.arr[0].callback<&NeighbourT<false>::finished>();
+      }
     }
     start_next();
   });

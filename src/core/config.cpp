@@ -229,6 +229,13 @@ void define_runtime_options(base::option_set& set) {
                 long a = 0, b = -1;
                 return parse_step_range(v, a, b);
               })});
+  // Communication records: a separate block (other lb options are above).
+  set.define({"lb-comm", "auto", "auto|off|element",
+              "element: every measured element counts the messages and bytes it sends to each "
+              "element of its array, and strategies see them as the instance's edges (one "
+              "hash-table update per such message); auto: element when --weft:lb=comm or "
+              "--weft:lb-dump is given, else off (docs/lb.md)",
+              base::one_of({"auto", "off", "element"})});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -335,6 +342,18 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
                                                    : "lb-dump")
                           .c_str());
   c.measure_busy = c.stats || c.lb != "off";
+  {
+    const std::string comm = set.get("lb-comm");
+    if (comm == "element" && c.lb == "off")
+      base::usage_error("%s needs a strategy: add --weft:lb=NAME (comm, for one)",
+                        set.origin("lb-comm").c_str());
+    // auto: not where the step cannot use them (arrays together, the
+    // hierarchical tree; asked for there, src/lb/runtime.cpp refuses them).
+    c.lb_comm = comm == "element" ||
+                (comm == "auto" && c.lb != "off" && !c.lb_together && c.lb != "hierarchical" &&
+                 (c.lb == "comm" || !c.lb_dump.empty()));
+    if (comm == "auto") set.set_computed("lb-comm", c.lb_comm ? "element" : "off");
+  }
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());
 

@@ -2,7 +2,8 @@
 // become an lb::instance, the strategy named by --weft:lb places them, and
 // the plan goes back with a line for --weft:lb-stats. With
 // --weft:lb-dump=FILE each step in the chosen range is also appended to
-// the node's dump file (weft/lb/dump.hpp).
+// the node's dump file (weft/lb/dump.hpp). With --weft:lb-comm the
+// elements' communication records become the instance's edges.
 #include "weft/lb/runtime.hpp"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include "lb/builtin.hpp"
+#include <unordered_map>
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/pe.hpp"
@@ -77,8 +79,40 @@ std::string format(const char* fmt, double a, double b) {
   return buf;
 }
 
+// The step's communication records as edges between the records' objects:
+// one per unordered pair, both directions and every PE that counted it
+// summed (strategies treat the graph as undirected). A record naming an
+// element not in the step (destroyed, inserted since, or of no record) is
+// dropped, as is an element's sending to itself (no placement changes it).
+std::vector<edge> edges_of(const std::vector<od::sync_record>& records,
+                           const std::vector<od::comm_record>& comm) {
+  if (comm.empty()) return {};
+  std::unordered_map<index_key, std::uint32_t, index_key_hash> object_of;
+  object_of.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i)
+    object_of.emplace(records[i].key, std::uint32_t(i));
+  std::unordered_map<std::uint64_t, std::size_t> edge_of;  // (a << 32 | b), a < b
+  std::vector<edge> edges;
+  for (const od::comm_record& c : comm) {
+    auto from = object_of.find(c.from), to = object_of.find(c.to);
+    if (from == object_of.end() || to == object_of.end() || from->second == to->second) continue;
+    const std::uint32_t a = std::min(from->second, to->second),
+                        b = std::max(from->second, to->second);
+    auto [it, fresh] = edge_of.try_emplace(std::uint64_t(a) << 32 | b, edges.size());
+    if (fresh) edges.push_back({a, b, 0, 0});
+    edges[it->second].messages += c.messages;
+    edges[it->second].bytes += c.bytes;
+  }
+  // In object order, whatever order the PEs replied in: a dump of the
+  // same run replays alike.
+  std::sort(edges.begin(), edges.end(),
+            [](const edge& x, const edge& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  return edges;
+}
+
 od::balance_plan balance(const std::string& name, std::uint64_t step,
-                         const std::vector<od::sync_record>& records) {
+                         const std::vector<od::sync_record>& records,
+                         const std::vector<od::comm_record>& comm) {
   const runtime_config& cfg = weft::config();
   instance inst;
   const int pes = num_pes();
@@ -91,6 +125,7 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
     if (r.background >= 0) pe.background = std::max(pe.background, r.background);
     inst.objects.push_back({r.load, int(r.pe), r.migratable != 0, r.bytes});
   }
+  inst.edges = edges_of(records, comm);
   options opts;
   opts.tolerance = cfg.lb_tolerance;
   opts.seed = step + 1;
@@ -115,6 +150,11 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
                    format(" -> predicted %.3f (max %.3g s)", after.imbalance(), after.max_load) +
                    ", " + std::to_string(after.migrations) + " migrations, " +
                    std::to_string(after.bytes_moved) + " bytes";
+    if (!inst.edges.empty())
+      plan.summary += ", off-PE " + std::to_string(before.off_pe_messages) + " messages " +
+                      std::to_string(before.off_pe_bytes) + " bytes -> predicted " +
+                      std::to_string(after.off_pe_messages) + " messages " +
+                      std::to_string(after.off_pe_bytes) + " bytes";
   }
   plan.pe = std::move(res.placement);
   return plan;
@@ -130,6 +170,10 @@ void node_start() {
         "not implemented: --weft:lb-dump with --weft:lb=hierarchical (the tree keeps no "
         "whole snapshot to write; dump with another strategy and replay with weft-lbsim "
         "--lb=hierarchical)");
+  if (cfg.lb_comm && (name == "hierarchical" || cfg.lb_together))
+    base::usage_error(
+        "not implemented: --weft:lb-comm=element with %s (its steps place by load only)",
+        name == "hierarchical" ? "--weft:lb=hierarchical" : "--weft:lb-arrays=together");
   if (name == "hierarchical" && cfg.lb_together)
     base::usage_error(
         "not implemented: --weft:lb-arrays=together with --weft:lb=hierarchical (each array "

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 #include "base/op_count.hpp"
 #include "objects/state.hpp"
@@ -268,6 +269,19 @@ extern thread_local std::uint64_t t_element_cycles;
   rec.load_cycles += c;
   t_element_cycles += c;
 }
+// --weft:lb-comm=element: elements measured (is_measured) count what they
+// send to elements of their own collection (set before the PEs start).
+extern bool g_comm_records;
+// While an element with `comm` runs an entry method, it is its
+// collection's sender on this PE (nested entries restore the outer one).
+[[gnu::always_inline]] inline element_record* comm_enter(element_record& rec) {
+  return std::exchange(rec.coll->comm_sender, &rec);
+}
+// Counts `m`, about to be sent to an element of `lc`, for lc.comm_sender.
+[[gnu::noinline]] void record_comm(local_collection& lc, message& m);
+// invoke_entry for an element with `comm`: out of line, so that the entry
+// calls of others test one bit and keep nothing across the call.
+[[gnu::noinline]] void invoke_entry_counted(element_record& rec, const entry_info& e, message& m);
 // A migrating element's state says whether the balancer moved it (the new
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
@@ -329,6 +343,10 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 // frees `m` afterwards).
 [[gnu::always_inline]] inline void invoke_entry(element_record& rec, const entry_info& e,
                                                 message& m) {
+  if (rec.comm) [[unlikely]] {
+    invoke_entry_counted(rec, e, m);
+    return;
+  }
   rec.contributed_now = false;
   rec.running = e.name.c_str();
   if (trace::on()) [[unlikely]]

@@ -414,6 +414,8 @@ namespace {
   int dest = -1;
   if (local_collection* lc = find_local_collection(ref.id)) [[likely]] {
     ++lc->msgs_sent;  // counted for balancing steps (sync.cpp)
+    if (lc->comm_sender != nullptr) [[unlikely]]
+      record_comm(*lc, *m);
     // A chare is cached by pe only from its construction here to its
     // destruction (chares do not move); elsewhere its lookups go the slow way.
     dest = lc->cache.pe(key);
@@ -437,6 +439,10 @@ void send_element(const collection_ref& ref, message* m) {
       const std::int32_t dest = lc->cache.pe(header_of(*m).key);
       if (dest >= 0) [[likely]] {
         ++lc->msgs_sent;
+        // Beside msgs_sent, in a line this path writes anyway: with
+        // --weft:lb-comm off it is never set.
+        if (lc->comm_sender != nullptr) [[unlikely]]
+          record_comm(*lc, *m);
         send_object_to_pe(dest, m);
         return;
       }

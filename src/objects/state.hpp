@@ -316,11 +316,27 @@ struct sync_tree_state {
   std::uint64_t crossing = 0;
 };
 
+// A pair of elements of one collection, sender first, and what went
+// between them (--weft:lb-comm=element, sync.cpp).
+struct comm_pair {
+  index_key from, to;
+  friend bool operator==(const comm_pair&, const comm_pair&) = default;
+};
+struct comm_pair_hash {
+  std::size_t operator()(const comm_pair& p) const noexcept {
+    return index_key_hash{}(p.from) * 31 ^ index_key_hash {}(p.to);
+  }
+};
+struct comm_count {
+  std::uint64_t messages = 0, bytes = 0;
+};
+
 // The root's view of a collection's balancing steps.
 struct sync_root {
   std::vector<sync_move> moves;  // the current step's
   std::vector<index_key> kept;   // moves the PEs could not make (dropped at the end)
   std::vector<sync_record> records;
+  std::vector<comm_record> comm;  // the step's, from every PE (--weft:lb-comm)
   // One step at a time. A step without at_sync (periodic, on demand)
   // moves elements between their entry methods; an at_sync round that
   // completes meanwhile waits for it to end, as does a request for another.
@@ -390,7 +406,17 @@ struct local_collection {
   // Element messages of this collection sent from this PE (entry calls,
   // not broadcasts) and taken here by an element (run or kept for next<>):
   // in flight somewhere while the job's sums differ.
-  std::uint64_t msgs_sent = 0, msgs_taken = 0;
+  // --weft:lb-comm=element (sync.cpp): comm_sender is the element of this
+  // collection whose entry runs here now (null: none, or counting is off),
+  // read by send_element beside msgs_sent: the two share 16 aligned bytes,
+  // so one cache line, which every send writes anyway. `comm` holds what
+  // this PE's elements sent to elements of this collection since the root
+  // last took it; kept on the PE whatever moves: a sender that migrated has
+  // its earlier counts gathered from here.
+  alignas(16) std::uint64_t msgs_sent = 0;
+  element_record* comm_sender = nullptr;
+  std::uint64_t msgs_taken = 0;
+  absl::flat_hash_map<comm_pair, comm_count, comm_pair_hash> comm;
 };
 
 struct future_slot {

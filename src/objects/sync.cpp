@@ -33,7 +33,29 @@
 namespace weft::objects::detail {
 
 bool g_measure_load = false;
+bool g_comm_records = false;
 thread_local std::uint64_t t_element_cycles = 0;
+
+// One hash probe per message sent by a counted element to its own
+// collection: the pair's running totals on this PE, no lock (the map is
+// the PE's). The root takes them with the step's other figures.
+void record_comm(local_collection& lc, message& m) {
+  comm_count& c = lc.comm[comm_pair{lc.comm_sender->key, header_of(m).key}];
+  ++c.messages;
+  c.bytes += args_size(m);
+}
+
+// The element is its collection's sender while the entry runs, which runs
+// as any other: with `comm` cleared, so that invoke_entry does not come
+// back here (an entry of the same element nested in this one, as a
+// scheduler turn inside it may run, then leaves the sender as it is).
+void invoke_entry_counted(element_record& rec, const entry_info& e, message& m) {
+  element_record* const outer_sender = comm_enter(rec);
+  rec.comm = false;
+  invoke_entry(rec, e, m);
+  rec.comm = true;
+  rec.coll->comm_sender = outer_sender;
+}
 
 namespace {
 
@@ -79,6 +101,16 @@ void cancel_arrival(local_collection& lc, int to) {
   send_object_to_pe(to, std::move(m));
 }
 
+// What this PE counted for the collection since the root last took it;
+// the next interval starts now.
+std::vector<comm_record> take_comm(local_collection& lc) {
+  std::vector<comm_record> out;
+  out.reserve(lc.comm.size());
+  for (const auto& [pair, c] : lc.comm) out.push_back({pair.from, pair.to, c.messages, c.bytes});
+  lc.comm.clear();
+  return out;
+}
+
 // This PE's time in handlers other than element entry methods since the
 // collection's last step here (seconds); the next interval starts now.
 double background_since_last(local_collection& lc) {
@@ -94,6 +126,7 @@ void run_resume_from_sync(element_record& rec) {
   rec.contributed_now = false;
   rec.running = "resume_from_sync";
   const std::uint64_t t0 = rec.measured ? base::cycles() : 0;
+  element_record* const outer_sender = rec.comm ? comm_enter(rec) : nullptr;
   try {
     rec.obj->resume_from_sync();
   } catch (const std::exception& ex) {
@@ -101,6 +134,7 @@ void run_resume_from_sync(element_record& rec) {
                 ex.what());
   }
   if (t0 != 0) count_element_cycles(rec, base::cycles() - t0);
+  if (rec.comm) rec.coll->comm_sender = outer_sender;
   rec.running = nullptr;
   after_entry(rec);
 }
@@ -124,6 +158,7 @@ void sync_node_start() {
   const runtime_config& cfg = weft::config();
   g_balancing = cfg.lb != "off";
   g_measure_load = g_balancing;
+  g_comm_records = g_balancing && cfg.lb_comm;
   g_lb_stats = cfg.lb_stats;
   g_lb_together = cfg.lb_together;
   g_tree = cfg.lb == "hierarchical";
@@ -227,6 +262,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value) {
   root.unassisted = false;
   root.t_start = base::wall_ns();
   root.records.clear();
+  root.comm.clear();
   from_bytes(value, root.records);
   root.waves = 0;
   root.last_sent = root.last_taken = ~0ull;
@@ -245,8 +281,14 @@ void receive_sync_count(message_ptr m) {
   pe_objects& s = this_pe_objects();
   if (auto it = s.msgs_sent_unknown.find(h.collection); it != s.msgs_sent_unknown.end())
     counts[0] += it->second;
-  message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_counts, sizeof counts);
+  // Each wave's reply also carries what the PE's elements sent to the
+  // collection since the last reply: by the last wave, everything they
+  // sent before the step (they are all in at_sync by the first).
+  const std::vector<comm_record> comm = take_comm(lc);
+  message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_counts,
+                                      sizeof counts + comm.size() * sizeof(comm_record));
   std::memcpy(args_of(*r), counts, sizeof counts);
+  append_bytes(*r, sizeof counts, comm);
   send_object_to_pe(lc.ref.root_pe, std::move(r));
 }
 
@@ -256,6 +298,10 @@ void receive_sync_counts(message_ptr m) {
   sync_root& root = lc.sync;
   std::uint64_t counts[2];
   std::memcpy(counts, args_of(*m), sizeof counts);
+  if (args_size(*m) > sizeof counts) {
+    const std::vector<comm_record> comm = read_bytes<comm_record>(*m, sizeof counts);
+    root.comm.insert(root.comm.end(), comm.begin(), comm.end());
+  }
   root.sent += counts[0];
   root.taken += counts[1];
   if (++root.replies < num_pes()) return;
@@ -300,7 +346,7 @@ void plan_step(local_collection& lc) {
     return;
   }
   if (g_balancing) {
-    plan = g_balancer(collection_name(lc.ref), step, root.records);
+    plan = g_balancer(collection_name(lc.ref), step, root.records, root.comm);
   } else {
     plan.pe.resize(root.records.size());
     for (std::size_t i = 0; i < root.records.size(); ++i) plan.pe[i] = root.records[i].pe;
@@ -340,6 +386,7 @@ void carry_out_plan(local_collection& lc, std::uint64_t step, balance_plan plan)
                 (plan.summary.empty() ? "" : ", " + plan.summary) + waits;
   }
   root.records.clear();
+  root.comm.clear();
   root.pending = int(per_pe.size());
   if (root.pending == 0) {
     message_ptr m = new_control_message(ref, index_key{}, op_sync_done, 0);
@@ -374,6 +421,7 @@ void start_unassisted_step(local_collection& lc) {
   root.unassisted = true;
   root.t_start = base::wall_ns();
   root.records.clear();
+  root.comm.clear();
   root.record_replies = 0;
   root.waves = 0;
   weft::broadcast(new_control_message(lc.ref, index_key{}, op_lb_collect, 0));
@@ -416,9 +464,15 @@ void receive_lb_collect(message_ptr m) {
   // empty answer counts this PE in).
   std::vector<sync_record> out;
   if (!g_tree) out = records_between_entries(lc);
-  message_ptr r =
-      new_control_message(lc.ref, index_key{}, op_lb_records, out.size() * sizeof(sync_record));
-  append_bytes(*r, 0, out);
+  // The records, then what this PE counted (--weft:lb-comm).
+  const std::vector<comm_record> comm = take_comm(lc);
+  const std::uint64_t n = out.size();
+  message_ptr r = new_control_message(
+      lc.ref, index_key{}, op_lb_records,
+      sizeof n + out.size() * sizeof(sync_record) + comm.size() * sizeof(comm_record));
+  std::memcpy(args_of(*r), &n, sizeof n);
+  append_bytes(*r, sizeof n, out);
+  append_bytes(*r, sizeof n + out.size() * sizeof(sync_record), comm);
   send_object_to_pe(lc.ref.root_pe, std::move(r));
 }
 
@@ -426,8 +480,14 @@ void receive_lb_records(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
   sync_root& root = lc.sync;
-  const std::vector<sync_record> got = read_bytes<sync_record>(*m, 0);
+  std::uint64_t n = 0;
+  std::memcpy(&n, args_of(*m), sizeof n);
+  const std::size_t comm_at = sizeof n + n * sizeof(sync_record);
+  std::vector<sync_record> got(n);
+  if (n > 0) std::memcpy(got.data(), args_of(*m) + sizeof n, n * sizeof(sync_record));
   root.records.insert(root.records.end(), got.begin(), got.end());
+  const std::vector<comm_record> comm = read_bytes<comm_record>(*m, comm_at);
+  root.comm.insert(root.comm.end(), comm.begin(), comm.end());
   if (++root.record_replies < num_pes()) return;
   plan_step(lc);
 }

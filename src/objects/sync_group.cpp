@@ -61,7 +61,9 @@ void place_if_ready(std::uint64_t k) {
     all.insert(all.end(), g.records.begin(), g.records.end());
     name += (i == 0 ? "" : " + ") + g.name;
   }
-  balance_plan plan = balancer()(name, k, all);
+  // No communication edges: the keys of two arrays' elements may be alike
+  // (--weft:lb-comm=element with together is refused, src/lb/runtime.cpp).
+  balance_plan plan = balancer()(name, k, all, {});
   if (plan.pe.size() != all.size())
     base::fatal("lb: the balancer placed %zu elements of %s, not the %zu that took part",
                 plan.pe.size(), name.c_str(), all.size());

@@ -110,6 +110,7 @@ void start_tree_step(local_collection& lc, std::uint64_t) {
   sync_tree_state& ts = tree_state(lc);
   root.moves.clear();
   root.kept.clear();
+  root.comm.clear();  // the tree places by load only
   // Every PE reports its moves done, every node its moves.
   root.pending = num_pes() + num_nodes();
   ts.load.assign(std::size_t(num_nodes()), 0.0);

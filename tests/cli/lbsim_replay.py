@@ -7,9 +7,12 @@ replay prints one block per step (step number, collection, the run's plan
 as '(dumped)', the compared strategies), as a table and as JSON lines;
 --steps and --lbaf with %s select and export steps; a truncated dump is
 exit 3 naming the file and byte; --weft:lb-dump-steps limits what the run
-writes. With MPIEXEC, two processes over shm: node 0's file (FILE) holds
-the array's steps with PEs of both nodes, node 1's (FILE.node1) none, its
-array root being on node 0. Exit 1 on any disagreement.
+writes; a run whose elements talk to their neighbours (--weft:lb-comm=auto:
+element with a dump) dumps its ring as edges, which the replay counts. With
+MPIEXEC, two processes over shm: node 0's file (FILE) holds the array's
+steps with PEs of both nodes and the ring's edges across them, node 1's
+(FILE.node1) none, its array root being on node 0. Exit 1 on any
+disagreement.
 """
 import json
 import os
@@ -85,10 +88,22 @@ run([stepper, "24", "4", "--weft:threads=2", "--weft:lb=greedy-refine", f"--weft
      "--weft:lb-dump-steps=2"])
 out = run([sim, f"--replay={dump}", "--json"])
 assert [json.loads(l)["step"] for l in out.splitlines() if l.startswith("{")] == [2], out
+
+# Communication records: 24 elements each send 2 messages a step to the
+# next; the dump's instances have the ring's 24 edges, cut where the
+# blocks meet before balancing.
+run([stepper, "24", "2", "2", "--weft:threads=4", "--weft:lb=greedy", f"--weft:lb-dump={dump}"])
+out = run([sim, f"--replay={dump}", "--lb=greedy", "--json"])
+lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+assert [l["instance"]["edges"] for l in lines] == [24, 24], out
+first = {r["strategy"]: r for r in lines[0]["results"]}
+assert first["(before)"]["off_pe_messages"] == 4 * 2, first  # 4 block boundaries
+out = run([sim, f"--replay={dump}"])
+assert out.count("instance: 24 objects on 4 PEs (1 nodes), 24 edges") == 2, out
 mp = ""
 if len(sys.argv) > 4 and sys.argv[4]:
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    p = subprocess.run([sys.argv[4], "--oversubscribe", "--bind-to", "none", "-n", "2", stepper, "24", "2",
+    p = subprocess.run([sys.argv[4], "--oversubscribe", "--bind-to", "none", "-n", "2", stepper, "24", "2", "2",
                         "--weft:transport=shm", "--weft:threads=2", "--weft:lb=greedy",
                         f"--weft:lb-dump={dump}"], capture_output=True, text=True, timeout=100, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -96,8 +111,9 @@ if len(sys.argv) > 4 and sys.argv[4]:
     lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     assert [l["step"] for l in lines] == [0, 1], out
     assert all(l["instance"]["pes"] == 4 and l["instance"]["nodes"] == 2 for l in lines), out
+    assert all(l["instance"]["edges"] == 24 for l in lines), out
     out = run([sim, f"--replay={dump}.node1"], 3)
     assert "holds no balancing step" in out, out
     mp = ", 2 processes: FILE and FILE.node1"
 print("lbsim_replay: 3 dumped steps replayed (table, JSON, --steps, --lbaf %s), "
-      "truncated dump refused, --weft:lb-dump-steps honoured" + mp)
+      "truncated dump refused, --weft:lb-dump-steps honoured, edges dumped" + mp)

@@ -64,6 +64,10 @@ struct runtime_config {
   bool lb_together = false;    // --weft:lb-arrays=together: at_sync arrays balance in one step
   std::string lb_dump;         // file the steps' load records are written to ("": none)
   long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
+  // --weft:lb-comm resolved: elements count what they send to their
+  // collection's elements, for the instance's edges (auto: with comm or
+  // --weft:lb-dump).
+  bool lb_comm = false;
   // Idle time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;  // --weft:counters set: refused counters are said
   std::string config_text;    // --weft:print-config text: values and their origins

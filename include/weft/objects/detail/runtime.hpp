@@ -152,6 +152,7 @@ struct element_record {
   sync_state sync = sync_state::none;
   bool migratable : 1 = true;  // set_migratable(false): the balancer never moves it
   bool measured : 1 = false;   // an array element of a type with pup: its load is measured
+  bool comm : 1 = false;       // measured, and --weft:lb-comm=element: what it sends is counted
 
   element_extras& extras() {
     if (!extras_) extras_ = std::make_unique<element_extras>();
@@ -295,6 +296,14 @@ struct sync_record {
   std::uint8_t migratable = 1;
   std::uint8_t reserved_[7] = {};
 };
+// What elements of a collection sent to elements of the same collection
+// since the last step (--weft:lb-comm=element): one per pair and PE that
+// counted it (a sender that moved has a record on each PE it sent from).
+// `bytes`: the packed arguments, without the runtime's header.
+struct comm_record {
+  index_key from, to;
+  std::uint64_t messages = 0, bytes = 0;
+};
 // The plan of a balancing step: a PE for each record, in their order, and
 // what --weft:lb-stats says of it.
 struct balance_plan {
@@ -305,9 +314,11 @@ struct balance_plan {
 // The lb layer's strategy runner (src/lb/runtime.cpp installs it); called
 // on the collection's root PE when every element arrived at at_sync (with
 // --weft:lb-arrays=together, on PE 0 for the records of every array taking
-// part). `name` names the step's collection(s) in stats and dumps.
+// part), with the communication counted meanwhile (empty unless
+// --weft:lb-comm). `name` names the step's collection(s) in stats and dumps.
 using balancer_fn = balance_plan (*)(const std::string& name, std::uint64_t step,
-                                     const std::vector<sync_record>& records);
+                                     const std::vector<sync_record>& records,
+                                     const std::vector<comm_record>& comm);
 WEFT_API void set_balancer(balancer_fn fn);
 // --weft:lb=hierarchical at run time: src/objects/sync_tree.cpp carries the
 // tree out (records stay on their node; the root sees the nodes' totals

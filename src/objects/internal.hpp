@@ -223,7 +223,10 @@ void destroy_frames(element_record& rec);
 // What an entry asked for (destroy, migrate), carried out when it returned.
 void after_entry(element_record& rec);
 // Migration (migration.cpp).
-void migrate_out(local_collection& lc, element_record& rec, bool by_balancer = false);
+// Returns the packed bytes sent (0 when it stays).
+std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balancer = false);
+// The bytes migrate_out would send for it now.
+std::size_t packed_size(const element_record& rec);
 // Moves inside the process: the record itself, by pointer (migration.cpp).
 bool can_move_by_pointer(const element_record& rec, int to);
 void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_balancer);
@@ -272,6 +275,9 @@ extern thread_local std::uint64_t t_element_cycles;
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
 void sync_node_start();
 void receive_sync_plan(message_ptr m);
+void receive_sync_ack(message_ptr m);
+// A packed element the balancer moved arrived here from `from` (bytes packed).
+void ack_packed_arrival(local_collection& lc, int from, std::size_t bytes);
 void receive_sync_done(message_ptr m);
 void receive_sync_resume(message_ptr m);
 void receive_sync_count(message_ptr m);

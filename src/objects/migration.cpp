@@ -23,10 +23,21 @@ constexpr std::int32_t migration_priority = INT32_MAX;
 
 }  // namespace
 
-void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
+std::size_t packed_size(const element_record& rec) {
+  // As migrate_out packs: round, epoch, broadcast count, flags, the state.
+  std::uint32_t round = 0, ep = 0;
+  std::uint64_t bc = 0;
+  std::uint8_t flags = 0;
+  pupper sizer = pupper::sizer();
+  sizer | round | ep | bc | flags;
+  element_type(rec.ref.type).pup(*rec.obj, sizer);
+  return sizer.offset();
+}
+
+std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   const int to = rec.migrate_to;
   rec.migrate_to = -1;
-  if (to == my_pe()) return;
+  if (to == my_pe()) return 0;
   const element_type_info& type = element_type(rec.ref.type);
   if (type.pup == nullptr)
     object_error(element_name(rec) + " cannot migrate: its type " + type.name +
@@ -49,7 +60,8 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   };
   pupper sizer = pupper::sizer();
   pack(sizer);
-  message_ptr m = new_control_message(rec.ref, rec.key, op_migrate_in, sizer.offset());
+  const std::size_t bytes = sizer.offset();
+  message_ptr m = new_control_message(rec.ref, rec.key, op_migrate_in, bytes);
   pupper packer = pupper::packer(args_of(*m), args_size(*m));
   pack(packer);
   m->priority = migration_priority;
@@ -70,6 +82,7 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   send_object_to_pe(to, std::move(m));
   for (message* f : follow) send_object_to_pe(to, message_ptr(f));
   reduction_flush(lc);
+  return bytes;
 }
 
 void receive_migrating_element(message_ptr m) {
@@ -89,6 +102,8 @@ void receive_migrating_element(message_ptr m) {
   std::uint8_t flags = 0;
   p | rec.red_round | rec.epoch | rec.last_bcast | flags;
   if (flags & 2) rec.sync = sync_state::waiting;
+  // Its sender may send the step's next elements in its room.
+  if (flags & 1) ack_packed_arrival(lc, h.origin_pe, args_size(*m));
   t_constructing_record = &rec;
   element_base* obj = type.make_empty();
   t_constructing_record = nullptr;

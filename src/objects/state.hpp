@@ -65,6 +65,7 @@ enum op_kind : std::uint8_t {
   op_lb_collect,       // to every PE: the records of the elements here, for a step without at_sync
   op_lb_records,       // to the root: the answer
   op_migrate_pointer,  // an element moving inside the process: its record, by pointer
+  op_sync_ack,         // to the PE that sent a packed element in a step: it arrived (args: bytes)
 };
 
 struct location {
@@ -301,6 +302,7 @@ struct sync_root {
   std::uint64_t steps = 0;  // steps started
   int pending = 0;          // PEs of the current step that have not reported their moves done
   std::uint64_t t_start = 0, t_quiet = 0, t_plan = 0;  // wall_ns: round done, quiet, plan sent
+  std::uint64_t peak_in_flight = 0;  // the step's most packed bytes in flight on one PE
   double strategy_s = 0;
   // For --weft:lb-stats: the step's figures, printed when it ends.
   std::string line;
@@ -342,6 +344,13 @@ struct local_collection {
   std::int64_t sync_expected = 0;
   bool sync_plan_seen = false;
   std::vector<index_key> sync_kept;  // told to send, but kept (gone or busy)
+  // Packed moves of the step not sent yet: they go as destinations
+  // acknowledge earlier ones, within --weft:lb-max-bytes in flight.
+  std::vector<sync_move> sync_queue;
+  std::size_t sync_queue_next = 0;
+  bool sync_queue_unassisted = false;
+  std::uint64_t sync_in_flight = 0;  // packed bytes sent, not yet acknowledged
+  std::uint64_t sync_peak = 0;       // the most in flight during the current step
   std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
   std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
   std::uint64_t sync_elements0 = 0;  // t_element_cycles then (sync.cpp)

@@ -1483,7 +1483,9 @@ weft::task<> case_setup_group() {
 // at_sync() each step and send more right after it (in flight while they
 // move); every element moves one PE on at every step, across processes.
 // Each message carries its sender's sequence number for that receiver:
-// none may be lost, duplicated or overtaken.
+// none may be lost, duplicated or overtaken. Each element carries 4.8 KB of
+// ballast that says its index and step, checked after every move (the
+// lb_bounded variant moves them with --weft:lb-max-bytes=1K: one at a time).
 
 constexpr int rotate_steps = 5;
 constexpr int rotate_late = 3;
@@ -1494,7 +1496,7 @@ struct Rotor : weft::array_element<Rotor, int> {
   std::map<int, int> got;  // step -> on-time messages
   int step = 0, last_pe = -1;
   long bad = 0, received = 0, moved = 0;
-  std::vector<double> ballast = std::vector<double>(200, 0.25);
+  std::vector<double> ballast;
   void pup(weft::pupper& p) {
     p | next_seq | sent_seq | got | step | last_pe | bad | received | moved | ballast;
   }
@@ -1519,15 +1521,25 @@ struct Rotor : weft::array_element<Rotor, int> {
     ++received;
     if (on_time && ++got[s] == 2 && s == step) advance();
   }
+  double ballast_value(std::size_t k) const { return this_index() * 1e4 + double(k) + step; }
   void advance() {
     if (got[step] < 2 || step >= rotate_steps) return;
     got.erase(step);
     last_pe = weft::my_pe();
+    ballast.resize(600);
+    for (std::size_t k = 0; k < ballast.size(); ++k) ballast[k] = ballast_value(k);
     at_sync();
     for (int k = 0; k < rotate_late; ++k) send_to(k % 2 ? left() : right(), false);
   }
   void resume_from_sync() override {
     if (weft::my_pe() != last_pe) ++moved;
+    for (std::size_t k = 0; k < 600; ++k)
+      if (k >= ballast.size() || ballast[k] != ballast_value(k)) {
+        if (bad++ == 0)
+          std::fprintf(stderr, "mp_objects: lb_rotate: element %d's ballast[%zu] is wrong\n",
+                       this_index(), k);
+        break;
+      }
     if (++step < rotate_steps) {
       start();
       return;
@@ -1549,7 +1561,7 @@ weft::task<> case_lb_rotate() {
   auto f = weft::make_future<std::vector<long>>();
   a.broadcast<&Rotor::report>(weft::callback<std::vector<long>>(f));
   const std::vector<long> t = co_await f;
-  check(t[0] == 0, "%ld messages arrived out of order", t[0]);
+  check(t[0] == 0, "%ld messages arrived out of order or elements with wrong state", t[0]);
   const long want = long(n) * rotate_steps * (2 + rotate_late);
   check(t[1] == want, "%ld messages arrived, expected %ld", t[1], want);
   check(t[2] == long(n) * rotate_steps, "elements moved %ld times, expected %ld", t[2],

@@ -2,6 +2,7 @@
 // every layer (see --weft:help). One vocabulary for every mode: the same flag
 // means the same thing in an SMP or non-SMP run.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 #include "weft/base/export.hpp"
@@ -62,7 +63,8 @@ struct runtime_config {
   bool lb_stats = false;       // a line per balancing step
   double lb_period_s = 0;      // > 0: balance without at_sync, at the first safe point each period
   std::string lb_dump;         // file the steps' load records are written to ("": none)
-  long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
+  long lb_dump_first = 0, lb_dump_last = -1;             // steps dumped (last -1: to the end)
+  std::uint64_t lb_max_bytes = std::uint64_t(64) << 20;  // packed bytes in flight per PE
   // Idle time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;  // --weft:counters set: refused counters are said
   std::string config_text;    // --weft:print-config text: values and their origins

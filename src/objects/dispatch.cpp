@@ -82,6 +82,10 @@ void on_control(message_ptr m) {
       return receive_element_by_pointer(std::move(m));
     case op_sync_ack:
       return receive_sync_ack(std::move(m));
+    case op_bcast_need:
+      return receive_bcast_need(std::move(m));
+    case op_bcast_forward:
+      return receive_bcast_forward(std::move(m));
     default:
       base::fatal("objects: control message of unknown kind %d", int(h.op));
   }

@@ -337,8 +337,23 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 // ---- broadcasts (broadcast.cpp) ------------------------------------------------
 
 void handle_bcast(local_collection& lc, message_ptr m);
-// An element arrived with fewer broadcasts than this PE delivered.
-void bcast_catch_up(local_collection& lc, element_record& rec);
+// An element left for another PE (migration) or its insertion was numbered
+// here (the root): keep the broadcasts after `had` for it until its
+// destination says which it needs.
+void bcast_departed(local_collection& lc, const index_key& key, std::uint32_t epoch,
+                    std::uint64_t had);
+// An element arrived with its broadcast count: it catches up from this PE's
+// history, or from `source` (where bcast_departed kept them), and tells
+// `source` what it took.
+void bcast_arrived(local_collection& lc, element_record& rec, int source);
+// Waiting for broadcasts from its last PE: it cannot move on before it has them.
+inline bool bcast_fetching(const local_collection& lc, const index_key& key) {
+  return !lc.bcast_fetching.empty() && lc.bcast_fetching.contains(key);
+}
+// The element is destroyed: it waits for nothing more.
+void bcast_forget(local_collection& lc, const index_key& key);
+void receive_bcast_need(message_ptr m);
+void receive_bcast_forward(message_ptr m);
 
 // ---- reductions (reduction.cpp) ------------------------------------------------
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -66,6 +67,8 @@ enum op_kind : std::uint8_t {
   op_lb_records,       // to the root: the answer
   op_migrate_pointer,  // an element moving inside the process: its record, by pointer
   op_sync_ack,         // to the PE that sent a packed element in a step: it arrived (args: bytes)
+  op_bcast_need,       // to an element's last PE: the broadcasts to send it (its arrival's answer)
+  op_bcast_forward,    // a broadcast an element missed, from its last PE; args.bcast_seq
 };
 
 struct location {
@@ -308,6 +311,25 @@ struct sync_root {
   std::string line;
 };
 
+// Broadcasts an element missed while it moved (broadcast.cpp). On the PE it
+// left: the broadcasts after `from` are kept until its destination says which
+// it needs, then sent it (`next` to `upto`, as they arrive here).
+struct bcast_departure {
+  std::uint32_t epoch = 0;  // the element's epoch where it went
+  std::uint64_t from = 0;   // broadcasts it had when it left
+};
+struct bcast_forwarding {
+  index_key key;
+  int to = -1;
+  std::uint64_t from = 0, next = 0, upto = 0;
+};
+// At its destination: those it waits for from there (up to `upto`), kept
+// in order of number until it can take them.
+struct bcast_fetch {
+  std::uint64_t upto = 0;
+  std::map<std::uint64_t, message_ptr> got;
+};
+
 struct local_collection {
   collection_ref ref;
   route_cache cache;     // in front of `local` and `known`: drop a key whenever they change for it
@@ -330,6 +352,13 @@ struct local_collection {
   std::map<std::uint64_t, message_ptr> bcast_ahead;  // arrived before their turn
   std::deque<std::pair<std::uint64_t, message_ptr>> bcast_history;
   std::uint64_t root_bcast_next = 0;  // root only
+  // Kept history: every broadcast above the lowest pin (departed elements'
+  // `from`, fetching elements' `upto`) besides the last few.
+  std::multiset<std::uint64_t> bcast_pins;
+  key_map<std::vector<bcast_departure>> bcast_departed;
+  std::vector<bcast_forwarding> bcast_serving;
+  key_map<bcast_fetch> bcast_fetching;
+  int bcast_depth = 0;  // deliveries in progress (nested): the history is not trimmed
 
   // Reductions on this PE.
   std::map<std::uint32_t, int> hist;  // elements here by next round

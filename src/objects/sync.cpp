@@ -115,16 +115,18 @@ bool in_step(const element_record& rec, bool unassisted) {
 // is). An element gone since the plan (destroyed, or it moved itself in
 // a step without at_sync), out of the step, running (this handler is
 // nested in one of its entry methods, which serves messages while it
-// waits, as a parallel_for does), or that cannot be packed (a suspended
-// coroutine) stays, and its destination stops waiting for it. Until it is
-// sent an element stays here as any other: messages reach it as usual.
+// waits, as a parallel_for does), that cannot be packed (a suspended
+// coroutine), or that waits for broadcasts it missed (broadcast.cpp) stays, and its destination
+// stops waiting for it. Until it is sent an element stays here as any other: messages reach it as
+// usual.
 void send_queued(local_collection& lc) {
   while (lc.sync_queue_next < lc.sync_queue.size()) {
     const sync_move mv = lc.sync_queue[lc.sync_queue_next];
     auto it = lc.local.find(mv.key);
     element_record* rec = it == lc.local.end() ? nullptr : it->second;
     const bool packable = rec != nullptr && in_step(*rec, lc.sync_queue_unassisted) &&
-                          !rec->has_coroutines() && rec->running == nullptr;
+                          !rec->has_coroutines() && rec->running == nullptr &&
+                          !bcast_fetching(lc, mv.key);
     if (!packable) {
       ++lc.sync_queue_next;
       cancel_arrival(lc, mv.to);

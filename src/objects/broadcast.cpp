@@ -69,6 +69,8 @@ const message* history_at(const local_collection& lc, std::uint64_t seq) {
   return lc.bcast_history[std::size_t(seq - first)].second.get();
 }
 
+void catch_up_from_history(local_collection& lc, element_record& rec);
+
 // Not while a delivery runs: the one it delivers is in the history.
 void trim_history(local_collection& lc) {
   if (lc.bcast_depth > 0) return;
@@ -115,8 +117,16 @@ void serve_departed(local_collection& lc, std::uint64_t seq, const message& m) {
   }
 }
 
-// From this PE's history, as far as it goes.
+// From this PE's history, which is not trimmed meanwhile (an entry method
+// may serve messages, broadcasts among them, while it runs).
 void bcast_catch_up(local_collection& lc, element_record& rec) {
+  ++lc.bcast_depth;
+  catch_up_from_history(lc, rec);
+  --lc.bcast_depth;
+  trim_history(lc);
+}
+
+void catch_up_from_history(local_collection& lc, element_record& rec) {
   while (rec.obj != nullptr && rec.last_bcast < lc.bcast_count) {
     const std::uint64_t want = rec.last_bcast + 1;
     const message* m = history_at(lc, want);
@@ -258,9 +268,12 @@ void receive_bcast_forward(message_ptr m) {
     deliver_to_element(rec, std::move(b));
   }
   if (rec.last_bcast < f->second.upto) return;
-  bcast_forget(lc, key);
-  // The rest from here; then what it asked for meanwhile (migrate_to).
+  // The rest from here (kept for it until it has them); then what it asked
+  // for meanwhile (migrate_to).
+  const std::uint64_t pin = f->second.upto;
+  lc.bcast_fetching.erase(f);
   bcast_catch_up(lc, rec);
+  unpin(lc, pin);
   if (auto again = lc.local.find(key); again != lc.local.end()) after_entry(*again->second);
 }
 

@@ -15,7 +15,7 @@ function(mp_objects_test name)
 endfunction()
 
 # Cases that end with "mp_objects: <case> passed on 4 PEs in <N> processes".
-set(mp_objects_cases array1d array2d group nodegroup chares migration insert futures coroutines
+set(mp_objects_cases array1d array2d group nodegroup chares migration bcast_history insert futures coroutines
     readonly setup_group buffer priorities exitcode tree)
 foreach(t ${weft_mp_transports})
   # 4 PEs in all: 2 processes x 2 PEs, 4 x 1.

@@ -1053,6 +1053,49 @@ weft::task<> case_migration() {
   passed();
 }
 
+// ---- bcast_history -----------------------------------------------------------------
+// 400 broadcasts from main (more than the 256 a PE keeps) while every
+// element moves at most of them, across processes: an element arriving
+// behind its new PE gets what it missed from the PE it left
+// (src/objects/broadcast.cpp). Each must get every broadcast once, in order.
+
+constexpr int history_bcasts = 400;
+
+struct Drifter : weft::array_element<Drifter, int> {
+  Drifter() = default;
+  long next = 0, bad = 0, moves = 0;
+  void pup(weft::pupper& p) { p | next | bad | moves; }
+  void hear(int k) {
+    if (k != next && bad++ == 0)
+      std::fprintf(stderr, "mp_objects: bcast_history: element %d got %d, expected %ld\n",
+                   this_index(), k, next);
+    next = k + 1;
+    const int pes = weft::num_pes();
+    if (pes > 1 && (this_index() + k) % 4 != 0) {
+      ++moves;
+      migrate_to((weft::my_pe() + 1 + (this_index() * 7 + k) % (pes - 1)) % pes);
+    }
+  }
+  void report(weft::callback<std::vector<long>> cb) {
+    contribute(std::vector<long>{bad, next == history_bcasts ? 1 : 0, moves}, weft::op::sum, cb);
+  }
+};
+
+weft::task<> case_bcast_history() {
+  const int n = 3 * weft::num_pes() + 1;
+  auto a = weft::array<Drifter>::create(n);
+  for (int k = 0; k < history_bcasts; ++k) a.broadcast<&Drifter::hear>(k);
+  auto q = quiescence();
+  co_await q;
+  auto f = weft::make_future<std::vector<long>>();
+  a.broadcast<&Drifter::report>(weft::callback<std::vector<long>>(f));
+  const std::vector<long> t = co_await f;
+  check(t[0] == 0, "%ld elements got a broadcast twice, out of order or not at all", t[0]);
+  check(t[1] == n, "%ld of %d elements got all %d broadcasts", t[1], n, history_bcasts);
+  check(t[2] > 0, "no element moved");
+  passed();
+}
+
 // ---- insert ------------------------------------------------------------------------
 
 struct cell {
@@ -1789,15 +1832,25 @@ struct case_entry {
   weft::task<> (*fn)();
 };
 const case_entry cases[] = {
-    {"tree", case_tree},           {"array1d", case_array1d},
-    {"array2d", case_array2d},     {"group", case_group},
-    {"nodegroup", case_nodegroup}, {"chares", case_chares},
-    {"migration", case_migration}, {"insert", case_insert},
-    {"futures", case_futures},     {"coroutines", case_coroutines},
-    {"readonly", case_readonly},   {"setup_group", case_setup_group},
-    {"buffer", case_buffer},       {"priorities", case_priorities},
-    {"exitcode", case_exitcode},   {"error", case_error},
-    {"deleted", case_deleted},     {"lb_rotate", case_lb_rotate},
+    {"tree", case_tree},
+    {"array1d", case_array1d},
+    {"array2d", case_array2d},
+    {"group", case_group},
+    {"nodegroup", case_nodegroup},
+    {"chares", case_chares},
+    {"migration", case_migration},
+    {"insert", case_insert},
+    {"bcast_history", case_bcast_history},
+    {"futures", case_futures},
+    {"coroutines", case_coroutines},
+    {"readonly", case_readonly},
+    {"setup_group", case_setup_group},
+    {"buffer", case_buffer},
+    {"priorities", case_priorities},
+    {"exitcode", case_exitcode},
+    {"error", case_error},
+    {"deleted", case_deleted},
+    {"lb_rotate", case_lb_rotate},
 };
 
 }  // namespace

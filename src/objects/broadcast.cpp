@@ -41,6 +41,13 @@ namespace {
 
 constexpr std::size_t bcast_history_limit = 256;
 
+// An arrival's answer to the PE the element left.
+struct bcast_need {
+  std::uint32_t epoch;  // the element's, where it arrived
+  std::uint64_t upto;   // that PE sends the broadcasts after the element's count up to this
+  std::uint64_t acked;  // packed bytes of a balancing step that arrived (sync.cpp)
+};
+
 void deliver_broadcast(local_collection& lc, std::uint64_t seq, const message& m) {
   lc.bcast_count = seq;
   std::vector<index_key> keys;
@@ -174,7 +181,7 @@ void bcast_departed(local_collection& lc, const index_key& key, std::uint32_t ep
   lc.bcast_pins.insert(had);
 }
 
-void bcast_arrived(local_collection& lc, element_record& rec, int source) {
+void bcast_arrived(local_collection& lc, element_record& rec, int source, std::uint64_t acked) {
   const std::uint64_t had = rec.last_bcast;
   std::uint64_t upto = had;  // the source sends (had, upto]
   if (had < lc.bcast_count) {
@@ -182,10 +189,7 @@ void bcast_arrived(local_collection& lc, element_record& rec, int source) {
         lc.bcast_history.empty() ? lc.bcast_count + 1 : lc.bcast_history.front().first;
     if (first > had + 1) upto = first - 1;
   }
-  struct {
-    std::uint32_t epoch;
-    std::uint64_t upto;
-  } need{rec.epoch, upto};
+  bcast_need need{rec.epoch, upto, acked};
   message_ptr m = new_control_message(lc.ref, rec.key, op_bcast_need, sizeof need);
   std::memcpy(args_of(*m), &need, sizeof need);
   send_object_to_pe(source, std::move(m));
@@ -210,11 +214,9 @@ void bcast_forget(local_collection& lc, const index_key& key) {
 void receive_bcast_need(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
-  struct {
-    std::uint32_t epoch;
-    std::uint64_t upto;
-  } need;
+  bcast_need need;
   std::memcpy(&need, args_of(*m), sizeof need);
+  if (need.acked > 0) sync_acked(lc, need.acked);
   auto d = lc.bcast_departed.find(h.key);
   std::vector<bcast_departure>* deps = d == lc.bcast_departed.end() ? nullptr : &d->second;
   auto it = deps == nullptr ? std::vector<bcast_departure>::iterator{}

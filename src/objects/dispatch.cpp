@@ -80,8 +80,6 @@ void on_control(message_ptr m) {
       return receive_lb_records(std::move(m));
     case op_migrate_pointer:
       return receive_element_by_pointer(std::move(m));
-    case op_sync_ack:
-      return receive_sync_ack(std::move(m));
     case op_bcast_need:
       return receive_bcast_need(std::move(m));
     case op_bcast_forward:

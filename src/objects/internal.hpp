@@ -275,9 +275,8 @@ extern thread_local std::uint64_t t_element_cycles;
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
 void sync_node_start();
 void receive_sync_plan(message_ptr m);
-void receive_sync_ack(message_ptr m);
-// A packed element the balancer moved arrived here from `from` (bytes packed).
-void ack_packed_arrival(local_collection& lc, int from, std::size_t bytes);
+// Packed elements the balancer sent from here arrived (their bytes).
+void sync_acked(local_collection& lc, std::uint64_t bytes);
 void receive_sync_done(message_ptr m);
 void receive_sync_resume(message_ptr m);
 void receive_sync_count(message_ptr m);
@@ -344,8 +343,9 @@ void bcast_departed(local_collection& lc, const index_key& key, std::uint32_t ep
                     std::uint64_t had);
 // An element arrived with its broadcast count: it catches up from this PE's
 // history, or from `source` (where bcast_departed kept them), and tells
-// `source` what it took.
-void bcast_arrived(local_collection& lc, element_record& rec, int source);
+// `source` what it took; the same message acknowledges `acked` packed bytes
+// of a balancing step (sync.cpp), so that an arrival costs one answer.
+void bcast_arrived(local_collection& lc, element_record& rec, int source, std::uint64_t acked = 0);
 // Waiting for broadcasts from its last PE: it cannot move on before it has them.
 inline bool bcast_fetching(const local_collection& lc, const index_key& key) {
   return !lc.bcast_fetching.empty() && lc.bcast_fetching.contains(key);

@@ -107,8 +107,6 @@ void receive_migrating_element(message_ptr m) {
   std::uint8_t flags = 0;
   p | rec.red_round | rec.epoch | rec.last_bcast | flags;
   if (flags & 2) rec.sync = sync_state::waiting;
-  // Its sender may send the step's next elements in its room.
-  if (flags & 1) ack_packed_arrival(lc, h.origin_pe, args_size(*m));
   t_constructing_record = &rec;
   element_base* obj = type.make_empty();
   t_constructing_record = nullptr;
@@ -126,7 +124,8 @@ void receive_migrating_element(message_ptr m) {
   const index_key key = h.key;
   sync_element_arrived(lc, rec, (flags & 1) != 0);
   obj->on_migrated();
-  bcast_arrived(lc, rec, h.origin_pe);
+  // Its sender may send the step's next elements in its room.
+  bcast_arrived(lc, rec, h.origin_pe, (flags & 1) != 0 ? args_size(*m) : 0);
   // on_migrated may have asked to move on or be destroyed (catch_up may
   // have done so already, freeing rec).
   if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);

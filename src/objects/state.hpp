@@ -66,9 +66,8 @@ enum op_kind : std::uint8_t {
   op_lb_collect,       // to every PE: the records of the elements here, for a step without at_sync
   op_lb_records,       // to the root: the answer
   op_migrate_pointer,  // an element moving inside the process: its record, by pointer
-  op_sync_ack,         // to the PE that sent a packed element in a step: it arrived (args: bytes)
-  op_bcast_need,       // to an element's last PE: the broadcasts to send it (its arrival's answer)
-  op_bcast_forward,    // a broadcast an element missed, from its last PE; args.bcast_seq
+  op_bcast_need,     // to an element's last PE: it arrived; the broadcasts to send it; bytes acked
+  op_bcast_forward,  // a broadcast an element missed, from its last PE; args.bcast_seq
 };
 
 struct location {

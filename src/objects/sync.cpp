@@ -516,18 +516,9 @@ void receive_sync_plan(message_ptr m) {
   report_if_done(lc);
 }
 
-void ack_packed_arrival(local_collection& lc, int from, std::size_t bytes) {
-  const std::uint64_t b = bytes;
-  message_ptr m = new_control_message(lc.ref, index_key{}, op_sync_ack, sizeof b);
-  std::memcpy(args_of(*m), &b, sizeof b);
-  send_object_to_pe(from, std::move(m));
-}
-
-void receive_sync_ack(message_ptr m) {
-  const obj_header& h = header_of(*m);
-  local_collection& lc = get_local_collection(h.collection);
-  std::uint64_t b = 0;
-  std::memcpy(&b, args_of(*m), sizeof b);
+// The acknowledgement rides on the arrival's answer about broadcasts
+// (broadcast.cpp's op_bcast_need).
+void sync_acked(local_collection& lc, std::uint64_t b) {
   lc.sync_in_flight -= std::min(b, lc.sync_in_flight);
   send_queued(lc);
   report_if_done(lc);

@@ -72,11 +72,10 @@ std::vector<T> read_bytes(message& m, std::size_t at) {
   return v;
 }
 
-// A PE's part of the step is over: it reports, with the moves it could not
-// make.
-// (Acknowledgements of its last packed elements may still be on their
-// way: they only free room for the next step's.) The report carries the
-// step's peak of bytes in flight here, then the keys it kept.
+// A PE's part of the step is over (its queue sent, its arrivals in): it
+// reports the step's peak of bytes in flight here and the moves it could
+// not make. Acknowledgements of its last packed elements may still be on
+// their way: they only free room for the next step's.
 void report_if_done(local_collection& lc) {
   if (!lc.sync_plan_seen || lc.sync_arrived != lc.sync_expected ||
       lc.sync_queue_next != lc.sync_queue.size())
@@ -116,9 +115,9 @@ bool in_step(const element_record& rec, bool unassisted) {
 // a step without at_sync), out of the step, running (this handler is
 // nested in one of its entry methods, which serves messages while it
 // waits, as a parallel_for does), that cannot be packed (a suspended
-// coroutine), or that waits for broadcasts it missed (broadcast.cpp) stays, and its destination
-// stops waiting for it. Until it is sent an element stays here as any other: messages reach it as
-// usual.
+// coroutine), or that waits for broadcasts it missed (broadcast.cpp)
+// stays, and its destination stops waiting for it. Until it is sent an
+// element stays here as any other: messages reach it as usual.
 void send_queued(local_collection& lc) {
   while (lc.sync_queue_next < lc.sync_queue.size()) {
     const sync_move mv = lc.sync_queue[lc.sync_queue_next];

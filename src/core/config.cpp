@@ -72,6 +72,29 @@ std::string parse_step_range(const std::string& v, long& a, long& b) {
   return "";
 }
 
+// "64M", "1K", "4096": a byte count with an optional K, M or G (binary:
+// 2^10, 2^20, 2^30), at least 1 and at most 2^50; what is wrong, or "".
+std::string parse_byte_size(const std::string& v, std::uint64_t& out) {
+  std::size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  const std::string unit = v.substr(digits);
+  if (digits == 0 || digits > 15) return "not a size: accepted forms N, NK, NM, NG (N > 0)";
+  int shift = 0;
+  if (unit == "K" || unit == "k")
+    shift = 10;
+  else if (unit == "M" || unit == "m")
+    shift = 20;
+  else if (unit == "G" || unit == "g")
+    shift = 30;
+  else if (!unit.empty())
+    return "unknown unit '" + unit + "': accepted forms N, NK, NM, NG (N > 0)";
+  const std::uint64_t n = std::stoull(v.substr(0, digits));
+  if (n == 0) return "the size must be at least 1 byte";
+  if (n > (std::uint64_t(1) << (50 - shift))) return "larger than 1024T";
+  out = n << shift;
+  return "";
+}
+
 // An option's checker from a function that says what is wrong with a value
 // ("" when nothing is).
 template <class Check>
@@ -236,6 +259,15 @@ void define_runtime_options(base::option_set& set) {
               "hash-table update per such message); auto: element when --weft:lb=comm or "
               "--weft:lb-dump is given, else off (docs/lb.md)",
               base::one_of({"auto", "off", "element"})});
+  // Migration in a balancing step: a PE holds at most this many packed
+  // bytes sent to other processes and not yet acknowledged (src/objects/sync.cpp).
+  set.define({"lb-max-bytes", "64M", "size: N, NK, NM or NG",
+              "bytes of packed elements a PE may have in flight to other processes during a "
+              "balancing step; one element always goes, however large (docs/lb.md)",
+              reason_checker([](const std::string& v) -> std::string {
+                std::uint64_t n = 0;
+                return parse_byte_size(v, n);
+              })});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -341,6 +373,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
                                  : c.lb_together   ? "lb-arrays"
                                                    : "lb-dump")
                           .c_str());
+  parse_byte_size(set.get("lb-max-bytes"), c.lb_max_bytes);
   c.measure_busy = c.stats || c.lb != "off";
   {
     const std::string comm = set.get("lb-comm");
@@ -349,9 +382,9 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
                         set.origin("lb-comm").c_str());
     // auto: not where the step cannot use them (arrays together, the
     // hierarchical tree; asked for there, src/lb/runtime.cpp refuses them).
-    c.lb_comm = comm == "element" ||
-                (comm == "auto" && c.lb != "off" && !c.lb_together && c.lb != "hierarchical" &&
-                 (c.lb == "comm" || !c.lb_dump.empty()));
+    c.lb_comm =
+        comm == "element" || (comm == "auto" && c.lb != "off" && !c.lb_together &&
+                              c.lb != "hierarchical" && (c.lb == "comm" || !c.lb_dump.empty()));
     if (comm == "auto") set.set_computed("lb-comm", c.lb_comm ? "element" : "off");
   }
   if (set.given("trace-mode") && c.trace_dir.empty())

@@ -83,6 +83,7 @@ void destroy_element(local_collection& lc, element_record& rec) {
   report_dropped(rec, "destroyed");
   const index_key key = rec.key;
   const std::uint32_t epoch = rec.epoch, round = rec.red_round;
+  bcast_forget(lc, key);
   remove_element(lc, rec);
   if (lc.ref.kind == collection_kind::chare) {
     // Chare ids are never reused: home alone knows it is gone, and the
@@ -364,7 +365,7 @@ void receive_insert(message_ptr m) {
   tell_home(lc, key, my_pe(), 0, loc_inserted);
   if (lc.ref.kind == collection_kind::array) {
     rec.last_bcast = h.args.insert.bcasts_before;
-    if (rec.last_bcast < lc.bcast_count) bcast_catch_up(lc, rec);
+    bcast_arrived(lc, rec, lc.ref.root_pe);
   }
   // The constructor may have asked to migrate or be destroyed.
   auto it = lc.local.find(key);
@@ -407,6 +408,7 @@ void receive_insert_at_root(message_ptr m) {
   // Likewise for broadcasts: the element gets those numbered after this
   // point, and none before, whatever reaches its PE first.
   h.args.insert = {start, std::uint32_t(lc.root_bcast_next)};
+  if (lc.ref.kind == collection_kind::array) bcast_departed(lc, h.key, 0, lc.root_bcast_next);
   send_object_to_pe(to, std::move(m));
 }
 

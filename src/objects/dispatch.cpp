@@ -102,6 +102,10 @@ void on_control(message_ptr m) {
       return receive_group_records(std::move(m));
     case op_sync_group_plan:
       return receive_group_plan(std::move(m));
+    case op_bcast_need:
+      return receive_bcast_need(std::move(m));
+    case op_bcast_forward:
+      return receive_bcast_forward(std::move(m));
     default:
       base::fatal("objects: control message of unknown kind %d", int(h.op));
   }

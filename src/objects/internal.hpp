@@ -225,7 +225,10 @@ void destroy_frames(element_record& rec);
 // What an entry asked for (destroy, migrate), carried out when it returned.
 void after_entry(element_record& rec);
 // Migration (migration.cpp).
-void migrate_out(local_collection& lc, element_record& rec, bool by_balancer = false);
+// Returns the packed bytes sent (0 when it stays).
+std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balancer = false);
+// The bytes migrate_out would send for it now.
+std::size_t packed_size(const element_record& rec);
 // Moves inside the process: the record itself, by pointer (migration.cpp).
 bool can_move_by_pointer(const element_record& rec, int to);
 void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_balancer);
@@ -287,6 +290,8 @@ extern bool g_comm_records;
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
 void sync_node_start();
 void receive_sync_plan(message_ptr m);
+// Packed elements the balancer sent from here arrived (their bytes).
+void sync_acked(local_collection& lc, std::uint64_t bytes);
 void receive_sync_done(message_ptr m);
 void receive_sync_resume(message_ptr m);
 void receive_sync_count(message_ptr m);
@@ -391,8 +396,24 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 // ---- broadcasts (broadcast.cpp) ------------------------------------------------
 
 void handle_bcast(local_collection& lc, message_ptr m);
-// An element arrived with fewer broadcasts than this PE delivered.
-void bcast_catch_up(local_collection& lc, element_record& rec);
+// An element left for another PE (migration) or its insertion was numbered
+// here (the root): keep the broadcasts after `had` for it until its
+// destination says which it needs.
+void bcast_departed(local_collection& lc, const index_key& key, std::uint32_t epoch,
+                    std::uint64_t had);
+// An element arrived with its broadcast count: it catches up from this PE's
+// history, or from `source` (where bcast_departed kept them), and tells
+// `source` what it took; the same message acknowledges `acked` packed bytes
+// of a balancing step (sync.cpp), so that an arrival costs one answer.
+void bcast_arrived(local_collection& lc, element_record& rec, int source, std::uint64_t acked = 0);
+// Waiting for broadcasts from its last PE: it cannot move on before it has them.
+inline bool bcast_fetching(const local_collection& lc, const index_key& key) {
+  return !lc.bcast_fetching.empty() && lc.bcast_fetching.contains(key);
+}
+// The element is destroyed: it waits for nothing more.
+void bcast_forget(local_collection& lc, const index_key& key);
+void receive_bcast_need(message_ptr m);
+void receive_bcast_forward(message_ptr m);
 
 // ---- reductions (reduction.cpp) ------------------------------------------------
 

@@ -23,10 +23,24 @@ constexpr std::int32_t migration_priority = INT32_MAX;
 
 }  // namespace
 
-void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
+std::size_t packed_size(const element_record& rec) {
+  // As migrate_out packs: round, epoch, broadcast count, flags, the state.
+  std::uint32_t round = 0, ep = 0;
+  std::uint64_t bc = 0;
+  std::uint8_t flags = 0;
+  pupper sizer = pupper::sizer();
+  sizer | round | ep | bc | flags;
+  element_type(rec.ref.type).pup(*rec.obj, sizer);
+  return sizer.offset();
+}
+
+std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
+  // It waits for broadcasts it missed from its last PE: it goes once it has
+  // them (broadcast.cpp).
+  if (bcast_fetching(lc, rec.key)) return 0;
   const int to = rec.migrate_to;
   rec.migrate_to = -1;
-  if (to == my_pe()) return;
+  if (to == my_pe()) return 0;
   const element_type_info& type = element_type(rec.ref.type);
   if (type.pup == nullptr)
     object_error(element_name(rec) + " cannot migrate: its type " + type.name +
@@ -49,7 +63,8 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   };
   pupper sizer = pupper::sizer();
   pack(sizer);
-  message_ptr m = new_control_message(rec.ref, rec.key, op_migrate_in, sizer.offset());
+  const std::size_t bytes = sizer.offset();
+  message_ptr m = new_control_message(rec.ref, rec.key, op_migrate_in, bytes);
   pupper packer = pupper::packer(args_of(*m), args_size(*m));
   pack(packer);
   m->priority = migration_priority;
@@ -61,15 +76,18 @@ void migrate_out(local_collection& lc, element_record& rec, bool by_balancer) {
   // Taken here, they are in flight again (sync.cpp counts them).
   lc.msgs_taken -= follow.size();
   const index_key key = rec.key;
+  const std::uint64_t had = rec.last_bcast;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
                         std::uint32_t(key.w[0]), 0);
   remove_element(lc, rec);
+  bcast_departed(lc, key, epoch, had);
   lc.known[key] = {to, epoch, false};
   lc.cache.drop(key);
   send_object_to_pe(to, std::move(m));
   for (message* f : follow) send_object_to_pe(to, message_ptr(f));
   reduction_flush(lc);
+  return bytes;
 }
 
 void receive_migrating_element(message_ptr m) {
@@ -107,7 +125,8 @@ void receive_migrating_element(message_ptr m) {
   const index_key key = h.key;
   sync_element_arrived(lc, rec, (flags & 1) != 0);
   obj->on_migrated();
-  bcast_catch_up(lc, rec);
+  // Its sender may send the step's next elements in its room.
+  bcast_arrived(lc, rec, h.origin_pe, (flags & 1) != 0 ? args_size(*m) : 0);
   // on_migrated may have asked to move on or be destroyed (catch_up may
   // have done so already, freeing rec).
   if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
@@ -124,7 +143,8 @@ void receive_migrating_element(message_ptr m) {
 // here, so such an element stays.
 
 bool can_move_by_pointer(const element_record& rec, int to) {
-  if (!pe_on_this_node(to) || rec.running != nullptr) return false;
+  if (!pe_on_this_node(to) || rec.running != nullptr || bcast_fetching(*rec.coll, rec.key))
+    return false;
   if (!rec.has_coroutines()) return true;
   pe_objects& s = this_pe_objects();
   for (const auto& [k, slots] : s.allreduce)
@@ -141,6 +161,7 @@ void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_
   round_hist_remove(lc, rec.red_round);
   if (rec.sync != sync_state::none) --lc.sync_waiting;
   ++rec.epoch;
+  bcast_departed(lc, key, rec.epoch, rec.last_bcast);
   lc.known[key] = {to, rec.epoch, false};
   lc.cache.drop(key);
   if (trace::on()) [[unlikely]]
@@ -163,6 +184,7 @@ void receive_element_by_pointer(message_ptr m) {
   std::unique_ptr<element_record> owned(reinterpret_cast<element_record*>(std::uintptr_t(raw)));
   element_record& rec = *owned;
   const bool by_balancer = h.arg_pe == 1;
+  const int from = h.origin_pe;
   const index_key key = rec.key;
   rec.coll = &lc;
   if (trace::on()) [[unlikely]]
@@ -176,7 +198,7 @@ void receive_element_by_pointer(message_ptr m) {
   tell_home(lc, key, my_pe(), rec.epoch, loc_moved);
   sync_element_arrived(lc, rec, by_balancer);
   rec.obj->on_migrated();
-  bcast_catch_up(lc, rec);
+  bcast_arrived(lc, rec, from);
   if (auto it = lc.local.find(key); it != lc.local.end()) after_entry(*it->second);
   reduction_flush(lc);
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -76,6 +77,8 @@ enum op_kind : std::uint8_t {
   op_sync_group_join,  // to PE 0: an element of the collection called at_sync (lb-arrays=together)
   op_sync_group_records,  // to PE 0: the collection's records of its at_sync step
   op_sync_group_plan,     // from PE 0: the collection's part of the joint plan
+  op_bcast_need,     // to an element's last PE: it arrived; the broadcasts to send it; bytes acked
+  op_bcast_forward,  // a broadcast an element missed, from its last PE; args.bcast_seq
 };
 
 struct location {
@@ -356,9 +359,29 @@ struct sync_root {
   std::uint64_t steps = 0;  // steps started
   int pending = 0;          // PEs of the current step that have not reported their moves done
   std::uint64_t t_start = 0, t_quiet = 0, t_plan = 0;  // wall_ns: round done, quiet, plan sent
+  std::uint64_t peak_in_flight = 0;  // the step's most packed bytes in flight on one PE
   double strategy_s = 0;
   // For --weft:lb-stats: the step's figures, printed when it ends.
   std::string line;
+};
+
+// Broadcasts an element missed while it moved (broadcast.cpp). On the PE it
+// left: the broadcasts after `from` are kept until its destination says which
+// it needs, then sent it (`next` to `upto`, as they arrive here).
+struct bcast_departure {
+  std::uint32_t epoch = 0;  // the element's epoch where it went
+  std::uint64_t from = 0;   // broadcasts it had when it left
+};
+struct bcast_forwarding {
+  index_key key;
+  int to = -1;
+  std::uint64_t from = 0, next = 0, upto = 0;
+};
+// At its destination: those it waits for from there (up to `upto`), kept
+// in order of number until it can take them.
+struct bcast_fetch {
+  std::uint64_t upto = 0;
+  std::map<std::uint64_t, message_ptr> got;
 };
 
 struct local_collection {
@@ -383,6 +406,13 @@ struct local_collection {
   std::map<std::uint64_t, message_ptr> bcast_ahead;  // arrived before their turn
   std::deque<std::pair<std::uint64_t, message_ptr>> bcast_history;
   std::uint64_t root_bcast_next = 0;  // root only
+  // Kept history: every broadcast above the lowest pin (departed elements'
+  // `from`, fetching elements' `upto`) besides the last few.
+  std::multiset<std::uint64_t> bcast_pins;
+  key_map<std::vector<bcast_departure>> bcast_departed;
+  std::vector<bcast_forwarding> bcast_serving;
+  key_map<bcast_fetch> bcast_fetching;
+  int bcast_depth = 0;  // deliveries in progress (nested): the history is not trimmed
 
   // Reductions on this PE.
   std::map<std::uint32_t, int> hist;  // elements here by next round
@@ -397,6 +427,13 @@ struct local_collection {
   std::int64_t sync_expected = 0;
   bool sync_plan_seen = false;
   std::vector<index_key> sync_kept;  // told to send, but kept (gone or busy)
+  // Packed moves of the step not sent yet: they go as destinations
+  // acknowledge earlier ones, within --weft:lb-max-bytes in flight.
+  std::vector<sync_move> sync_queue;
+  std::size_t sync_queue_next = 0;
+  bool sync_queue_unassisted = false;
+  std::uint64_t sync_in_flight = 0;  // packed bytes sent, not yet acknowledged
+  std::uint64_t sync_peak = 0;       // the most in flight during the current step
   std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
   std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
   std::uint64_t sync_elements0 = 0;  // t_element_cycles then (sync.cpp)

@@ -13,7 +13,13 @@
 //     plan message: the elements it sends, and how many arrive;
 //  3. a PE reports done when it sent its elements and received as many as
 //     the plan said (an element that can no longer move is cancelled at
-//     its destination);
+//     its destination). Inside a process elements move by pointer (nothing
+//     packed, nothing in flight to bound); to other processes they are
+//     packed, and a PE keeps at most --weft:lb-max-bytes of them sent and
+//     not yet acknowledged by their destinations (one always goes, however
+//     large): the rest wait in its queue and go as acknowledgements free
+//     room, so a step that moves many elements does not flood the network
+//     or the destinations' memory;
 //  4. when every such PE reported, the root broadcasts resume: each element
 //     that waited goes on in resume_from_sync(), or its coroutine resumes.
 // Messages to elements in flight are forwarded as after any migration
@@ -64,6 +70,7 @@ bool g_balancing = false;  // --weft:lb is not off
 bool g_lb_stats = false;
 bool g_lb_together = false;  // --weft:lb-arrays=together
 bool g_tree = false;         // --weft:lb=hierarchical: the tree at run time (sync_tree.cpp)
+std::uint64_t g_max_bytes = std::uint64_t(64) << 20;  // --weft:lb-max-bytes
 // The step's round gathers the records: registered at static
 // initialisation, as every reducer must be (its id is the same in every
 // process).
@@ -79,16 +86,24 @@ enum plan_kind : std::int32_t { plan_moves = 0, plan_cancel = 1 };
 // note that the plan moved nothing.
 enum done_kind : std::int32_t { done_moves = 0, done_nothing_moved = 1 };
 
-// A PE's part of the step is over: it reports, with the moves it could not
-// make.
+// A PE's part of the step is over (its queue sent, its arrivals in): it
+// reports the step's peak of bytes in flight here and the moves it could
+// not make. Acknowledgements of its last packed elements may still be on
+// their way: they only free room for the next step's.
 void report_if_done(local_collection& lc) {
-  if (!lc.sync_plan_seen || lc.sync_arrived != lc.sync_expected) return;
+  if (!lc.sync_plan_seen || lc.sync_arrived != lc.sync_expected ||
+      lc.sync_queue_next != lc.sync_queue.size())
+    return;
   lc.sync_plan_seen = false;
   lc.sync_arrived = lc.sync_expected = 0;
+  lc.sync_queue.clear();
+  lc.sync_queue_next = 0;
+  const std::uint64_t peak = std::exchange(lc.sync_peak, lc.sync_in_flight);
   message_ptr m = new_control_message(lc.ref, index_key{}, op_sync_done,
-                                      lc.sync_kept.size() * sizeof(index_key));
+                                      sizeof peak + lc.sync_kept.size() * sizeof(index_key));
   header_of(*m).arg_pe = done_moves;
-  append_bytes(*m, 0, lc.sync_kept);
+  std::memcpy(args_of(*m), &peak, sizeof peak);
+  append_bytes(*m, sizeof peak, lc.sync_kept);
   lc.sync_kept.clear();
   send_object_to_pe(lc.ref.root_pe, std::move(m));
 }
@@ -109,6 +124,44 @@ std::vector<comm_record> take_comm(local_collection& lc) {
   for (const auto& [pair, c] : lc.comm) out.push_back({pair.from, pair.to, c.messages, c.bytes});
   lc.comm.clear();
   return out;
+}
+
+// Whether the element takes part in the current step: in an at_sync step
+// it waits in at_sync; in a step without (periodic, on demand) it must not
+// (it called at_sync since: its own step will place it).
+bool in_step(const element_record& rec, bool unassisted) {
+  return unassisted ? rec.sync == sync_state::none : rec.sync != sync_state::none;
+}
+
+// Sends the step's queued packed moves while they fit in
+// --weft:lb-max-bytes with what is in flight (one at least when nothing
+// is). An element gone since the plan (destroyed, or it moved itself in
+// a step without at_sync), out of the step, running (this handler is
+// nested in one of its entry methods, which serves messages while it
+// waits, as a parallel_for does), that cannot be packed (a suspended
+// coroutine), or that waits for broadcasts it missed (broadcast.cpp)
+// stays, and its destination stops waiting for it. Until it is sent an
+// element stays here as any other: messages reach it as usual.
+void send_queued(local_collection& lc) {
+  while (lc.sync_queue_next < lc.sync_queue.size()) {
+    const sync_move mv = lc.sync_queue[lc.sync_queue_next];
+    auto it = lc.local.find(mv.key);
+    element_record* rec = it == lc.local.end() ? nullptr : it->second;
+    const bool packable = rec != nullptr && in_step(*rec, lc.sync_queue_unassisted) &&
+                          !rec->has_coroutines() && rec->running == nullptr &&
+                          !bcast_fetching(lc, mv.key);
+    if (!packable) {
+      ++lc.sync_queue_next;
+      cancel_arrival(lc, mv.to);
+      lc.sync_kept.push_back(mv.key);
+      continue;
+    }
+    if (lc.sync_in_flight > 0 && lc.sync_in_flight + packed_size(*rec) > g_max_bytes) return;
+    ++lc.sync_queue_next;
+    rec->migrate_to = mv.to;
+    lc.sync_in_flight += migrate_out(lc, *rec, true);
+    lc.sync_peak = std::max(lc.sync_peak, lc.sync_in_flight);
+  }
 }
 
 // This PE's time in handlers other than element entry methods since the
@@ -162,6 +215,7 @@ void sync_node_start() {
   g_lb_stats = cfg.lb_stats;
   g_lb_together = cfg.lb_together;
   g_tree = cfg.lb == "hierarchical";
+  g_max_bytes = cfg.lb_max_bytes;
   if (g_balancing && g_balancer == nullptr)
     base::usage_error(
         "--weft:lb=%s needs the lb layer, which this program does not link: link weft::weft "
@@ -534,33 +588,30 @@ void receive_sync_plan(message_ptr m) {
   std::memcpy(&incoming, args_of(*m), sizeof incoming);
   const std::vector<sync_move> out = read_bytes<sync_move>(*m, sizeof incoming);
   m.reset();
+  lc.sync_queue.clear();
+  lc.sync_queue_next = 0;
+  lc.sync_queue_unassisted = unassisted;
   for (const sync_move& mv : out) {
     auto it = lc.local.find(mv.key);
     element_record* rec = it == lc.local.end() ? nullptr : it->second;
-    // Inside the process it moves as it is; to another, packed. An element
-    // gone (destroyed since), running (this handler is nested in one of its
-    // entry methods, which serves messages while it waits, as a
-    // parallel_for does), not in the step (a step without at_sync: it
-    // called at_sync since), or that cannot be packed for another process
-    // (a suspended coroutine, no pup) stays, and its destination stops
-    // waiting for it.
-    const bool in_step = unassisted ? rec != nullptr && rec->sync == sync_state::none
-                                    : rec != nullptr && rec->sync != sync_state::none;
-    if (in_step && can_move_by_pointer(*rec, mv.to)) {
+    // Inside the process it moves as it is, now; to another, packed, when
+    // there is room (send_queued decides then whether it still can).
+    if (rec != nullptr && in_step(*rec, unassisted) && can_move_by_pointer(*rec, mv.to))
       move_by_pointer(lc, *rec, mv.to, true);
-      continue;
-    }
-    const bool packable = in_step && !rec->has_coroutines() && rec->running == nullptr;
-    if (!packable) {
-      cancel_arrival(lc, mv.to);
-      lc.sync_kept.push_back(mv.key);
-      continue;
-    }
-    rec->migrate_to = mv.to;
-    migrate_out(lc, *rec, true);
+    else
+      lc.sync_queue.push_back(mv);
   }
   lc.sync_expected += incoming;
   lc.sync_plan_seen = true;
+  send_queued(lc);
+  report_if_done(lc);
+}
+
+// The acknowledgement rides on the arrival's answer about broadcasts
+// (broadcast.cpp's op_bcast_need).
+void sync_acked(local_collection& lc, std::uint64_t b) {
+  lc.sync_in_flight -= std::min(b, lc.sync_in_flight);
+  send_queued(lc);
   report_if_done(lc);
 }
 
@@ -576,7 +627,10 @@ void receive_sync_done(message_ptr m) {
   local_collection& lc = get_local_collection(h.collection);
   sync_root& root = lc.sync;
   if (h.arg_pe == done_moves) {
-    const std::vector<index_key> kept = read_bytes<index_key>(*m, 0);
+    std::uint64_t peak = 0;
+    std::memcpy(&peak, args_of(*m), sizeof peak);
+    root.peak_in_flight = std::max(root.peak_in_flight, peak);
+    const std::vector<index_key> kept = read_bytes<index_key>(*m, sizeof peak);
     root.kept.insert(root.kept.end(), kept.begin(), kept.end());
     if (--root.pending > 0) return;
   }
@@ -593,11 +647,14 @@ void end_step(local_collection& lc) {
   if (g_lb_stats) {
     const double ms = 1e-6;
     const std::uint64_t now = base::wall_ns();
-    std::fprintf(stderr, "%s; %.3f ms: counting %.3f, balancer %.3f, migration %.3f\n",
-                 root.line.c_str(), double(now - root.t_start) * ms,
-                 double(root.t_quiet - root.t_start) * ms, double(root.t_plan - root.t_quiet) * ms,
-                 double(now - root.t_plan) * ms);
+    std::fprintf(stderr,
+                 "%s, peak %llu bytes in flight; %.3f ms: counting %.3f, balancer %.3f, "
+                 "migration %.3f\n",
+                 root.line.c_str(), static_cast<unsigned long long>(root.peak_in_flight),
+                 double(now - root.t_start) * ms, double(root.t_quiet - root.t_start) * ms,
+                 double(root.t_plan - root.t_quiet) * ms, double(now - root.t_plan) * ms);
   }
+  root.peak_in_flight = 0;
   message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_resume,
                                       root.moves.size() * sizeof(sync_move));
   header_of(*r).args.round = root.unassisted ? 1 : 0;

@@ -312,6 +312,28 @@ TEST(Options, HelpExitsWithZero) {
               "(.|\n)*  --weft:threads=[^\n]*\n +default: [^\n]*; env: WEFT_THREADS\n");
 }
 
+// --weft:lb-max-bytes (src/objects/sync.cpp): bytes, or binary K, M, G.
+TEST_F(ErrorsDeathTest, BadLbMaxBytes) {
+  EXPECT_EXIT(parse({"--weft:lb-max-bytes=12X"}), usage_exit,
+              "weft: error: --weft:lb-max-bytes=12X: unknown unit 'X': accepted forms N, NK, "
+              "NM, NG");
+  EXPECT_EXIT(parse({"--weft:lb-max-bytes=K"}), usage_exit,
+              "--weft:lb-max-bytes=K: not a size: accepted forms N, NK, NM, NG");
+  EXPECT_EXIT(parse({"--weft:lb-max-bytes=-1"}), usage_exit, "--weft:lb-max-bytes=-1: not a size");
+  EXPECT_EXIT(parse({"--weft:lb-max-bytes=0"}), usage_exit,
+              "--weft:lb-max-bytes=0: the size must be at least 1 byte");
+  EXPECT_EXIT(parse({"--weft:lb-max-bytes=5000000G"}), usage_exit,
+              "--weft:lb-max-bytes=5000000G: larger than 1024T");
+}
+
+TEST(Options, LbMaxBytesSizes) {
+  EXPECT_EQ(make_config({}, false).lb_max_bytes, std::uint64_t(64) << 20);
+  EXPECT_EQ(make_config({"--weft:lb-max-bytes=4096"}, false).lb_max_bytes, 4096u);
+  EXPECT_EQ(make_config({"--weft:lb-max-bytes=1K"}, false).lb_max_bytes, 1024u);
+  EXPECT_EQ(make_config({"--weft:lb-max-bytes=3m"}, false).lb_max_bytes, 3u << 20);
+  EXPECT_EQ(make_config({"--weft:lb-max-bytes=2G"}, false).lb_max_bytes, std::uint64_t(2) << 30);
+}
+
 TEST(Options, ValidConfiguration) {
   weft::runtime_config c = make_config(
       {"--weft:threads=5", "--weft:queue=spsc-pairs", "--weft:bind=none", "--weft:timeout=3.5"},

@@ -15,7 +15,7 @@ function(mp_objects_test name)
 endfunction()
 
 # Cases that end with "mp_objects: <case> passed on 4 PEs in <N> processes".
-set(mp_objects_cases array1d array2d group nodegroup chares migration insert futures coroutines
+set(mp_objects_cases array1d array2d group nodegroup chares migration bcast_history insert futures coroutines
     readonly setup_group buffer priorities exitcode tree)
 foreach(t ${weft_mp_transports})
   # 4 PEs in all: 2 processes x 2 PEs, 4 x 1.
@@ -40,6 +40,14 @@ foreach(t ${weft_mp_transports})
     mp_objects_test(net.objects.${t}.${lname}.lb_together CODE 0 NP ${np}
                     ${run} --weft:lb=rotate --weft:lb-arrays=together --case=lb_rotate
                     EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes")
+    # The same with at most 1 KiB of packed elements in flight per PE: each
+    # (about 5 KB) goes alone, when the one before it was acknowledged; the
+    # steps' peak is one element (four digits).
+    mp_objects_test(net.objects.${t}.${lname}.lb_bounded CODE 0 NP ${np}
+                    ${run} --weft:lb=rotate --weft:lb-max-bytes=1K --weft:lb-stats
+                    --case=lb_rotate
+                    EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes"
+                           "step 4: [^\n]*, peak [0-9][0-9][0-9][0-9] bytes in flight;")
     # An element on node 1 sends to an index out of the array's bounds: the
     # sending node names it and the whole job fails.
     mp_objects_test(net.objects.${t}.${lname}.error CODE nonzero NP ${np}

@@ -1053,6 +1053,49 @@ weft::task<> case_migration() {
   passed();
 }
 
+// ---- bcast_history -----------------------------------------------------------------
+// 400 broadcasts from main (more than the 256 a PE keeps) while every
+// element moves at most of them, across processes: an element arriving
+// behind its new PE gets what it missed from the PE it left
+// (src/objects/broadcast.cpp). Each must get every broadcast once, in order.
+
+constexpr int history_bcasts = 400;
+
+struct Drifter : weft::array_element<Drifter, int> {
+  Drifter() = default;
+  long next = 0, bad = 0, moves = 0;
+  void pup(weft::pupper& p) { p | next | bad | moves; }
+  void hear(int k) {
+    if (k != next && bad++ == 0)
+      std::fprintf(stderr, "mp_objects: bcast_history: element %d got %d, expected %ld\n",
+                   this_index(), k, next);
+    next = k + 1;
+    const int pes = weft::num_pes();
+    if (pes > 1 && (this_index() + k) % 4 != 0) {
+      ++moves;
+      migrate_to((weft::my_pe() + 1 + (this_index() * 7 + k) % (pes - 1)) % pes);
+    }
+  }
+  void report(weft::callback<std::vector<long>> cb) {
+    contribute(std::vector<long>{bad, next == history_bcasts ? 1 : 0, moves}, weft::op::sum, cb);
+  }
+};
+
+weft::task<> case_bcast_history() {
+  const int n = 3 * weft::num_pes() + 1;
+  auto a = weft::array<Drifter>::create(n);
+  for (int k = 0; k < history_bcasts; ++k) a.broadcast<&Drifter::hear>(k);
+  auto q = quiescence();
+  co_await q;
+  auto f = weft::make_future<std::vector<long>>();
+  a.broadcast<&Drifter::report>(weft::callback<std::vector<long>>(f));
+  const std::vector<long> t = co_await f;
+  check(t[0] == 0, "%ld elements got a broadcast twice, out of order or not at all", t[0]);
+  check(t[1] == n, "%ld of %d elements got all %d broadcasts", t[1], n, history_bcasts);
+  check(t[2] > 0, "no element moved");
+  passed();
+}
+
 // ---- insert ------------------------------------------------------------------------
 
 struct cell {
@@ -1483,7 +1526,9 @@ weft::task<> case_setup_group() {
 // at_sync() each step and send more right after it (in flight while they
 // move); every element moves one PE on at every step, across processes.
 // Each message carries its sender's sequence number for that receiver:
-// none may be lost, duplicated or overtaken.
+// none may be lost, duplicated or overtaken. Each element carries 4.8 KB of
+// ballast that says its index and step, checked after every move (the
+// lb_bounded variant moves them with --weft:lb-max-bytes=1K: one at a time).
 
 constexpr int rotate_steps = 5;
 constexpr int rotate_late = 3;
@@ -1494,7 +1539,7 @@ struct Rotor : weft::array_element<Rotor, int> {
   std::map<int, int> got;  // step -> on-time messages
   int step = 0, last_pe = -1;
   long bad = 0, received = 0, moved = 0;
-  std::vector<double> ballast = std::vector<double>(200, 0.25);
+  std::vector<double> ballast;
   void pup(weft::pupper& p) {
     p | next_seq | sent_seq | got | step | last_pe | bad | received | moved | ballast;
   }
@@ -1519,15 +1564,25 @@ struct Rotor : weft::array_element<Rotor, int> {
     ++received;
     if (on_time && ++got[s] == 2 && s == step) advance();
   }
+  double ballast_value(std::size_t k) const { return this_index() * 1e4 + double(k) + step; }
   void advance() {
     if (got[step] < 2 || step >= rotate_steps) return;
     got.erase(step);
     last_pe = weft::my_pe();
+    ballast.resize(600);
+    for (std::size_t k = 0; k < ballast.size(); ++k) ballast[k] = ballast_value(k);
     at_sync();
     for (int k = 0; k < rotate_late; ++k) send_to(k % 2 ? left() : right(), false);
   }
   void resume_from_sync() override {
     if (weft::my_pe() != last_pe) ++moved;
+    for (std::size_t k = 0; k < 600; ++k)
+      if (k >= ballast.size() || ballast[k] != ballast_value(k)) {
+        if (bad++ == 0)
+          std::fprintf(stderr, "mp_objects: lb_rotate: element %d's ballast[%zu] is wrong\n",
+                       this_index(), k);
+        break;
+      }
     if (++step < rotate_steps) {
       start();
       return;
@@ -1555,7 +1610,8 @@ weft::task<> case_lb_rotate() {
     auto f = weft::make_future<std::vector<long>>();
     arrays[std::size_t(r)].broadcast<&Rotor::report>(weft::callback<std::vector<long>>(f));
     const std::vector<long> t = co_await f;
-    check(t[0] == 0, "ring %d: %ld messages arrived out of order", r, t[0]);
+    check(t[0] == 0, "ring %d: %ld messages arrived out of order or elements with wrong state", r,
+          t[0]);
     const long want = size * rotate_steps * (2 + rotate_late);
     check(t[1] == want, "ring %d: %ld messages arrived, expected %ld", r, t[1], want);
     check(t[2] == size * rotate_steps, "ring %d: elements moved %ld times, expected %ld", r, t[2],
@@ -1857,15 +1913,25 @@ struct case_entry {
   weft::task<> (*fn)();
 };
 const case_entry cases[] = {
-    {"tree", case_tree},           {"array1d", case_array1d},
-    {"array2d", case_array2d},     {"group", case_group},
-    {"nodegroup", case_nodegroup}, {"chares", case_chares},
-    {"migration", case_migration}, {"insert", case_insert},
-    {"futures", case_futures},     {"coroutines", case_coroutines},
-    {"readonly", case_readonly},   {"setup_group", case_setup_group},
-    {"buffer", case_buffer},       {"priorities", case_priorities},
-    {"exitcode", case_exitcode},   {"error", case_error},
-    {"deleted", case_deleted},     {"lb_rotate", case_lb_rotate},
+    {"tree", case_tree},
+    {"array1d", case_array1d},
+    {"array2d", case_array2d},
+    {"group", case_group},
+    {"nodegroup", case_nodegroup},
+    {"chares", case_chares},
+    {"migration", case_migration},
+    {"insert", case_insert},
+    {"bcast_history", case_bcast_history},
+    {"futures", case_futures},
+    {"coroutines", case_coroutines},
+    {"readonly", case_readonly},
+    {"setup_group", case_setup_group},
+    {"buffer", case_buffer},
+    {"priorities", case_priorities},
+    {"exitcode", case_exitcode},
+    {"error", case_error},
+    {"deleted", case_deleted},
+    {"lb_rotate", case_lb_rotate},
     {"lb_tree", case_lb_tree},
 };
 

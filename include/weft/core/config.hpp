@@ -2,6 +2,7 @@
 // every layer (see --weft:help). One vocabulary for every mode: the same flag
 // means the same thing in an SMP or non-SMP run.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 #include "weft/base/export.hpp"
@@ -68,6 +69,7 @@ struct runtime_config {
   // collection's elements, for the instance's edges (auto: with comm or
   // --weft:lb-dump).
   bool lb_comm = false;
+  std::uint64_t lb_max_bytes = std::uint64_t(64) << 20;  // packed bytes in flight per PE
   // Idle time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;  // --weft:counters set: refused counters are said
   std::string config_text;    // --weft:print-config text: values and their origins

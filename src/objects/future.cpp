@@ -39,11 +39,11 @@ void resume(element_record* owner, std::coroutine_handle<> h) {
     return;
   }
   if (owner != nullptr) owner->contributed_now = false;
-  const std::uint64_t t0 = owner != nullptr && owner->measured ? base::cycles() : 0;
+  const std::uint64_t t0 = owner != nullptr && owner->measured ? begin_load(*owner) : 0;
   h.resume();
   // The element may be gone (the coroutine destroyed it): its record too.
   if (owner != nullptr && owner->obj != nullptr) {
-    if (t0 != 0) count_element_cycles(*owner, base::cycles() - t0);
+    if (t0 != 0) end_load(*owner, t0);
     after_entry(*owner);
   }
 }

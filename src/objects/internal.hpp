@@ -260,13 +260,46 @@ extern bool g_measure_load;
 // a type with pup, while balancing is on (two clock reads per entry method,
 // ~20 ns here; the others pay nothing and count in their PE's background).
 bool is_measured(const collection_ref& ref);
-// Cycles in element entry methods on this PE (every collection's), beside
-// the element's own: background is the PE's handler time less these.
+// --weft:lb-load, -average and -sample (docs/lb.md "Load options"). Set
+// before the PEs start, read-only while they run.
+struct load_options {
+  bool cpu = false;    // the PE thread's CPU time instead of the TSC's wall time
+  int sample = 1;      // one entry timed in `sample` per PE, on average
+  double average = 0;  // the previous step's weight in a step's loads
+};
+extern load_options g_load;
+// Time in element entry methods on this PE (every collection's, timed
+// entries only), beside the element's own: background is the PE's busy
+// time less these. With sampling, the entries of measured elements and how
+// many of them were timed, since the PE started.
 extern thread_local std::uint64_t t_element_cycles;
+extern thread_local std::uint64_t t_element_entries, t_element_sampled;
 [[gnu::always_inline]] inline void count_element_cycles(element_record& rec, std::uint64_t c) {
   rec.load_cycles += c;
   t_element_cycles += c;
 }
+// The thread's CPU time in ns, never 0 (0 says "not timed"): a system call,
+// not the vDSO: about 1 µs on the 2-core VM, 50 times an rdtsc (18 ns).
+std::uint64_t thread_cpu_ns() noexcept;
+[[gnu::always_inline]] inline std::uint64_t load_clock() noexcept {
+  return g_load.cpu ? thread_cpu_ns() : base::cycles();
+}
+// With sampling: counts the entry for `rec` and its PE; true when this one
+// is timed (a PE-local countdown of random length, mean N, so that entries
+// in a fixed rotation do not always time the same element).
+[[gnu::noinline]] bool sample_entry(element_record& rec);
+// The clock where a measured element's entry method starts, or 0 when this
+// entry is not timed; end_load adds what it took.
+[[gnu::always_inline]] inline std::uint64_t begin_load(element_record& rec) {
+  if (g_load.sample > 1 && !sample_entry(rec)) return 0;
+  return load_clock();
+}
+[[gnu::always_inline]] inline void end_load(element_record& rec, std::uint64_t t0) {
+  count_element_cycles(rec, load_clock() - t0);
+}
+// The load state that moves with a migrating element (migration.cpp):
+// packed or unpacked as `p` says.
+void pup_load(element_record& rec, pupper& p);
 // A migrating element's state says whether the balancer moved it (the new
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
@@ -291,7 +324,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   rec.running = e.name.c_str();
   if (trace::on()) [[unlikely]]
     trace_entry_begin(rec, e);
-  const std::uint64_t t0 = rec.measured ? base::cycles() : 0;
+  const std::uint64_t t0 = rec.measured ? begin_load(rec) : 0;
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
@@ -302,7 +335,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
                 element_name(rec).c_str(), my_pe(), ex.what());
   }
   if (t0 != 0) [[unlikely]]
-    count_element_cycles(rec, base::cycles() - t0);
+    end_load(rec, t0);
   if (trace::on()) [[unlikely]]
     trace_entry_end(e);
   rec.running = nullptr;

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include "objects/internal.hpp"
 #include "weft/base/timer.hpp"
@@ -32,7 +33,57 @@
 namespace weft::objects::detail {
 
 bool g_measure_load = false;
+load_options g_load;
 thread_local std::uint64_t t_element_cycles = 0;
+thread_local std::uint64_t t_element_entries = 0, t_element_sampled = 0;
+
+namespace {
+
+// Sampling's countdown to the next timed entry, and the PE's xorshift state
+// that draws its length (seeded per PE in sync_pe_start).
+thread_local std::int64_t t_sample_gap = 1;
+thread_local std::uint64_t t_sample_rng = 0x9e3779b97f4a7c15ull;
+
+}  // namespace
+
+std::uint64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec) + 1;
+}
+
+bool sample_entry(element_record& rec) {
+  element_extras& x = rec.extras();
+  ++x.entries;
+  ++t_element_entries;
+  if (--t_sample_gap > 0) return false;
+  // Uniform on 1..2N-1: mean N. A fixed gap of N would time the same
+  // element every time when the PE runs its elements in a rotation whose
+  // length divides N, and never the others.
+  t_sample_rng ^= t_sample_rng << 13;
+  t_sample_rng ^= t_sample_rng >> 7;
+  t_sample_rng ^= t_sample_rng << 17;
+  t_sample_gap = 1 + std::int64_t(t_sample_rng % std::uint64_t(2 * g_load.sample - 1));
+  ++x.sampled;
+  ++t_element_sampled;
+  return true;
+}
+
+void pup_load(element_record& rec, pupper& p) {
+  std::uint64_t cycles = rec.load_cycles;
+  std::uint32_t entries = rec.extras_ ? rec.extras_->entries : 0;
+  std::uint32_t sampled = rec.extras_ ? rec.extras_->sampled : 0;
+  double previous = rec.extras_ ? rec.extras_->previous_load : -1;
+  p | cycles | entries | sampled | previous;
+  if (!p.unpacking()) return;
+  rec.load_cycles = cycles;
+  if (entries != 0 || sampled != 0 || previous >= 0) {
+    element_extras& x = rec.extras();
+    x.entries = entries;
+    x.sampled = sampled;
+    x.previous_load = previous;
+  }
+}
 
 namespace {
 
@@ -46,6 +97,62 @@ const std::uint32_t sync_reducer = reducer_registered<op::concat_t, std::vector<
 
 double cycles_to_s(std::uint64_t c) {
   return base::cycles_to_ns(c) * 1e-9;
+}
+
+// Seconds of load_cycles' unit: TSC cycles, or CPU nanoseconds.
+double load_to_s(std::uint64_t u) {
+  return g_load.cpu ? double(u) * 1e-9 : cycles_to_s(u);
+}
+
+// With sampling: the PE's time per timed entry (all arrays' elements) since
+// lc's last step here, or since the PE started when none was timed since.
+double pe_seconds_per_entry(const local_collection& lc) {
+  std::uint64_t n = t_element_sampled - lc.sync_sampled0, u = t_element_cycles - lc.sync_elements0;
+  if (n == 0) {
+    n = t_element_sampled;
+    u = t_element_cycles;
+  }
+  return n == 0 ? 0.0 : load_to_s(u) / double(n);
+}
+
+// --weft:lb-average: A x the last step's value + (1 - A) x this interval's;
+// the first step sees its interval alone (an average with 0 would halve it).
+double averaged(double now, double& previous) {
+  const double a = g_load.average;
+  if (a > 0 && previous >= 0) now = a * previous + (1 - a) * now;
+  previous = now;
+  return now;
+}
+
+// The load of `rec` a step sees; its next interval starts. With sampling,
+// the ratio estimator: its entries x its mean timed entry. Unbiased for the
+// element as long as which entries are timed does not depend on their cost
+// (the random gaps); an element none of whose entries was timed gets its
+// entries x the PE's mean timed entry, biased towards the PE's other
+// elements.
+double step_load(const local_collection& lc, element_record& rec) {
+  double now = load_to_s(rec.load_cycles);
+  rec.load_cycles = 0;
+  if (g_load.sample > 1 && rec.extras_) {
+    element_extras& x = *rec.extras_;
+    if (x.sampled > 0)
+      now *= double(x.entries) / double(x.sampled);
+    else
+      now = double(x.entries) * pe_seconds_per_entry(lc);
+    x.entries = x.sampled = 0;
+  }
+  const double estimate = rec.obj->load_estimate();
+  if (estimate >= 0) return estimate;
+  if (g_load.average <= 0) return now;
+  return averaged(now, rec.extras().previous_load);
+}
+
+// The PE's interval for lc starts now.
+void start_pe_interval(local_collection& lc) {
+  lc.sync_busy0 = weft::detail::pe_busy_cycles();
+  lc.sync_elements0 = t_element_cycles;
+  lc.sync_entries0 = t_element_entries;
+  lc.sync_sampled0 = t_element_sampled;
 }
 
 // Plan message: arg_pe says which kind.
@@ -87,28 +194,36 @@ void cancel_arrival(local_collection& lc, int to) {
   send_object_to_pe(to, std::move(m));
 }
 
-// This PE's time in handlers other than element entry methods since the
-// collection's last step here (seconds); the next interval starts now.
+// This PE's busy time other than element entry methods since the
+// collection's last step here (seconds); the next interval starts now. The
+// busy time is wall time (the PE not idle) whatever --weft:lb-load says:
+// with cpu, time the core ran something else while an element ran stays
+// with the PE as background instead of moving with the element, and the
+// PE's total stays its busy time.
 double background_since_last(local_collection& lc) {
-  const std::uint64_t busy = weft::detail::pe_busy_cycles();
-  const std::uint64_t elements = t_element_cycles;
-  const std::uint64_t b = busy - lc.sync_busy0, e = elements - lc.sync_elements0;
-  lc.sync_busy0 = busy;
-  lc.sync_elements0 = elements;
-  return b > e ? cycles_to_s(b - e) : 0.0;
+  const double busy = cycles_to_s(weft::detail::pe_busy_cycles() - lc.sync_busy0);
+  double elements = load_to_s(t_element_cycles - lc.sync_elements0);
+  if (g_load.sample > 1) {
+    const std::uint64_t n = t_element_entries - lc.sync_entries0;
+    const std::uint64_t timed = t_element_sampled - lc.sync_sampled0;
+    elements =
+        timed > 0 ? elements * double(n) / double(timed) : double(n) * pe_seconds_per_entry(lc);
+  }
+  start_pe_interval(lc);
+  return averaged(busy > elements ? busy - elements : 0.0, lc.sync_background_previous);
 }
 
 void run_resume_from_sync(element_record& rec) {
   rec.contributed_now = false;
   rec.running = "resume_from_sync";
-  const std::uint64_t t0 = rec.measured ? base::cycles() : 0;
+  const std::uint64_t t0 = rec.measured ? begin_load(rec) : 0;
   try {
     rec.obj->resume_from_sync();
   } catch (const std::exception& ex) {
     base::fatal("resume_from_sync of %s on PE %d threw %s", element_name(rec).c_str(), my_pe(),
                 ex.what());
   }
-  if (t0 != 0) count_element_cycles(rec, base::cycles() - t0);
+  if (t0 != 0) end_load(rec, t0);
   rec.running = nullptr;
   after_entry(rec);
 }
@@ -128,6 +243,9 @@ void sync_node_start() {
   const runtime_config& cfg = weft::config();
   g_balancing = cfg.lb != "off";
   g_measure_load = g_balancing;
+  g_load.cpu = cfg.lb_load_cpu;
+  g_load.sample = cfg.lb_sample;
+  g_load.average = cfg.lb_average;
   g_lb_stats = cfg.lb_stats;
   if (g_balancing && g_balancer == nullptr)
     base::usage_error(
@@ -156,9 +274,7 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
   r.key = rec.key;
   r.pe = my_pe();
   r.epoch = rec.epoch;
-  const double estimate = rec.obj->load_estimate();
-  r.load = estimate >= 0 ? estimate : cycles_to_s(rec.load_cycles);
-  rec.load_cycles = 0;
+  r.load = step_load(lc, rec);
   const element_type_info& type = element_type(rec.ref.type);
   // A coroutine frame (suspended, or this one awaiting at_sync) cannot be
   // packed: such an element keeps its PE.
@@ -371,9 +487,7 @@ void receive_lb_collect(message_ptr m) {
     r.key = key;
     r.pe = my_pe();
     r.epoch = rec->epoch;
-    const double estimate = rec->obj->load_estimate();
-    r.load = estimate >= 0 ? estimate : cycles_to_s(rec->load_cycles);
-    rec->load_cycles = 0;
+    r.load = step_load(lc, *rec);
     r.migratable = rec->migratable && type.pup != nullptr && rec->sync == sync_state::none &&
                    rec->running == nullptr;
     if (r.migratable && !rec->has_coroutines()) {
@@ -409,6 +523,9 @@ void request_balance_everywhere() {
 
 void sync_pe_start() {
   const runtime_config& cfg = weft::config();
+  // Each PE draws its own gaps, the first one too.
+  t_sample_rng ^= std::uint64_t(my_pe() + 1) * 0xbf58476d1ce4e5b9ull;
+  t_sample_gap = 1 + std::int64_t(t_sample_rng % std::uint64_t(2 * g_load.sample - 1));
   if (!g_balancing || cfg.lb_period_s <= 0) return;
   // A condition, not a timer: it keeps no job from ending (quiescence).
   const double period_ns = cfg.lb_period_s * 1e9;
@@ -526,8 +643,7 @@ void receive_sync_resume(message_ptr m) {
   // their own step).
   if (h.args.round != 0) return;
   m.reset();
-  lc.sync_busy0 = weft::detail::pe_busy_cycles();
-  lc.sync_elements0 = t_element_cycles;
+  start_pe_interval(lc);
   std::vector<index_key> keys;
   keys.reserve(lc.sync_waiting);
   for (const auto& [k, rec] : lc.local)

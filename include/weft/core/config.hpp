@@ -63,6 +63,9 @@ struct runtime_config {
   double lb_period_s = 0;      // > 0: balance without at_sync, at the first safe point each period
   std::string lb_dump;         // file the steps' load records are written to ("": none)
   long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
+  bool lb_load_cpu = false;                   // loads are the thread's CPU time, not wall time
+  double lb_average = 0;  // 0 <= A < 1: a step sees A x the last estimate + (1 - A) x now
+  int lb_sample = 1;      // time one entry in this many per PE (1: all)
   // Idle time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;  // --weft:counters set: refused counters are said
   std::string config_text;    // --weft:print-config text: values and their origins

@@ -53,6 +53,9 @@ const char* about =
     "(weft::buffer<std::byte>:\n"
     "                    its block handed over), vector (std::vector<std::byte>: copied in and\n"
     "                    out); all = span,buffer,vector (default span)\n"
+    "  --migratable=B    false | true (default false): the objects level's elements have a\n"
+    "                    pup, so that with --weft:lb on the load database times their entry\n"
+    "                    methods (they never move: no balancing step runs)\n"
     "Under mpirun (several processes) both levels span the job, one element per PE.";
 
 enum class level_kind : std::uint8_t { core, objects };
@@ -213,7 +216,16 @@ void on_done(weft::message_ptr) {
 
 // ---- objects level ------------------------------------------------------------------
 
-struct Neighbour : weft::array_element<Neighbour, int> {
+// Migratable: a type with pup, whose entry methods the load database
+// measures while --weft:lb is on (docs/lb.md "Load options"); nothing moves.
+template <bool Migratable>
+struct NeighbourT : weft::array_element<NeighbourT<Migratable>, int> {
+  void pup(weft::pupper& pp)
+    requires Migratable
+  {
+    pp | iter | round;
+  }
+
   round_params p{};
   int iter = 0;
   int count[2] = {0, 0};
@@ -270,8 +282,8 @@ struct Neighbour : weft::array_element<Neighbour, int> {
 
  private:
   void send_iteration() {
-    const int me = this_index(), n = array_size();
-    const auto all = this_proxy();
+    const int me = this->this_index(), n = this->array_size();
+    const auto all = this->this_proxy();
     if (p.payload != payload_kind::buffer) {
       // One payload for the iteration, copied into each message by the send
       // (as the core level fills each of its messages).
@@ -283,11 +295,11 @@ struct Neighbour : weft::array_element<Neighbour, int> {
         if (p.payload == payload_kind::buffer) {
           weft::buffer<std::byte> b(p.bytes);  // handed over: each message needs its own
           write_payload(b.data(), p.bytes, p.round, iter, p.touch);
-          all[target].send<&Neighbour::recv_buffer>(std::move(b));
+          all[target].template send<&NeighbourT::recv_buffer>(std::move(b));
         } else if (p.payload == payload_kind::span) {
-          all[target].send<&Neighbour::recv_span>(std::span<const std::byte>(scratch));
+          all[target].template send<&NeighbourT::recv_span>(std::span<const std::byte>(scratch));
         } else {
-          all[target].send<&Neighbour::recv_vector>(scratch);
+          all[target].template send<&NeighbourT::recv_vector>(scratch);
         }
       }
     }
@@ -301,13 +313,15 @@ struct Neighbour : weft::array_element<Neighbour, int> {
       count[iter & 1] = 0;
       ++iter;
       if (iter == p.iters) {
-        contribute(1, weft::op::sum, done);
+        this->contribute(1, weft::op::sum, done);
         return;
       }
       send_iteration();
     }
   }
 };
+using Neighbour = NeighbourT<false>;
+using MigratableNeighbour = NeighbourT<true>;
 
 // ---- the driver (PE 0) --------------------------------------------------------------
 
@@ -318,9 +332,11 @@ struct driver_state {
   std::uint64_t t0 = 0;
   std::vector<double> samples;  // iter_us per plan entry
   int k = 3, iters = 2000;
-  bool objects = false;   // the plan has objects-level measurements
-  std::string transport;  // the job's transport (rows' "mode" in non-SMP runs)
+  bool objects = false;     // the plan has objects-level measurements
+  std::string transport;    // the job's transport (rows' "mode" in non-SMP runs)
+  bool migratable = false;  // --migratable: marr, else arr
   weft::array<Neighbour> arr;
+  weft::array<MigratableNeighbour> marr;
   weft::callback<int> finished_cb;
 } g_driver;
 
@@ -331,6 +347,8 @@ void start_next() {
   d.t0 = weft::base::wall_ns();
   if (ms.level == level_kind::core)
     weft::broadcast(weft::make_message_with(h_start, rp));
+  else if (d.migratable)
+    d.marr.broadcast<&MigratableNeighbour::start>(rp, d.finished_cb);
   else
     d.arr.broadcast<&Neighbour::start>(rp, d.finished_cb);
 }
@@ -439,7 +457,8 @@ int main(int argc, char** argv) {
 
   driver_state& d = g_driver;
   d.cli = weft::bench::parse_cli(argc, argv, about);
-  weft::bench::reject_unknown(d.cli, {"k", "bytes", "iters", "touch", "level", "payload"});
+  weft::bench::reject_unknown(d.cli,
+                              {"k", "bytes", "iters", "touch", "level", "payload", "migratable"});
   d.k = int(weft::bench::positive_arg(d.cli, "k", 3, 1024));
   d.iters = int(weft::bench::positive_arg(d.cli, "iters", 2000, 100000000));
   const std::string touch = weft::bench::arg(d.cli, "touch", "both");
@@ -472,6 +491,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --touch=%s: expected false, true or both\n", touch.c_str());
     return 2;
   }
+  const std::string migratable = weft::bench::arg(d.cli, "migratable", "false");
+  if (migratable != "true" && migratable != "false") {
+    std::fprintf(stderr, "error: --migratable=%s: expected false or true\n", migratable.c_str());
+    return 2;
+  }
+  d.migratable = migratable == "true";
   if (level != "both" && level != "core" && level != "objects") {
     std::fprintf(stderr, "error: --level=%s: expected core, objects or both\n", level.c_str());
     return 2;
@@ -505,8 +530,13 @@ int main(int argc, char** argv) {
     dr.transport = weft::config().transport;
     if (dr.objects) {
       // Block map over num_pes elements: element i on PE i.
-      dr.arr = weft::array<Neighbour>::create(weft::num_pes());
-      dr.finished_cb = dr.arr[0].callback<&Neighbour::finished>();
+      if (dr.migratable) {
+        dr.marr = weft::array<MigratableNeighbour>::create(weft::num_pes());
+        dr.finished_cb = dr.marr[0].callback<&MigratableNeighbour::finished>();
+      } else {
+        dr.arr = weft::array<Neighbour>::create(weft::num_pes());
+        dr.finished_cb = dr.arr[0].callback<&Neighbour::finished>();
+      }
     }
     start_next();
   });

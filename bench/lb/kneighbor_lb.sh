@@ -5,7 +5,11 @@
 # --weft:lb=greedy and --weft:lb=off interleaved (drift of the machine falls
 # on both), PAIRS pairs (first of each pair alternating); prints each pair's
 # iter_us and the median ratio greedy/off with its min-max over the pairs.
-# Usage: [THREADS=2] bench/lb/kneighbor_lb.sh [BUILD_DIR (build/dev)] [PAIRS (9)] [extra kneighbor flags]
+# ALSO="FLAGS" adds a third run to each round, greedy with those flags too
+# (e.g. ALSO=--weft:lb-sample=16, with --migratable=true among the extra
+# flags so that entries are timed: docs/lb.md "Load options"), in a
+# rotation of the three, and prints its ratios to off and to plain greedy.
+# Usage: [THREADS=2] [ALSO=FLAGS] bench/lb/kneighbor_lb.sh [BUILD_DIR (build/dev)] [PAIRS (9)] [extra kneighbor flags]
 set -euo pipefail
 build=${1:-build/dev}
 pairs=${2:-9}
@@ -20,20 +24,44 @@ if ! [[ $pairs =~ ^[1-9][0-9]*$ ]]; then
   echo "error: PAIRS must be a positive integer (got '$pairs')" >&2
   exit 2
 fi
-one() {  # $1 = strategy; prints the median and the min iter_us of the run
+read -r -a also <<<"${ALSO:-}"
+one() {  # $1 = strategy, then its own flags; prints the median and the min iter_us of the run
+  local lb=$1
+  shift
   "$prog" --weft:threads="${THREADS:-2}" --weft:quiet --level=objects --bytes=16 --touch=false --iters=10000 \
-    --repeat 5 --json --weft:lb="$1" ${extra[@]+"${extra[@]}"} |
+    --repeat 5 --json --weft:lb="$lb" "$@" ${extra[@]+"${extra[@]}"} |
     python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); print(d["value"], d["min"])'
 }
-ratios=() min_ratios=()
+ratios=() min_ratios=() also_off=() also_on=()
 for ((i = 0; i < pairs; i++)); do
-  if ((i % 2 == 0)); then off=($(one off)); on=($(one greedy)); else
-    on=($(one greedy)); off=($(one off)); fi
+  if ((${#also[@]} == 0)); then
+    if ((i % 2 == 0)); then off=($(one off)); on=($(one greedy)); else
+      on=($(one greedy)); off=($(one off)); fi
+  else  # the three in rotation: each goes first, second and third as often
+    case $((i % 3)) in
+      0) off=($(one off)); on=($(one greedy)); al=($(one greedy "${also[@]}")) ;;
+      1) on=($(one greedy)); al=($(one greedy "${also[@]}")); off=($(one off)) ;;
+      2) al=($(one greedy "${also[@]}")); off=($(one off)); on=($(one greedy)) ;;
+    esac
+    also_off+=("$(python3 -c "print(${al[0]} / ${off[0]})")")
+    also_on+=("$(python3 -c "print(${al[0]} / ${on[0]})")")
+    printf 'round %d: greedy %s: %s us (min %s), ratio to off %.3f, to greedy %.3f\n' "$i" \
+      "${also[*]}" "${al[0]}" "${al[1]}" "${also_off[-1]}" "${also_on[-1]}"
+  fi
   ratios+=("$(python3 -c "print(${on[0]} / ${off[0]})")")
   min_ratios+=("$(python3 -c "print(${on[1]} / ${off[1]})")")
   printf 'pair %d: off %s us (min %s), greedy %s us (min %s), ratio %.3f (of mins %.3f)\n' "$i" \
     "${off[0]}" "${off[1]}" "${on[0]}" "${on[1]}" "${ratios[-1]}" "${min_ratios[-1]}"
 done
+if ((${#also[@]} > 0)); then
+  python3 - "${also_off[*]}" "${also_on[*]}" "${also[*]}" <<'PY'
+import statistics, sys
+for name, arg in (("off", sys.argv[1]), ("greedy", sys.argv[2])):
+    r = sorted(float(x) for x in arg.split())
+    print(f"greedy {sys.argv[3]} / {name} of the runs' medians: median {statistics.median(r):.3f} "
+          f"(min {r[0]:.3f}, max {r[-1]:.3f}, {len(r)} rounds)")
+PY
+fi
 # The ratio of the runs' minimums beside that of their medians: on a shared
 # machine the least disturbed repeat of each run says most about the code.
 python3 - "${ratios[*]}" "${min_ratios[*]}" <<'PY'

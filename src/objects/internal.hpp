@@ -270,33 +270,28 @@ struct load_options {
 extern load_options g_load;
 // Time in element entry methods on this PE (every collection's, timed
 // entries only), beside the element's own: background is the PE's busy
-// time less these. With sampling, the entries of measured elements and how
-// many of them were timed, since the PE started.
+// time less these.
 extern thread_local std::uint64_t t_element_cycles;
-extern thread_local std::uint64_t t_element_entries, t_element_sampled;
+// Sampling's state on a PE (sync.cpp): one thread_local, so that an entry
+// pays one look-up of it (__tls_get_addr in the shared library), not four.
+struct pe_sampling {
+  std::int64_t gap = 1;                       // entries until the next timed one
+  std::uint64_t rng = 0x9e3779b97f4a7c15ull;  // xorshift state that draws the gaps
+  std::uint64_t entries = 0, sampled = 0;     // measured elements' entries, timed ones
+};
+extern thread_local pe_sampling t_sampling;
 [[gnu::always_inline]] inline void count_element_cycles(element_record& rec, std::uint64_t c) {
   rec.load_cycles += c;
   t_element_cycles += c;
 }
-// The thread's CPU time in ns, never 0 (0 says "not timed"): a system call,
-// not the vDSO: about 1 µs on the 2-core VM, 50 times an rdtsc (18 ns).
-std::uint64_t thread_cpu_ns() noexcept;
-[[gnu::always_inline]] inline std::uint64_t load_clock() noexcept {
-  return g_load.cpu ? thread_cpu_ns() : base::cycles();
-}
-// With sampling: counts the entry for `rec` and its PE; true when this one
-// is timed (a PE-local countdown of random length, mean N, so that entries
-// in a fixed rotation do not always time the same element).
-[[gnu::noinline]] bool sample_entry(element_record& rec);
 // The clock where a measured element's entry method starts, or 0 when this
-// entry is not timed; end_load adds what it took.
-[[gnu::always_inline]] inline std::uint64_t begin_load(element_record& rec) {
-  if (g_load.sample > 1 && !sample_entry(rec)) return 0;
-  return load_clock();
-}
-[[gnu::always_inline]] inline void end_load(element_record& rec, std::uint64_t t0) {
-  count_element_cycles(rec, load_clock() - t0);
-}
+// entry is not timed (sampling: a PE-local countdown of random length, mean
+// N, so that entries in a fixed rotation do not always time the same
+// element); end_load adds what it took. Out of line: inlined, they made
+// every element message's delivery save one more register, balancing on or
+// off (4 instructions a message more in callgrind).
+[[gnu::noinline]] std::uint64_t begin_load(element_record& rec);
+[[gnu::noinline]] void end_load(element_record& rec, std::uint64_t t0);
 // The load state that moves with a migrating element (migration.cpp):
 // packed or unpacked as `p` says.
 void pup_load(element_record& rec, pupper& p);

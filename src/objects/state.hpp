@@ -345,8 +345,8 @@ struct local_collection {
   std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
   std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
   std::uint64_t sync_elements0 = 0;  // t_element_cycles then (sync.cpp)
-  std::uint64_t sync_entries0 = 0;   // t_element_entries then
-  std::uint64_t sync_sampled0 = 0;   // t_element_sampled then
+  std::uint64_t sync_entries0 = 0;   // t_sampling.entries then
+  std::uint64_t sync_sampled0 = 0;   // t_sampling.sampled then
   double sync_background_previous = -1;  // the last step's background here (--weft:lb-average)
   sync_root sync;                        // on the root PE
   // Element messages of this collection sent from this PE (entry calls,

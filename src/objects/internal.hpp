@@ -260,6 +260,8 @@ extern bool g_measure_load;
 // a type with pup, while balancing is on (two clock reads per entry method,
 // ~20 ns here; the others pay nothing and count in their PE's background).
 bool is_measured(const collection_ref& ref);
+// Sets the record's measured and load_plain for an element of `ref`.
+void set_measured(element_record& rec, const collection_ref& ref);
 // --weft:lb-load, -average and -sample (docs/lb.md "Load options"). Set
 // before the PEs start, read-only while they run.
 struct load_options {
@@ -287,11 +289,22 @@ extern thread_local pe_sampling t_sampling;
 // The clock where a measured element's entry method starts, or 0 when this
 // entry is not timed (sampling: a PE-local countdown of random length, mean
 // N, so that entries in a fixed rotation do not always time the same
-// element); end_load adds what it took. Out of line: inlined, they made
-// every element message's delivery save one more register, balancing on or
-// off (4 instructions a message more in callgrind).
-[[gnu::noinline]] std::uint64_t begin_load(element_record& rec);
-[[gnu::noinline]] void end_load(element_record& rec, std::uint64_t t0);
+// element); end_load adds what it took. Only the default (the TSC, every
+// entry) is inline, and chosen by a bit of the record, which is in a
+// register already: the other cases inlined, or g_load read, made every
+// element message's delivery save one more register, balancing on or off
+// (4 instructions a message more in callgrind).
+[[gnu::noinline]] std::uint64_t begin_load_other(element_record& rec);
+[[gnu::noinline]] void end_load_other(element_record& rec, std::uint64_t t0);
+[[gnu::always_inline]] inline std::uint64_t begin_load(element_record& rec) {
+  return rec.load_plain ? base::cycles() : begin_load_other(rec);
+}
+[[gnu::always_inline]] inline void end_load(element_record& rec, std::uint64_t t0) {
+  if (rec.load_plain)
+    count_element_cycles(rec, base::cycles() - t0);
+  else
+    end_load_other(rec, t0);
+}
 // The load state that moves with a migrating element (migration.cpp):
 // packed or unpacked as `p` says.
 void pup_load(element_record& rec, pupper& p);
@@ -319,7 +332,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   rec.running = e.name.c_str();
   if (trace::on()) [[unlikely]]
     trace_entry_begin(rec, e);
-  const std::uint64_t t0 = rec.measured ? begin_load(rec) : 0;
+  const std::uint64_t t0 = __builtin_expect(rec.measured, 0) ? begin_load(rec) : 0;
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {

@@ -82,7 +82,7 @@ void receive_migrating_element(message_ptr m) {
   rec.ref = lc.ref;
   rec.key = h.key;
   rec.coll = &lc;
-  rec.measured = is_measured(lc.ref);
+  set_measured(rec, lc.ref);
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
                         std::uint32_t(h.key.w[0]), 0);

@@ -76,12 +76,12 @@ bool sample_entry(element_record& rec) {
 
 }  // namespace
 
-std::uint64_t begin_load(element_record& rec) {
+std::uint64_t begin_load_other(element_record& rec) {
   if (g_load.sample > 1 && !sample_entry(rec)) return 0;
   return load_clock();
 }
 
-void end_load(element_record& rec, std::uint64_t t0) {
+void end_load_other(element_record& rec, std::uint64_t t0) {
   count_element_cycles(rec, load_clock() - t0);
 }
 
@@ -249,6 +249,11 @@ void run_resume_from_sync(element_record& rec) {
 bool is_measured(const collection_ref& ref) {
   return g_measure_load && ref.kind == collection_kind::array &&
          element_type(ref.type).pup != nullptr;
+}
+
+void set_measured(element_record& rec, const collection_ref& ref) {
+  rec.measured = is_measured(ref);
+  rec.load_plain = rec.measured && !g_load.cpu && g_load.sample == 1;
 }
 
 void set_balancer(balancer_fn fn) {

@@ -159,8 +159,9 @@ struct element_record {
   bool destroy_requested = false;
   bool contributed_now = false;  // in the current invocation (twice is an error)
   sync_state sync = sync_state::none;
-  bool migratable : 1 = true;  // set_migratable(false): the balancer never moves it
-  bool measured : 1 = false;   // an array element of a type with pup: its load is measured
+  bool migratable : 1 = true;   // set_migratable(false): the balancer never moves it
+  bool measured : 1 = false;    // an array element of a type with pup: its load is measured
+  bool load_plain : 1 = false;  // measured by the TSC at every entry (no lb-load=cpu, no sampling)
 
   element_extras& extras() {
     if (!extras_) extras_ = std::make_unique<element_extras>();

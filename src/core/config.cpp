@@ -346,11 +346,6 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   if ((c.lb_period_s > 0 || !c.lb_dump.empty()) && c.lb == "off")
     base::usage_error("%s needs a strategy: add --weft:lb=NAME (greedy-refine, for one)",
                       set.origin(c.lb_period_s > 0 ? "lb-period" : "lb-dump").c_str());
-  // With balancing off nothing is measured: a load option would do nothing.
-  for (const char* name : {"lb-load", "lb-average", "lb-sample"})
-    if (set.given(name) && c.lb == "off")
-      base::usage_error("%s needs a strategy: add --weft:lb=NAME (greedy-refine, for one)",
-                        set.origin(name).c_str());
   c.measure_busy = c.stats || c.lb != "off";
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());

@@ -1,8 +1,9 @@
 // Migration: an array element asked to move (migrate_to) leaves when its
 // entry returns, packed with its reduction round, epoch, broadcast count
-// and (while balancing measures it) its load so far; the messages waiting in its mailboxes follow
-// it. At the new PE it is rebuilt (default construction, then pup), tells its home, and catches up
-// with the broadcasts it missed on the way.
+// and (while balancing measures it) its load so far; the messages waiting
+// in its mailboxes follow it. At the new PE it is rebuilt (default
+// construction, then pup), tells its home, and catches up with the
+// broadcasts it missed on the way.
 //
 // The epoch (migrations so far) orders location news: a PE keeps the
 // newest it has heard, whatever order the news arrives in.

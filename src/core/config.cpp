@@ -268,6 +268,24 @@ void define_runtime_options(base::option_set& set) {
                 std::uint64_t n = 0;
                 return parse_byte_size(v, n);
               })});
+  // What the load database measures (src/objects/sync.cpp, docs/lb.md "Load
+  // options"): which clock, how much of the past, how many entries.
+  set.define({"lb-load", "wall", "wall|cpu",
+              "what an element's load is: the wall time of its entry methods, or the CPU time "
+              "its PE's thread spent in them (not the time the core ran something else)",
+              base::one_of({"wall", "cpu"})});
+  set.define({"lb-average", "0", "number 0 <= A < 1",
+              "the load a balancing step sees: A x the previous step's + (1 - A) x this "
+              "interval's (0: this interval only)",
+              [](const std::string& v) -> std::optional<std::string> {
+                if (auto bad = base::number_in(0.0, 1.0)(v)) return bad;
+                if (std::strtod(v.c_str(), nullptr) >= 1.0) return std::string("out of range");
+                return std::nullopt;
+              }});
+  set.define({"lb-sample", "1", "integer 1..1000000",
+              "time one entry method in N on each PE (on average; 1: every one) and estimate "
+              "the others from each element's timed ones",
+              base::integer_in(1, 1000000)});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -363,6 +381,9 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.lb_period_s = set.get_double("lb-period");
   c.lb_together = set.get("lb-arrays") == "together";
   c.lb_dump = set.given("lb-dump") ? set.get("lb-dump") : "";
+  c.lb_load_cpu = set.get("lb-load") == "cpu";
+  c.lb_average = set.get_double("lb-average");
+  c.lb_sample = int(set.get_int("lb-sample"));
   parse_step_range(set.get("lb-dump-steps"), c.lb_dump_first, c.lb_dump_last);
   if (set.given("lb-dump-steps") && c.lb_dump.empty())
     base::usage_error("%s applies only with --weft:lb-dump=FILE",

@@ -204,7 +204,7 @@ element_record& construct_element(local_collection& lc, const index_key& key, st
   rec.red_round = round;
   rec.epoch = epoch;
   rec.last_bcast = lc.bcast_count;
-  rec.measured = lc.ref.kind == collection_kind::array && is_measured(lc.ref);
+  set_measured(rec, lc.ref);
   rec.comm = rec.measured && g_comm_records;
   if (lc.ref.kind != collection_kind::chare) {
     // Chares neither reduce nor migrate: the local table is all they need.

@@ -265,9 +265,28 @@ extern bool g_measure_load;
 // a type with pup, while balancing is on (two clock reads per entry method,
 // ~20 ns here; the others pay nothing and count in their PE's background).
 bool is_measured(const collection_ref& ref);
-// Cycles in element entry methods on this PE (every collection's), beside
-// the element's own: background is the PE's handler time less these.
+// Sets the record's measured and load_plain for an element of `ref`.
+void set_measured(element_record& rec, const collection_ref& ref);
+// --weft:lb-load, -average and -sample (docs/lb.md "Load options"). Set
+// before the PEs start, read-only while they run.
+struct load_options {
+  bool cpu = false;    // the PE thread's CPU time instead of the TSC's wall time
+  int sample = 1;      // one entry timed in `sample` per PE, on average
+  double average = 0;  // the previous step's weight in a step's loads
+};
+extern load_options g_load;
+// Time in element entry methods on this PE (every collection's, timed
+// entries only), beside the element's own: background is the PE's busy
+// time less these.
 extern thread_local std::uint64_t t_element_cycles;
+// Sampling's state on a PE (sync.cpp): one thread_local, so that an entry
+// pays one look-up of it (__tls_get_addr in the shared library), not four.
+struct pe_sampling {
+  std::int64_t gap = 1;                       // entries until the next timed one
+  std::uint64_t rng = 0x9e3779b97f4a7c15ull;  // xorshift state that draws the gaps
+  std::uint64_t entries = 0, sampled = 0;     // measured elements' entries, timed ones
+};
+extern thread_local pe_sampling t_sampling;
 [[gnu::always_inline]] inline void count_element_cycles(element_record& rec, std::uint64_t c) {
   rec.load_cycles += c;
   t_element_cycles += c;
@@ -285,6 +304,28 @@ extern bool g_comm_records;
 // invoke_entry for an element with `comm`: out of line, so that the entry
 // calls of others test one bit and keep nothing across the call.
 [[gnu::noinline]] void invoke_entry_counted(element_record& rec, const entry_info& e, message& m);
+// The clock where a measured element's entry method starts, or 0 when this
+// entry is not timed (sampling: a PE-local countdown of random length, mean
+// N, so that entries in a fixed rotation do not always time the same
+// element); end_load adds what it took. Only the default (the TSC, every
+// entry) is inline, and chosen by a bit of the record, which is in a
+// register already: the other cases inlined, or g_load read, made every
+// element message's delivery save one more register, balancing on or off
+// (4 instructions a message more in callgrind).
+[[gnu::noinline]] std::uint64_t begin_load_other(element_record& rec);
+[[gnu::noinline]] void end_load_other(element_record& rec, std::uint64_t t0);
+[[gnu::always_inline]] inline std::uint64_t begin_load(element_record& rec) {
+  return rec.load_plain ? base::cycles() : begin_load_other(rec);
+}
+[[gnu::always_inline]] inline void end_load(element_record& rec, std::uint64_t t0) {
+  if (rec.load_plain)
+    count_element_cycles(rec, base::cycles() - t0);
+  else
+    end_load_other(rec, t0);
+}
+// The load state that moves with a migrating element (migration.cpp):
+// packed or unpacked as `p` says.
+void pup_load(element_record& rec, pupper& p);
 // A migrating element's state says whether the balancer moved it (the new
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
@@ -356,7 +397,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   rec.running = e.name.c_str();
   if (trace::on()) [[unlikely]]
     trace_entry_begin(rec, e);
-  const std::uint64_t t0 = rec.measured ? base::cycles() : 0;
+  const std::uint64_t t0 = __builtin_expect(rec.measured, 0) ? begin_load(rec) : 0;
   try {
     e.invoke(*rec.obj, m);
   } catch (const serialization_error& ex) {
@@ -367,7 +408,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
                 element_name(rec).c_str(), my_pe(), ex.what());
   }
   if (t0 != 0) [[unlikely]]
-    count_element_cycles(rec, base::cycles() - t0);
+    end_load(rec, t0);
   if (trace::on()) [[unlikely]]
     trace_entry_end(e);
   rec.running = nullptr;

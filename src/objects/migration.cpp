@@ -1,8 +1,9 @@
 // Migration: an array element asked to move (migrate_to) leaves when its
-// entry returns, packed with its reduction round, epoch and broadcast
-// count; the messages waiting in its mailboxes follow it. At the new PE it
-// is rebuilt (default construction, then pup), tells its home, and catches
-// up with the broadcasts it missed on the way.
+// entry returns, packed with its reduction round, epoch, broadcast count
+// and (while balancing measures it) its load so far; the messages waiting
+// in its mailboxes follow it. At the new PE it is rebuilt (default
+// construction, then pup), tells its home, and catches up with the
+// broadcasts it missed on the way.
 //
 // The epoch (migrations so far) orders location news: a PE keeps the
 // newest it has heard, whatever order the news arrives in.
@@ -59,6 +60,7 @@ std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balan
     std::uint8_t flags =
         std::uint8_t((by_balancer ? 1 : 0) | (rec.sync == sync_state::waiting ? 2 : 0));
     p | round | ep | bc | flags;
+    if (rec.measured) pup_load(rec, p);
     type.pup(*rec.obj, p);
   };
   pupper sizer = pupper::sizer();
@@ -99,7 +101,7 @@ void receive_migrating_element(message_ptr m) {
   rec.ref = lc.ref;
   rec.key = h.key;
   rec.coll = &lc;
-  rec.measured = is_measured(lc.ref);
+  set_measured(rec, lc.ref);
   rec.comm = rec.measured && g_comm_records;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
@@ -108,6 +110,7 @@ void receive_migrating_element(message_ptr m) {
   std::uint8_t flags = 0;
   p | rec.red_round | rec.epoch | rec.last_bcast | flags;
   if (flags & 2) rec.sync = sync_state::waiting;
+  if (rec.measured) pup_load(rec, p);
   t_constructing_record = &rec;
   element_base* obj = type.make_empty();
   t_constructing_record = nullptr;

@@ -437,6 +437,9 @@ struct local_collection {
   std::uint64_t sync_busy0 = 0;      // pe_busy_cycles() when the last step ended here
   std::size_t sync_waiting = 0;      // elements here whose record says sync_state other than none
   std::uint64_t sync_elements0 = 0;  // t_element_cycles then (sync.cpp)
+  std::uint64_t sync_entries0 = 0;   // t_sampling.entries then
+  std::uint64_t sync_sampled0 = 0;   // t_sampling.sampled then
+  double sync_background_previous = -1;  // the last step's background here (--weft:lb-average)
   std::unique_ptr<sync_tree_state> sync_tree;  // hierarchical steps (sync_tree.cpp)
   bool sync_joined = false;                    // told PE 0 it takes part (lb-arrays=together)
   sync_root sync;                              // on the root PE

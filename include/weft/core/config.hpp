@@ -70,6 +70,9 @@ struct runtime_config {
   // --weft:lb-dump).
   bool lb_comm = false;
   std::uint64_t lb_max_bytes = std::uint64_t(64) << 20;  // packed bytes in flight per PE
+  bool lb_load_cpu = false;  // loads are the thread's CPU time, not wall time
+  double lb_average = 0;     // 0 <= A < 1: a step sees A x the last estimate + (1 - A) x now
+  int lb_sample = 1;         // time one entry in this many per PE (1: all)
   // Idle time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;  // --weft:counters set: refused counters are said
   std::string config_text;    // --weft:print-config text: values and their origins

@@ -125,6 +125,13 @@ struct element_extras {
   std::vector<std::coroutine_handle<>> coroutines;  // suspended tasks it owns
   std::unordered_map<std::uint32_t, mailbox> mailboxes;
   std::coroutine_handle<> sync_h;  // co_await at_sync(): resumed after the step
+  // The load options that need more than the record's load_cycles
+  // (src/objects/sync.cpp; the record has no room left): with
+  // --weft:lb-sample > 1, the entries since the last step and how many of
+  // them were timed; with --weft:lb-average > 0, the load the last step saw.
+  // They move with the element.
+  std::uint32_t entries = 0, sampled = 0;
+  double previous_load = -1;  // seconds; < 0: no step yet
 };
 
 // The runtime's record of one element, shared with the element's base
@@ -140,8 +147,10 @@ struct element_record {
   local_collection* coll = nullptr;
   std::uint64_t last_bcast = 0;   // broadcasts delivered so far
   const char* running = nullptr;  // entry running now, for errors
-  // Load balancing (src/objects/sync.cpp). Cycles in this element's entry
-  // methods since its last at_sync (counted only while balancing is on).
+  // Load balancing (src/objects/sync.cpp). Time in this element's entry
+  // methods since its last step (counted only while balancing is on): TSC
+  // cycles, or nanoseconds of CPU time with --weft:lb-load=cpu; with
+  // --weft:lb-sample > 1, of the timed entries only.
   std::uint64_t load_cycles = 0;
   std::unique_ptr<element_extras> extras_;  // null until needed: extras()
   std::uint32_t red_round = 0;              // next reduction round this element contributes to
@@ -150,9 +159,10 @@ struct element_record {
   bool destroy_requested = false;
   bool contributed_now = false;  // in the current invocation (twice is an error)
   sync_state sync = sync_state::none;
-  bool migratable : 1 = true;  // set_migratable(false): the balancer never moves it
-  bool measured : 1 = false;   // an array element of a type with pup: its load is measured
-  bool comm : 1 = false;       // measured, and --weft:lb-comm=element: what it sends is counted
+  bool migratable : 1 = true;   // set_migratable(false): the balancer never moves it
+  bool measured : 1 = false;    // an array element of a type with pup: its load is measured
+  bool comm : 1 = false;        // measured, and --weft:lb-comm=element: what it sends is counted
+  bool load_plain : 1 = false;  // measured by the TSC at every entry (no lb-load=cpu, no sampling)
 
   element_extras& extras() {
     if (!extras_) extras_ = std::make_unique<element_extras>();

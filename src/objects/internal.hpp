@@ -326,6 +326,19 @@ extern bool g_comm_records;
 // The load state that moves with a migrating element (migration.cpp):
 // packed or unpacked as `p` says.
 void pup_load(element_record& rec, pupper& p);
+// The load database (load_database.cpp), as sync.cpp's steps take it.
+// The load of `rec` a step sees (its estimate, or its measured time,
+// sampled and averaged as the options say); its next interval starts.
+double step_load(const local_collection& lc, element_record& rec);
+// This PE's busy time outside every element since lc's last step here
+// (seconds); its next interval starts.
+double background_since_last(local_collection& lc);
+// The PE's interval for lc starts now.
+void start_pe_interval(local_collection& lc);
+// --weft:lb-sample: this PE's first gap (each PE draws its own).
+void start_sampling();
+// What this PE counted for lc since the root last took it.
+std::vector<comm_record> take_comm(local_collection& lc);
 // A migrating element's state says whether the balancer moved it (the new
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);

@@ -39,97 +39,6 @@
 
 namespace weft::objects::detail {
 
-bool g_measure_load = false;
-bool g_comm_records = false;
-load_options g_load;
-thread_local std::uint64_t t_element_cycles = 0;
-thread_local pe_sampling t_sampling;
-
-namespace {
-
-// Uniform on 1..2N-1: mean N. A fixed gap of N would time the same element
-// every time when the PE runs its elements in a rotation whose length
-// divides N, and never the others.
-std::int64_t draw_gap(pe_sampling& s) {
-  s.rng ^= s.rng << 13;
-  s.rng ^= s.rng >> 7;
-  s.rng ^= s.rng << 17;
-  return 1 + std::int64_t(s.rng % std::uint64_t(2 * g_load.sample - 1));
-}
-
-// The thread's CPU time in ns, never 0 (0 says "not timed"): a system call,
-// not the vDSO: about 1 µs on the 2-core VM, 50 times an rdtsc (18 ns).
-std::uint64_t thread_cpu_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec) + 1;
-}
-
-std::uint64_t load_clock() noexcept {
-  return g_load.cpu ? thread_cpu_ns() : base::cycles();
-}
-
-// Counts the entry for `rec` and its PE; true when this one is timed.
-bool sample_entry(element_record& rec) {
-  element_extras& x = rec.extras();
-  pe_sampling& s = t_sampling;
-  ++x.entries;
-  ++s.entries;
-  if (--s.gap > 0) return false;
-  s.gap = draw_gap(s);
-  ++x.sampled;
-  ++s.sampled;
-  return true;
-}
-
-}  // namespace
-
-std::uint64_t begin_load_other(element_record& rec) {
-  if (g_load.sample > 1 && !sample_entry(rec)) return 0;
-  return load_clock();
-}
-
-void end_load_other(element_record& rec, std::uint64_t t0) {
-  count_element_cycles(rec, load_clock() - t0);
-}
-
-void pup_load(element_record& rec, pupper& p) {
-  std::uint64_t cycles = rec.load_cycles;
-  std::uint32_t entries = rec.extras_ ? rec.extras_->entries : 0;
-  std::uint32_t sampled = rec.extras_ ? rec.extras_->sampled : 0;
-  double previous = rec.extras_ ? rec.extras_->previous_load : -1;
-  p | cycles | entries | sampled | previous;
-  if (!p.unpacking()) return;
-  rec.load_cycles = cycles;
-  if (entries != 0 || sampled != 0 || previous >= 0) {
-    element_extras& x = rec.extras();
-    x.entries = entries;
-    x.sampled = sampled;
-    x.previous_load = previous;
-  }
-}
-
-// One hash probe per message sent by a counted element to its own
-// collection: the pair's running totals on this PE, no lock (the map is
-// the PE's). The root takes them with the step's other figures.
-void record_comm(local_collection& lc, message& m) {
-  comm_count& c = lc.comm[comm_pair{lc.comm_sender->key, header_of(m).key}];
-  ++c.messages;
-  c.bytes += args_size(m);
-}
-
-// The element is its collection's sender while the entry runs, which runs
-// as any other: with `comm` cleared, so that invoke_entry does not come
-// back here (an entry of the same element nested in this one, as a
-// scheduler turn inside it may run, then leaves the sender as it is).
-void invoke_entry_counted(element_record& rec, const entry_info& e, message& m) {
-  element_record* const outer_sender = comm_enter(rec);
-  rec.comm = false;
-  invoke_entry(rec, e, m);
-  rec.comm = true;
-  rec.coll->comm_sender = outer_sender;
-}
-
 namespace {
 
 balancer_fn g_balancer = nullptr;
@@ -142,66 +51,6 @@ std::uint64_t g_max_bytes = std::uint64_t(64) << 20;  // --weft:lb-max-bytes
 // initialisation, as every reducer must be (its id is the same in every
 // process).
 const std::uint32_t sync_reducer = reducer_registered<op::concat_t, std::vector<sync_record>>;
-
-double cycles_to_s(std::uint64_t c) {
-  return base::cycles_to_ns(c) * 1e-9;
-}
-
-// Seconds of load_cycles' unit: TSC cycles, or CPU nanoseconds.
-double load_to_s(std::uint64_t u) {
-  return g_load.cpu ? double(u) * 1e-9 : cycles_to_s(u);
-}
-
-// With sampling: the PE's time per timed entry (all arrays' elements) since
-// lc's last step here, or since the PE started when none was timed since.
-double pe_seconds_per_entry(const local_collection& lc) {
-  std::uint64_t n = t_sampling.sampled - lc.sync_sampled0, u = t_element_cycles - lc.sync_elements0;
-  if (n == 0) {
-    n = t_sampling.sampled;
-    u = t_element_cycles;
-  }
-  return n == 0 ? 0.0 : load_to_s(u) / double(n);
-}
-
-// --weft:lb-average: A x the last step's value + (1 - A) x this interval's;
-// the first step sees its interval alone (an average with 0 would halve it).
-double averaged(double now, double& previous) {
-  const double a = g_load.average;
-  if (a > 0 && previous >= 0) now = a * previous + (1 - a) * now;
-  previous = now;
-  return now;
-}
-
-// The load of `rec` a step sees; its next interval starts. With sampling,
-// the ratio estimator: its entries x its mean timed entry. Unbiased for the
-// element as long as which entries are timed does not depend on their cost
-// (the random gaps); an element none of whose entries was timed gets its
-// entries x the PE's mean timed entry, biased towards the PE's other
-// elements.
-double step_load(const local_collection& lc, element_record& rec) {
-  double now = load_to_s(rec.load_cycles);
-  rec.load_cycles = 0;
-  if (g_load.sample > 1 && rec.extras_) {
-    element_extras& x = *rec.extras_;
-    if (x.sampled > 0)
-      now *= double(x.entries) / double(x.sampled);
-    else
-      now = double(x.entries) * pe_seconds_per_entry(lc);
-    x.entries = x.sampled = 0;
-  }
-  const double estimate = rec.obj->load_estimate();
-  if (estimate >= 0) return estimate;
-  if (g_load.average <= 0) return now;
-  return averaged(now, rec.extras().previous_load);
-}
-
-// The PE's interval for lc starts now.
-void start_pe_interval(local_collection& lc) {
-  lc.sync_busy0 = weft::detail::pe_busy_cycles();
-  lc.sync_elements0 = t_element_cycles;
-  lc.sync_entries0 = t_sampling.entries;
-  lc.sync_sampled0 = t_sampling.sampled;
-}
 
 // Plan message: arg_pe says which kind.
 enum plan_kind : std::int32_t { plan_moves = 0, plan_cancel = 1 };
@@ -237,16 +86,6 @@ void cancel_arrival(local_collection& lc, int to) {
   message_ptr m = new_control_message(lc.ref, index_key{}, op_sync_plan, 0);
   header_of(*m).arg_pe = plan_cancel;
   send_object_to_pe(to, std::move(m));
-}
-
-// What this PE counted for the collection since the root last took it;
-// the next interval starts now.
-std::vector<comm_record> take_comm(local_collection& lc) {
-  std::vector<comm_record> out;
-  out.reserve(lc.comm.size());
-  for (const auto& [pair, c] : lc.comm) out.push_back({pair.from, pair.to, c.messages, c.bytes});
-  lc.comm.clear();
-  return out;
 }
 
 // Whether the element takes part in the current step: in an at_sync step
@@ -287,25 +126,6 @@ void send_queued(local_collection& lc) {
   }
 }
 
-// This PE's busy time other than element entry methods since the
-// collection's last step here (seconds); the next interval starts now. The
-// busy time is wall time (the PE not idle) whatever --weft:lb-load says:
-// with cpu, time the core ran something else while an element ran stays
-// with the PE as background instead of moving with the element, and the
-// PE's total stays its busy time.
-double background_since_last(local_collection& lc) {
-  const double busy = cycles_to_s(weft::detail::pe_busy_cycles() - lc.sync_busy0);
-  double elements = load_to_s(t_element_cycles - lc.sync_elements0);
-  if (g_load.sample > 1) {
-    const std::uint64_t n = t_sampling.entries - lc.sync_entries0;
-    const std::uint64_t timed = t_sampling.sampled - lc.sync_sampled0;
-    elements =
-        timed > 0 ? elements * double(n) / double(timed) : double(n) * pe_seconds_per_entry(lc);
-  }
-  start_pe_interval(lc);
-  return averaged(busy > elements ? busy - elements : 0.0, lc.sync_background_previous);
-}
-
 void run_resume_from_sync(element_record& rec) {
   rec.contributed_now = false;
   rec.running = "resume_from_sync";
@@ -325,18 +145,8 @@ void run_resume_from_sync(element_record& rec) {
 
 }  // namespace
 
-bool is_measured(const collection_ref& ref) {
-  return g_measure_load && ref.kind == collection_kind::array &&
-         element_type(ref.type).pup != nullptr;
-}
-
 balancer_fn balancer() {
   return g_balancer;
-}
-
-void set_measured(element_record& rec, const collection_ref& ref) {
-  rec.measured = is_measured(ref);
-  rec.load_plain = rec.measured && !g_load.cpu && g_load.sample == 1;
 }
 
 void set_balancer(balancer_fn fn) {
@@ -690,9 +500,7 @@ void request_balance_everywhere() {
 
 void sync_pe_start() {
   const runtime_config& cfg = weft::config();
-  // Each PE draws its own gaps, the first one too.
-  t_sampling.rng ^= std::uint64_t(my_pe() + 1) * 0xbf58476d1ce4e5b9ull;
-  t_sampling.gap = draw_gap(t_sampling);
+  start_sampling();
   if (!g_balancing || cfg.lb_period_s <= 0) return;
   // A condition, not a timer: it keeps no job from ending (quiescence).
   const double period_ns = cfg.lb_period_s * 1e9;

@@ -75,6 +75,12 @@ void apply_home_update(local_collection& lc, const index_key& key, int pe, std::
     l.pe = pe;
     l.epoch = epoch;
     l.deleted = kind == loc_deleted;
+    // This PE's own sends look in `known` (find_element_pe), which it set
+    // when the element left from here: left stale, they would go to a place
+    // two moves old and be forwarded, and a later one, sent once a PE on
+    // that path has learnt the new place, could overtake them.
+    if (auto k = lc.known.find(key); k != lc.known.end() && epoch >= k->second.epoch)
+      k->second = {pe, epoch, kind == loc_deleted};
   }
   if (!l.deleted && l.pe == my_pe() && lc.local.contains(key)) lc.home.erase(at);
   if (kind != loc_deleted && !lc.waiting.empty()) {

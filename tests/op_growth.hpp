@@ -4,9 +4,10 @@
 // machine runs 16 PEs oversubscribed, which is fine for counting.
 //
 // The check: each doubling of P from 4 on may add no more than the first
-// doubling (2 -> 4) did (nothing, if it lowered the count), plus `slack`. a + b log2 P adds b per
-// doubling and passes; a + c P adds 2c, 4c, 8c and fails once c is above the slack, whatever the
-// constant a (a plain ratio to the count at 2 PEs would let a large a hide the P term).
+// doubling (2 -> 4) did (nothing, if it lowered the count), plus `slack`.
+// a + b log2 P adds b per doubling and passes; a + c P adds 2c, 4c, 8c and
+// fails once c is above the slack, whatever the constant a (a plain ratio
+// to the count at 2 PEs would let a large a hide the P term).
 #pragma once
 #include <gtest/gtest.h>
 #include <algorithm>

@@ -16,6 +16,7 @@
 // scheduler (lesson 11), and two teams waiting for each other's PEs cannot
 // deadlock.
 #pragma once
+#include <sched.h>
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -297,6 +298,36 @@ class sleeper_list {
   std::atomic<std::size_t> size_{0};
 };
 
+// The lock of the team's task graph and shared queue: short critical
+// sections inside which no ULT switches. A contended std::mutex sent the
+// waiter's whole PE to sleep in the kernel and cost a futex wake-up per
+// hand-over: in a dependence wavefront at 2 threads, where the creating
+// thread links each new task while the other unlinks each finished one,
+// that was most of the time per task (perf: the futex wake and the task
+// switch, 27% of the run). This one spins a little, then yields the CPU (a
+// holder preempted on an oversubscribed machine gets it back), never
+// sleeps: 2 threads, quiet VM, one interleaved run of 5, microseconds per
+// task against libgomp's, chain 0.44 -> 0.34 (libgomp 0.36), wavefront
+// 1.19 -> 0.65 (libgomp 0.41); 256 spins instead of 32 measured alike.
+class short_lock {
+ public:
+  void lock() noexcept {
+    for (int spins = 0;; ++spins) {
+      if (word_.load(std::memory_order_relaxed) == 0 &&
+          word_.exchange(1, std::memory_order_acquire) == 0)
+        return;
+      if (spins < 32)
+        base::cpu_relax();
+      else
+        sched_yield();
+    }
+  }
+  void unlock() noexcept { word_.store(0, std::memory_order_release); }
+
+ private:
+  std::atomic<std::uint32_t> word_{0};
+};
+
 struct team {
   int size = 1;
   void (*fn)(void*) = nullptr;
@@ -357,7 +388,7 @@ struct team {
   // queued by a thread that owns none of the team's deques (a successor
   // released by omp_fulfill_event), which any member takes
   // (task_queue.cpp); tasks_shared is its length, read without the mutex.
-  alignas(base::cache_line) std::mutex task_mutex;
+  alignas(base::cache_line) short_lock task_mutex;
   std::deque<task_node*> tasks;  // guarded by task_mutex
   std::atomic<long> tasks_shared{0};
 

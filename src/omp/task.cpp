@@ -286,7 +286,7 @@ void complete(thread_state* me, task_node* node, task_node** next = nullptr) {
     std::vector<task_node*> ready;
     count(op::shared_rmw);
     {
-      std::lock_guard<std::mutex> lock(t->task_mutex);
+      std::lock_guard<short_lock> lock(t->task_mutex);
       unlink_deps(node);
       ready.swap(node->successors);
     }
@@ -366,7 +366,7 @@ void wait_for_deps(thread_state& me, void** depend) {
   waiter.waiter = true;
   {
     count(op::shared_rmw);
-    std::lock_guard<std::mutex> lock(t->task_mutex);
+    std::lock_guard<short_lock> lock(t->task_mutex);
     if (parent->deps == nullptr && parent->all_memory == nullptr) return;
     link_deps(parent, &waiter, items, false);
   }
@@ -424,7 +424,7 @@ void submit(thread_state& me, task_node* node, const std::vector<dep_item>* deps
   t->tasks_pending.fetch_add(1, std::memory_order_seq_cst);
   if (deps != nullptr && !deps->empty() && node->parent != nullptr) {
     count(op::shared_rmw);
-    std::lock_guard<std::mutex> lock(t->task_mutex);
+    std::lock_guard<short_lock> lock(t->task_mutex);
     link_deps(node->parent, node, *deps, true);
     // Not ready: its last predecessor's completion queues it.
     if (node->unmet.load(std::memory_order_relaxed) != 0) return;

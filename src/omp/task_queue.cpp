@@ -119,7 +119,7 @@ task_node* steal_task(thread_state& me, team& t, int self) {
 task_node* take_shared(team& t) {
   if (t.tasks_shared.load(std::memory_order_acquire) == 0) return nullptr;
   count(op::shared_rmw);
-  std::lock_guard<std::mutex> lock(t.task_mutex);
+  std::lock_guard<short_lock> lock(t.task_mutex);
   if (t.tasks.empty()) return nullptr;
   task_node* node = t.tasks.front();
   t.tasks.pop_front();
@@ -135,7 +135,7 @@ void enqueue_task(thread_state* me, team& t, task_node* node) {
     return;
   }
   count(op::shared_rmw);
-  std::lock_guard<std::mutex> lock(t.task_mutex);
+  std::lock_guard<short_lock> lock(t.task_mutex);
   t.tasks.push_back(node);
   t.tasks_shared.store(long(t.tasks.size()), std::memory_order_release);
 }

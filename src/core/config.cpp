@@ -257,7 +257,8 @@ void define_runtime_options(base::option_set& set) {
               "element: every measured element counts the messages and bytes it sends to each "
               "element of its array, and strategies see them as the instance's edges (one "
               "hash-table update per such message); auto: element when --weft:lb=comm or "
-              "--weft:lb-dump is given, else off (docs/lb.md)",
+              "--weft:lb-dump is given (not with --weft:lb=hierarchical or "
+              "--weft:lb-arrays=together, which place by load only), else off (docs/lb.md)",
               base::one_of({"auto", "off", "element"})});
   // Migration in a balancing step: a PE holds at most this many packed
   // bytes sent to other processes and not yet acknowledged (src/objects/sync.cpp).

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
-#include "lb/builtin.hpp"
 #include <unordered_map>
+#include "lb/builtin.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/pe.hpp"

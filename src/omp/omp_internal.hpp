@@ -23,8 +23,9 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "weft/base/cache.hpp"
 #include "weft/base/chase_lev.hpp"
 #include "weft/threads/fiber.hpp"
@@ -137,6 +138,37 @@ struct alignas(base::cache_line) ws_slot {
 
 inline constexpr unsigned ws_ring = 16;
 
+// A lock for short critical sections inside which no ULT switches: the
+// team's shared queue, and each task's list of successors. (It first
+// guarded the team's whole task graph.) A contended std::mutex sent the
+// waiter's whole PE to sleep in the kernel and cost a futex wake-up per
+// hand-over: in a dependence wavefront at 2 threads, where the creating
+// thread links each new task while the other unlinks each finished one,
+// that was most of the time per task (perf: the futex wake and the task
+// switch, 27% of the run). This one spins a little, then yields the CPU (a
+// holder preempted on an oversubscribed machine gets it back), never
+// sleeps: 2 threads, quiet VM, one interleaved run of 5, microseconds per
+// task against libgomp's, chain 0.44 -> 0.34 (libgomp 0.36), wavefront
+// 1.19 -> 0.65 (libgomp 0.41); 256 spins instead of 32 measured alike.
+class short_lock {
+ public:
+  void lock() noexcept {
+    for (int spins = 0;; ++spins) {
+      if (word_.load(std::memory_order_relaxed) == 0 &&
+          word_.exchange(1, std::memory_order_acquire) == 0)
+        return;
+      if (spins < 32)
+        base::cpu_relax();
+      else
+        sched_yield();
+    }
+  }
+  void unlock() noexcept { word_.store(0, std::memory_order_release); }
+
+ private:
+  std::atomic<std::uint32_t> word_{0};
+};
+
 // A task made by GOMP_task and deferred.
 // References: the task itself until it finished, plus each deferred child
 // until that child finished (so `refs == 1` while it runs means "no child
@@ -144,7 +176,14 @@ inline constexpr unsigned ws_ring = 16;
 // heap) is freed by whoever drops its last reference; implicit and
 // undeferred tasks live in a team or on a stack and wait for refs == 1
 // before they go.
-struct dep_slot;
+struct dep_table;
+struct task_node;
+
+// The few tasks a dependence names or releases live inside the task or
+// table entry that lists them: a task of a wavefront names 3 addresses and
+// releases about 2 successors, and a heap vector for each list was an
+// allocation (and its free) inside the task graph's lock per list.
+using task_list = absl::InlinedVector<task_node*, 2>;
 
 struct task_node {
   void (*fn)(void*) = nullptr;
@@ -167,19 +206,33 @@ struct task_node {
   std::atomic<int> holds{1};
   std::atomic<bool> fulfilled{false};
 
-  // Dependences (task.cpp), guarded by the owner team's task_mutex.
-  // As a sibling: the addresses it is registered under in its parent's
-  // table, the tasks waiting for it, and how many of its predecessors have
-  // not completed (it is queued when that reaches 0).
-  bool in_graph = false;
-  bool completed = false;
-  bool waiter = false;  // a stand-in of an undeferred task or taskwait depend: never queued
-  std::vector<void*> dep_addrs;
-  std::vector<task_node*> successors;
+  // Dependences (task.cpp). Only the thread running a parent links its
+  // children, so the parent's table (`deps`, `all_memory`) is that
+  // thread's alone; the edges between siblings are each predecessor's, under
+  // its `graph_lock`. No lock is the team's: in a wavefront the thread
+  // making tasks and the one finishing them touched one lock per task each.
+  //
+  // As a sibling: whether it is listed in its parent's table, the tasks
+  // waiting for it (guarded by graph_lock, like the setting of
+  // `completed`), and how many of its predecessors have not completed (it
+  // is queued when that reaches 0).
+  bool in_graph = false;  // written before the task is published
+  bool waiter = false;    // a stand-in of an undeferred task or taskwait depend: never queued
+  std::atomic<bool> completed{false};
+  short_lock graph_lock;
+  absl::InlinedVector<task_node*, 3> successors;
   std::atomic<int> unmet{0};
-  // As a parent: the last writers and readers of each address its children
-  // named, and the child with depend(inout: omp_all_memory) not completed.
-  std::unordered_map<void*, dep_slot>* deps = nullptr;
+  // A task listed in its parent's table may complete and drop its last
+  // reference while still listed: the table unlists completed tasks when it
+  // next looks at their address (or sweeps, or is cleared), not at their
+  // completion, which would take the table from the parent's thread. So a
+  // listed task is freed when both its references and its listings are
+  // gone: one hold for the references reaching 0, one per listing.
+  std::atomic<int> graph_holds{0};
+  // As a parent: per address its children named, the last writers and
+  // readers not known to have completed; and the child with
+  // depend(inout: omp_all_memory), if one may not have completed.
+  dep_table* deps = nullptr;
   task_node* all_memory = nullptr;
 
   task_node() = default;
@@ -192,10 +245,30 @@ struct task_node {
 // the ones a new writer (no readers since) or a new member of the current
 // set depends on; `set` the readers (in) or inoutset tasks since then.
 struct dep_slot {
-  std::vector<task_node*> prev;
-  std::vector<task_node*> set;
+  task_list prev;
+  task_list set;
   int set_kind = 0;
 };
+
+// A parent's dependence table. A flat table: an entry is no allocation of
+// its own (a node-based map allocated one per address).
+struct dep_table {
+  absl::flat_hash_map<void*, dep_slot> slots;
+  // Completed tasks are unlisted as their address is looked at; addresses
+  // no later task names are swept when the table has doubled since the
+  // last sweep (amortised O(1) per listing).
+  std::size_t sweep_at = 64;
+};
+
+// Unlists every task of `parent`'s table: the parent knows its children
+// completed (taskwait, the end of its region, its own end).
+void clear_deps(task_node* parent);
+
+// The end of an implicit task's body (the region's end, on its thread):
+// once its children with dependences completed, clears its table, so that
+// a recycled team's member does not keep them (or their memory) listed
+// until its next region.
+void end_implicit_task(thread_state& me);
 
 struct taskgroup {
   taskgroup* outer = nullptr;
@@ -296,36 +369,6 @@ class sleeper_list {
  private:
   std::vector<thread_state*> list_;
   std::atomic<std::size_t> size_{0};
-};
-
-// The lock of the team's task graph and shared queue: short critical
-// sections inside which no ULT switches. A contended std::mutex sent the
-// waiter's whole PE to sleep in the kernel and cost a futex wake-up per
-// hand-over: in a dependence wavefront at 2 threads, where the creating
-// thread links each new task while the other unlinks each finished one,
-// that was most of the time per task (perf: the futex wake and the task
-// switch, 27% of the run). This one spins a little, then yields the CPU (a
-// holder preempted on an oversubscribed machine gets it back), never
-// sleeps: 2 threads, quiet VM, one interleaved run of 5, microseconds per
-// task against libgomp's, chain 0.44 -> 0.34 (libgomp 0.36), wavefront
-// 1.19 -> 0.65 (libgomp 0.41); 256 spins instead of 32 measured alike.
-class short_lock {
- public:
-  void lock() noexcept {
-    for (int spins = 0;; ++spins) {
-      if (word_.load(std::memory_order_relaxed) == 0 &&
-          word_.exchange(1, std::memory_order_acquire) == 0)
-        return;
-      if (spins < 32)
-        base::cpu_relax();
-      else
-        sched_yield();
-    }
-  }
-  void unlock() noexcept { word_.store(0, std::memory_order_release); }
-
- private:
-  std::atomic<std::uint32_t> word_{0};
 };
 
 struct team {

@@ -16,10 +16,14 @@
 // when the last of them completes. mutexinoutset is ordered as inout (the
 // tasks then never overlap, in creation order: compliant, less parallel).
 // An undeferred task with dependences waits for its predecessors first and
-// is not recorded: it completes before its parent goes on. The graph is
-// guarded by the team's task_mutex; tasks without dependences never take
-// it. A task whose last predecessor completes runs next on the completing
-// thread (others released with it go on its deque): a chain stays on one
+// is not recorded: it completes before its parent goes on. The parent's
+// table is touched by the parent's thread only (it links its children; a
+// completed child stays listed until the table next looks at its address,
+// sweeps or is cleared, see task_node::graph_holds); an edge is made and
+// taken under the predecessor's own lock. No lock is the team's, so the
+// thread making tasks and those completing them do not take turns on one
+// line per task; tasks without dependences take none. A task whose last predecessor completes runs
+// next on the completing thread (others released with it go on its deque): a chain stays on one
 // warm thread and passes through no queue.
 //
 // detach: the task completes -- its successors released, its parent,
@@ -48,6 +52,7 @@ using base::count;
 using base::op;
 
 task_node::~task_node() {
+  if (deps != nullptr || all_memory != nullptr) clear_deps(this);
   delete deps;
 }
 
@@ -107,8 +112,10 @@ struct dep_item {
 // Both are read writers first (a depobj object's writer before the other
 // addresses, its reader after them), so the items come out writers first
 // in one vector: one allocation per task.
-std::vector<dep_item> parse_depend(void** depend) {
-  std::vector<dep_item> items;
+using dep_items = absl::InlinedVector<dep_item, 4>;
+
+dep_items parse_depend(void** depend) {
+  dep_items items;
   auto add = [&](void* addr, int kind) {
     for (const dep_item& d : items)
       if (d.addr == addr) return;
@@ -150,41 +157,98 @@ std::vector<dep_item> parse_depend(void** depend) {
   return items;
 }
 
-// Makes `self` wait for `pred` (guarded by the team's task_mutex).
+// Drops one of a listed task's holds (task_node::graph_holds).
+void drop_hold(task_node* node) {
+  if (node->graph_holds.fetch_sub(1, std::memory_order_acq_rel) == 1) delete node;
+}
+
+void drop_holds(task_list& v) {
+  for (task_node* node : v) drop_hold(node);
+  v.clear();
+}
+
+// Unlists the completed tasks of `v`.
+void prune(task_list& v) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    task_node* node = v[i];
+    if (node->completed.load(std::memory_order_acquire))
+      drop_hold(node);
+    else
+      v[kept++] = node;
+  }
+  v.resize(kept);
+}
+
+// Unlists every completed task and forgets the addresses left with none.
+void sweep(dep_table& table) {
+  for (auto it = table.slots.begin(); it != table.slots.end();) {
+    prune(it->second.prev);
+    prune(it->second.set);
+    if (it->second.prev.empty() && it->second.set.empty())
+      table.slots.erase(it++);
+    else
+      ++it;
+  }
+  table.sweep_at = std::max<std::size_t>(64, 2 * table.slots.size());
+}
+
+// Makes `self` wait for `pred`, unless pred completed. Under pred's lock,
+// which its completion takes to close its list of successors: an edge is
+// either in the list its completion takes, or not made.
 void add_pred(task_node* self, task_node* pred) {
-  if (pred == self || pred->completed) return;
+  if (pred == self || pred->completed.load(std::memory_order_acquire)) return;
+  count(op::shared_rmw);
+  std::lock_guard<short_lock> lock(pred->graph_lock);
+  if (pred->completed.load(std::memory_order_relaxed)) return;
   // One edge per pair: the clauses of one task are linked one after the
-  // other, so a repeat is the predecessor's last successor.
+  // other by one thread, so a repeat is the predecessor's last successor.
   if (!pred->successors.empty() && pred->successors.back() == self) return;
   pred->successors.push_back(self);
   self->unmet.fetch_add(1, std::memory_order_relaxed);
 }
 
-void add_preds(task_node* self, const std::vector<task_node*>& preds) {
+void add_preds(task_node* self, const task_list& preds) {
   for (task_node* p : preds) add_pred(self, p);
 }
 
 // Links `self`, a child of `parent`, after the siblings its dependences
-// name (guarded by the team's task_mutex). `record`: a deferred task, which
-// later siblings must find in the table; otherwise a waiter that only
-// learns its predecessors.
-void link_deps(task_node* parent, task_node* self, const std::vector<dep_item>& items,
-               bool record) {
-  if (parent->all_memory != nullptr) add_pred(self, parent->all_memory);
+// name; on the parent's thread. `record`: a deferred task, which later
+// siblings must find in the table; otherwise a waiter that only learns its
+// predecessors. The caller holds one count of self->unmet while this
+// runs, so that a predecessor completing meanwhile cannot release self
+// before the last edge is made.
+void link_deps(task_node* parent, task_node* self, const dep_items& items, bool record) {
+  if (parent->all_memory != nullptr) {
+    if (parent->all_memory->completed.load(std::memory_order_acquire)) {
+      drop_hold(parent->all_memory);
+      parent->all_memory = nullptr;
+    } else {
+      add_pred(self, parent->all_memory);
+    }
+  }
   const bool all_memory = std::any_of(items.begin(), items.end(), [](const dep_item& d) {
     return d.kind == dep_out && d.addr == nullptr;
   });
-  auto* table = parent->deps;
+  dep_table* table = parent->deps;
   if (all_memory) {
     // depend(inout: omp_all_memory): after every sibling with dependences,
     // and every later one with dependences after it.
     if (table != nullptr)
-      for (auto& entry : *table) {
+      for (auto& entry : table->slots) {
         add_preds(self, entry.second.prev);
         add_preds(self, entry.second.set);
       }
     if (record) {
-      if (table != nullptr) table->clear();
+      if (table != nullptr) {
+        for (auto& entry : table->slots) {
+          drop_holds(entry.second.prev);
+          drop_holds(entry.second.set);
+        }
+        table->slots.clear();
+      }
+      if (parent->all_memory != nullptr) drop_hold(parent->all_memory);
+      self->graph_holds.store(2, std::memory_order_relaxed);
       parent->all_memory = self;
       self->in_graph = true;
     }
@@ -192,25 +256,32 @@ void link_deps(task_node* parent, task_node* self, const std::vector<dep_item>& 
   }
   if (table == nullptr) {
     if (!record) return;
-    table = parent->deps = new std::unordered_map<void*, dep_slot>;
+    table = parent->deps = new dep_table;
   }
-  if (record) self->dep_addrs.reserve(items.size());
+  if (record) {
+    if (table->slots.size() >= table->sweep_at) sweep(*table);
+    // Its references, and one listing per address (each item lists it
+    // once, below).
+    self->graph_holds.store(1 + int(items.size()), std::memory_order_relaxed);
+  }
   for (const dep_item& d : items) {
     dep_slot* slot = nullptr;
     if (record) {
-      slot = &(*table)[d.addr];
-      self->dep_addrs.push_back(d.addr);
+      slot = &table->slots[d.addr];
     } else {
-      auto it = table->find(d.addr);
-      if (it == table->end()) continue;
+      auto it = table->slots.find(d.addr);
+      if (it == table->slots.end()) continue;
       slot = &it->second;
     }
+    prune(slot->prev);
+    prune(slot->set);
     if (d.kind == dep_out) {
       // A writer follows the readers since the last writer, or that writer.
       add_preds(self, slot->set.empty() ? slot->prev : slot->set);
       if (record) {
-        slot->prev.assign(1, self);
-        slot->set.clear();
+        drop_holds(slot->prev);
+        drop_holds(slot->set);
+        slot->prev.push_back(self);
         slot->set_kind = dep_out;
       }
     } else if (!slot->set.empty() && slot->set_kind == d.kind) {
@@ -221,14 +292,15 @@ void link_deps(task_node* parent, task_node* self, const std::vector<dep_item>& 
       // in after inoutset tasks, or the reverse: after all of them.
       add_preds(self, slot->set);
       if (record) {
+        drop_holds(slot->prev);
         slot->prev.swap(slot->set);
-        slot->set.assign(1, self);
+        slot->set.push_back(self);
         slot->set_kind = d.kind;
       }
     } else {
       add_preds(self, slot->prev);
       if (record) {
-        slot->set.assign(1, self);
+        slot->set.push_back(self);
         slot->set_kind = d.kind;
       }
     }
@@ -236,39 +308,33 @@ void link_deps(task_node* parent, task_node* self, const std::vector<dep_item>& 
   if (record) self->in_graph = true;
 }
 
-void erase_from(std::vector<task_node*>& v, task_node* node) {
-  auto it = std::find(v.begin(), v.end(), node);
-  if (it != v.end()) v.erase(it);
+}  // namespace
+
+void clear_deps(task_node* parent) {
+  if (parent->all_memory != nullptr) {
+    drop_hold(parent->all_memory);
+    parent->all_memory = nullptr;
+  }
+  if (parent->deps == nullptr) return;
+  for (auto& entry : parent->deps->slots) {
+    drop_holds(entry.second.prev);
+    drop_holds(entry.second.set);
+  }
+  parent->deps->slots.clear();
+  parent->deps->sweep_at = 64;
 }
 
-// `node` completed: leaves its parent's table; node->successors keeps the
-// successors whose last predecessor it was, for the caller to queue once
-// the lock is gone (guarded by the team's task_mutex).
-void unlink_deps(task_node* node) {
-  node->completed = true;
-  task_node* parent = node->parent;
-  if (parent != nullptr) {
-    if (parent->all_memory == node) parent->all_memory = nullptr;
-    if (parent->deps != nullptr)
-      for (void* addr : node->dep_addrs) {
-        auto it = parent->deps->find(addr);
-        if (it == parent->deps->end()) continue;
-        erase_from(it->second.prev, node);
-        erase_from(it->second.set, node);
-        if (it->second.prev.empty() && it->second.set.empty()) parent->deps->erase(it);
-      }
-  }
-  std::size_t ready = 0;
-  for (task_node* succ : node->successors)
-    if (succ->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1 && !succ->waiter)
-      node->successors[ready++] = succ;
-  node->successors.resize(ready);
-}
+namespace {
 
 // ---- running and completing ----------------------------------------------------------
 
 void release(task_node* node) {
-  if (node->refs.fetch_sub(1, std::memory_order_acq_rel) == 1 && node->heap) delete node;
+  if (node->refs.fetch_sub(1, std::memory_order_acq_rel) == 1 && node->heap) {
+    if (node->in_graph)
+      drop_hold(node);
+    else
+      delete node;
+  }
 }
 
 // A deferred task completed (its body returned and, if detachable, its
@@ -283,13 +349,22 @@ void release(task_node* node) {
 void complete(thread_state* me, task_node* node, task_node** next = nullptr) {
   team* t = node->owner;
   if (node->in_graph) {
-    std::vector<task_node*> ready;
+    absl::InlinedVector<task_node*, 3> ready;
     count(op::shared_rmw);
     {
-      std::lock_guard<short_lock> lock(t->task_mutex);
-      unlink_deps(node);
+      std::lock_guard<short_lock> lock(node->graph_lock);
+      node->completed.store(true, std::memory_order_release);
       ready.swap(node->successors);
     }
+    // The successors whose last predecessor this was. A waiter is read
+    // before the decrement: the one that reaches 0 lets its thread go on
+    // and its stand-in (on that thread's stack) go.
+    std::size_t n = 0;
+    for (task_node* succ : ready) {
+      const bool waiter = succ->waiter;
+      if (succ->unmet.fetch_sub(1, std::memory_order_acq_rel) == 1 && !waiter) ready[n++] = succ;
+    }
+    ready.resize(n);
     if (next != nullptr && !ready.empty()) {
       *next = ready.back();
       ready.pop_back();
@@ -361,16 +436,14 @@ void wait_for_deps(thread_state& me, void** depend) {
   task_node* parent = me.task;
   // Without a team no sibling was deferred.
   if (t == nullptr || parent == nullptr) return;
-  const std::vector<dep_item> items = parse_depend(depend);
+  const dep_items items = parse_depend(depend);
   task_node waiter;
   waiter.waiter = true;
-  {
-    count(op::shared_rmw);
-    std::lock_guard<short_lock> lock(t->task_mutex);
-    if (parent->deps == nullptr && parent->all_memory == nullptr) return;
-    link_deps(parent, &waiter, items, false);
-  }
+  if (parent->deps == nullptr && parent->all_memory == nullptr) return;
+  waiter.unmet.store(1, std::memory_order_relaxed);
+  link_deps(parent, &waiter, items, false);
   // The last predecessor's decrement is its last access to the waiter.
+  if (waiter.unmet.fetch_sub(1, std::memory_order_acq_rel) == 1) return;
   wait_tasks(me, [&] { return waiter.unmet.load(std::memory_order_acquire) == 0; });
 }
 
@@ -410,7 +483,7 @@ task_node* make_task(thread_state& me, void (*fn)(void*), void* data, void (*cpy
 // dependences name have completed -- and wakes the team's threads asleep
 // at a barrier, if any, so that they help. tasks_pending rises first, with
 // seq_cst: wake_for_tasks says why.
-void submit(thread_state& me, task_node* node, const std::vector<dep_item>* deps = nullptr) {
+void submit(thread_state& me, task_node* node, const dep_items* deps = nullptr) {
   team* t = me.t;
   if (node->parent != nullptr) {
     count(op::shared_rmw);
@@ -423,11 +496,10 @@ void submit(thread_state& me, task_node* node, const std::vector<dep_item>* deps
   count(op::shared_rmw);
   t->tasks_pending.fetch_add(1, std::memory_order_seq_cst);
   if (deps != nullptr && !deps->empty() && node->parent != nullptr) {
-    count(op::shared_rmw);
-    std::lock_guard<short_lock> lock(t->task_mutex);
+    node->unmet.store(1, std::memory_order_relaxed);
     link_deps(node->parent, node, *deps, true);
     // Not ready: its last predecessor's completion queues it.
-    if (node->unmet.load(std::memory_order_relaxed) != 0) return;
+    if (node->unmet.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   }
   enqueue_task(&me, *t, node);
   wake_for_tasks(*t);
@@ -516,6 +588,13 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
 
 }  // namespace
 
+void end_implicit_task(thread_state& me) {
+  task_node* task = me.task;
+  if (task == nullptr || (task->deps == nullptr && task->all_memory == nullptr)) return;
+  wait_tasks(me, [&] { return no_children(task); });
+  clear_deps(task);
+}
+
 bool run_one_task(thread_state& me) {
   team* t = me.t;
   if (t == nullptr || t->tasks_pending.load(std::memory_order_acquire) == 0) return false;
@@ -594,7 +673,7 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
   }
   task_node* node = make_task(me, fn, data, cpyfn, arg_size, arg_align, detach);
   if (has_depend) {
-    const std::vector<dep_item> items = parse_depend(depend);
+    const dep_items items = parse_depend(depend);
     submit(me, node, &items);
   } else {
     submit(me, node);
@@ -645,6 +724,8 @@ WEFT_GOMP void GOMP_taskwait() {
   task_node* task = me.task;
   if (task == nullptr) return;
   wait_tasks(me, [&] { return no_children(task); });
+  // Every child completed: none of its table's listings is needed.
+  if (task->deps != nullptr || task->all_memory != nullptr) clear_deps(task);
 }
 
 WEFT_GOMP void GOMP_taskyield() {

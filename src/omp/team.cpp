@@ -580,6 +580,7 @@ void member_main(threads::ult* u) {
         "(thread %d)",
         thr->id);
   }
+  end_implicit_task(*thr);
   while (t->tasks_pending.load(std::memory_order_acquire) != 0 && run_one_task(*thr)) {
   }
 }
@@ -684,6 +685,9 @@ void end_region(team* t) {
     }
     wait_step(master.thr, false, nullptr, nullptr, nullptr, nullptr);
   }
+  // Every task of the team is done.
+  if (master.implicit.deps != nullptr || master.implicit.all_memory != nullptr)
+    clear_deps(&master.implicit);
   set_current(t->outer);
   threads::release_pe_stack(t->family);
   if (trace::on() && master.thr.ult == nullptr) [[unlikely]]

@@ -52,7 +52,7 @@ struct global_icvs {
   // max-active-levels-var: set by omp_set_max_active_levels (any thread).
   std::atomic<int> max_active_levels{1};
   int thread_limit = 1 << 20;
-  std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE
+  std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE, else the C library's default
   bool cancellation = false;                       // cancel-var (OMP_CANCELLATION)
 };
 global_icvs& globals();

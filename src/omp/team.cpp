@@ -21,6 +21,7 @@
 // starts its subtree there. The region ends when every member's ULT has
 // ended (they arrive on a combining tree, barrier.cpp); the last reference
 // frees the team.
+#include <pthread.h>
 #include <sched.h>
 #include <atomic>
 #include <cctype>
@@ -164,8 +165,25 @@ std::optional<bool> parse_bool(const char* var, const char* v) {
   return std::nullopt;
 }
 
+// libgomp's threads take the C library's default thread stack (the
+// process's stack limit, `ulimit -s`, 8 MiB as a rule), and programs size
+// their stack arrays by it: a member's stack is never smaller (and at least
+// 4 MiB). Its pages are reserved, not committed, until used.
+std::size_t default_member_stack() {
+  std::size_t bytes = std::size_t(4) << 20;
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) == 0) {
+    std::size_t thread_default = 0;
+    if (pthread_attr_getstacksize(&attr, &thread_default) == 0)
+      bytes = std::max(bytes, thread_default);
+    pthread_attr_destroy(&attr);
+  }
+  return bytes;
+}
+
 void read_environment(global_icvs& g) {
   g.initial.nthreads = 0;  // 0: the PEs of the node (decided when it runs)
+  g.stack_bytes = default_member_stack();
   auto get = [](const char* var) -> const char* {
     const char* v = std::getenv(var);
     return v != nullptr && *v != '\0' ? v : nullptr;

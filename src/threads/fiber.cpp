@@ -13,17 +13,32 @@
 // call on the fiber's side. ThreadSanitizer keeps a shadow state per fiber
 // (__tsan_create_fiber, __tsan_switch_to_fiber before each jump).
 //
-// Stacks are mmap'd with a guard page below and cached per thread (capped),
-// so starting a fiber in steady state costs no system call. (mmap, mprotect
-// and munmap stay here, not in base/os: no other layer maps stacks.)
+// Stacks are mmap'd with a guard below (as large as the stack: guard_for)
+// and cached per thread
+// (capped), so starting a fiber in steady state costs no system call.
+// (mmap, mprotect and munmap stay here, not in base/os: no other layer maps
+// stacks.)
+//
+// An overflow is reported as one (report_overflow below), not as a bare
+// SIGSEGV: every thread that runs fibers gets an alternate signal stack (a
+// fault on the overflowed stack could not push the handler's frame), and
+// the handler names the fault when the faulting thread's fiber has its
+// stack pointer or the faulting address in or just below its guard. Other
+// faults go to the handler that was there before (or the default action).
+// Not in sanitizer builds: AddressSanitizer reports overflows itself, and
+// both sanitizers own the SIGSEGV handler.
 #include "weft/threads/fiber.hpp"
 
+#include <signal.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <boost/context/detail/fcontext.hpp>
 #include <cerrno>
+#include <cstring>
 #include <vector>
 #include "weft/base/error.hpp"
+#include "weft/core/pe.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -32,6 +47,9 @@
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 #define WEFT_FIBER_TSAN 1
+#endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(__x86_64__)
+#define WEFT_FIBER_OVERFLOW_REPORT 1
 #endif
 
 namespace weft::threads {
@@ -47,6 +65,22 @@ std::size_t page_bytes() {
   return p;
 }
 
+// The guard below a stack of `usable` bytes: as large as the stack (16
+// pages at least, 64 MiB at most). A frame larger than the room left moves
+// the stack pointer below the guard in one step, and its first access may
+// then land in another mapping -- the PE thread's own stack and TLS lie
+// close below, and a write there corrupts them silently -- instead of
+// faulting: a guard of the stack's size catches frames of up to twice it
+// (programs built with -fstack-clash-protection probe every page, and
+// fault in the guard whatever the frame). Its pages are address space
+// only.
+std::size_t guard_for(std::size_t usable) {
+  const std::size_t page = page_bytes();
+  const std::size_t lo = 16 * page, hi = std::size_t(64) << 20;
+  const std::size_t g = usable < lo ? lo : usable > hi ? hi : usable;
+  return (g + page - 1) / page * page;
+}
+
 // Unmaps a stack of ours: a failure is a program error (a bad address).
 void unmap(void* base, std::size_t bytes) noexcept {
   if (::munmap(base, bytes) != 0)
@@ -57,7 +91,7 @@ void unmap(void* base, std::size_t bytes) noexcept {
 struct stack_cache {
   struct entry {
     void* base;
-    std::size_t bytes;
+    std::size_t bytes;  // guard included
   };
   std::vector<entry> stacks;
   static constexpr std::size_t keep = 64;
@@ -69,10 +103,12 @@ struct stack_cache {
 };
 thread_local stack_cache t_stacks;
 
-// A mapping of at least `usable` bytes of stack plus a guard page.
-void* map_stack(std::size_t usable, std::size_t& bytes) {
+// A mapping of at least `usable` bytes of stack plus its guard (`guard`).
+void* map_stack(std::size_t usable, std::size_t& bytes, std::size_t& guard) {
   const std::size_t page = page_bytes();
-  bytes = (usable + page - 1) / page * page + page;
+  usable = (usable + page - 1) / page * page;
+  guard = guard_for(usable);
+  bytes = usable + guard;
   for (auto it = t_stacks.stacks.begin(); it != t_stacks.stacks.end(); ++it)
     if (it->bytes == bytes) {
       void* base = it->base;
@@ -83,9 +119,9 @@ void* map_stack(std::size_t usable, std::size_t& bytes) {
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (base == MAP_FAILED) base::fatal_sys(errno, "mmap", "for a fiber stack of %zu bytes", bytes);
-  if (::mprotect(base, page, PROT_NONE) != 0)
-    base::fatal_sys(errno, "mprotect", "for the guard page of the fiber stack at %p (%zu bytes)",
-                    base, bytes);
+  if (::mprotect(base, guard, PROT_NONE) != 0)
+    base::fatal_sys(errno, "mprotect", "for the guard of the fiber stack at %p (%zu bytes)", base,
+                    bytes);
   return base;
 }
 
@@ -121,9 +157,9 @@ struct fiber_access {
 #endif
   }
   static const void* stack_bottom(const fiber* f) {
-    return static_cast<const char*>(f->stack_) + page_bytes();
+    return static_cast<const char*>(f->stack_) + f->guard_bytes_;
   }
-  static std::size_t stack_size(const fiber* f) { return f->stack_bytes_ - page_bytes(); }
+  static std::size_t stack_size(const fiber* f) { return f->stack_bytes_ - f->guard_bytes_; }
 
   // First code run on the fiber's stack.
   static void trampoline(bctx::transfer_t t) noexcept {
@@ -147,12 +183,99 @@ struct fiber_access {
   }
 };
 
+namespace {
+
+#if WEFT_FIBER_OVERFLOW_REPORT
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1U << 31)  // Linux 4.7's, not in every C library's headers
+#endif
+struct sigaction g_previous_segv;
+
+// Async-signal-safe output: write(2) of a few pieces and numbers.
+void put(const char* s) noexcept {
+  const ssize_t n = ::write(STDERR_FILENO, s, std::strlen(s));
+  (void)n;
+}
+void put(unsigned long v) noexcept {
+  char digits[24];
+  int i = sizeof digits;
+  digits[--i] = 0;
+  do {
+    digits[--i] = char('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && i > 0);
+  put(digits + i);
+}
+
+void on_segv(int sig, siginfo_t* info, void* context) {
+  const fiber* f = fiber::current();
+  if (f != nullptr) {
+    const char* bottom = static_cast<const char*>(fiber_access::stack_bottom(f));
+    const auto* uc = static_cast<const ucontext_t*>(context);
+    const char* sp = reinterpret_cast<const char*>(uc->uc_mcontext.gregs[REG_RSP]);
+    const char* addr = static_cast<const char*>(info->si_addr);
+    // A frame larger than the guard moves the stack pointer past it: the
+    // first access then faults below the mapping.
+    const std::size_t reach = std::size_t(1) << 30;
+    const auto below = [&](const char* p) {
+      return p < bottom && bottom - p <= std::ptrdiff_t(reach);
+    };
+    if (below(sp) || below(addr)) {
+      put("weft: stack overflow in a logical thread (fiber) on PE ");
+      const int pe = weft::my_rank();
+      if (pe >= 0)
+        put(static_cast<unsigned long>(pe));
+      else
+        put("(none)");
+      put(": its stack is ");
+      put(static_cast<unsigned long>(fiber_access::stack_size(f) >> 10));
+      put(" KiB. An OpenMP thread's stack is OMP_STACKSIZE (e.g. OMP_STACKSIZE=64M).\n");
+    }
+  }
+  // The previous action takes the fault again as the instruction reruns
+  // (the default one ends the process with SIGSEGV).
+  ::sigaction(sig, &g_previous_segv, nullptr);
+}
+
+// Once per process: the handler; once per thread that runs fibers: its
+// alternate stack (never freed: the thread may fault until it ends).
+void arm_overflow_report() noexcept {
+  static const bool installed = [] {
+    struct sigaction sa{};
+    sa.sa_sigaction = &on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    return ::sigaction(SIGSEGV, &sa, &g_previous_segv) == 0;
+  }();
+  if (!installed) return;
+  stack_t current{};
+  if (::sigaltstack(nullptr, &current) == 0 && (current.ss_flags & SS_DISABLE) == 0)
+    return;  // the thread has one already (the program's): it serves
+  const std::size_t bytes = std::size_t(64) << 10;
+  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return;  // no report on this thread: a bare SIGSEGV, as before
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = bytes;
+  // Always from its top: a frame that overflowed a fiber's stack may have
+  // moved the stack pointer into this mapping (the kernel would then take
+  // it for the handler's stack in use and push below it).
+  ss.ss_flags = int(SS_AUTODISARM);
+  if (::sigaltstack(&ss, nullptr) != 0) ::munmap(mem, bytes);
+}
+
+thread_local bool t_armed = false;
+#endif
+
+}  // namespace
+
 fiber* fiber::create(entry fn, void* arg, std::size_t stack_bytes) {
   if (fn == nullptr) base::fatal("weft::threads::fiber::create: no function");
   auto* f = new fiber;
   f->fn_ = fn;
   f->arg_ = arg;
-  f->stack_ = map_stack(stack_bytes < 16384 ? 16384 : stack_bytes, f->stack_bytes_);
+  f->stack_ =
+      map_stack(stack_bytes < 16384 ? 16384 : stack_bytes, f->stack_bytes_, f->guard_bytes_);
 #if WEFT_FIBER_TSAN
   f->tsan_fiber_ = __tsan_create_fiber(0);
 #endif
@@ -173,12 +296,18 @@ void fiber::destroy(fiber* f) noexcept {
 bool fiber::resume() {
   if (done_) base::fatal("weft::threads::fiber::resume: the fiber has finished");
   if (t_current == this) base::fatal("weft::threads::fiber::resume: the fiber is running");
+#if WEFT_FIBER_OVERFLOW_REPORT
+  if (!t_armed) [[unlikely]] {
+    t_armed = true;
+    arm_overflow_report();
+  }
+#endif
   fiber* const prev = t_current;
   t_current = this;
   if (!started_) {
     started_ = true;
     char* top = static_cast<char*>(stack_) + stack_bytes_;
-    ctx_ = bctx::make_fcontext(top, stack_bytes_ - page_bytes(), &fiber_access::trampoline);
+    ctx_ = bctx::make_fcontext(top, stack_bytes_ - guard_bytes_, &fiber_access::trampoline);
   }
   void* fake = nullptr;
   fiber_access::start_switch(&fake, fiber_access::stack_bottom(this),

@@ -1,6 +1,12 @@
-// Fibers: run, suspend, resume, nesting, exceptions, stacks reused, and many
-// fibers interleaved on one thread and on several threads at once.
+// Fibers: run, suspend, resume, nesting, exceptions, stacks reused, many
+// fibers interleaved on one thread and on several threads at once, and a
+// stack overflow reported as one.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
 
 #include <atomic>
 #include <stdexcept>
@@ -101,7 +107,9 @@ constexpr std::size_t deep_bytes = 900 << 10, page = 4096;
 constexpr std::size_t deep_pages = (deep_bytes + page - 1) / page;
 
 // A distinct nonzero value for each page (none is what fresh memory holds).
-char page_mark(std::size_t i) { return char(1 + (i / page) % 120); }
+char page_mark(std::size_t i) {
+  return char(1 + (i / page) % 120);
+}
 
 void deep(void* arg) {
   // Uses most of a 1 MiB stack: the stack is as large as asked. Writes a mark
@@ -146,7 +154,8 @@ TEST(Fiber, ManyFibersInterleavedOnSeveralThreads) {
         while (any) {
           any = false;
           for (wt::fiber*& f : fs)
-            if (f != nullptr && !f->resume()) any = true;
+            if (f != nullptr && !f->resume())
+              any = true;
             else if (f != nullptr) {
               wt::fiber::destroy(f);
               f = nullptr;
@@ -161,3 +170,71 @@ TEST(Fiber, ManyFibersInterleavedOnSeveralThreads) {
 }
 
 }  // namespace
+
+// A stack overflow inside a fiber is reported as one (the faulting thread's
+// alternate signal stack runs the report), then the process ends with
+// SIGSEGV as before. Sanitizer builds keep their own SIGSEGV handling.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(__x86_64__)
+__attribute__((noinline)) int recurse(int depth) {
+  volatile char frame[512];
+  frame[0] = char(depth);
+  return depth > 1000000000 ? frame[0] : recurse(depth + 1) + frame[0];
+}
+
+void overflow_by_recursion(void*) {
+  std::printf("%d\n", recurse(0));
+}
+
+// One frame larger than the stack: its stack pointer jumps past the
+// guard's top page at once.
+__attribute__((noinline)) void overflow_by_one_frame(void*) {
+  volatile char big[192 << 10];
+  for (std::size_t i = 0; i < sizeof big; i += 64) big[i] = 1;
+  std::printf("%d\n", big[100]);
+}
+
+void run_on_fiber(wt::fiber::entry fn, std::size_t stack) {
+  wt::fiber* f = wt::fiber::create(fn, nullptr, stack);
+  f->resume();
+}
+
+TEST(FiberDeathTest, DeepRecursionIsReportedAsAStackOverflow) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(run_on_fiber(&overflow_by_recursion, 64 << 10),
+               "stack overflow in a logical thread \\(fiber\\).*its stack is 64 KiB");
+}
+
+TEST(FiberDeathTest, AFrameLargerThanTheStackIsReportedAsAStackOverflow) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(run_on_fiber(&overflow_by_one_frame, 128 << 10),
+               "stack overflow in a logical thread \\(fiber\\).*its stack is 128 KiB");
+}
+
+TEST(FiberDeathTest, OtherFaultsOnAFiberAreNotCalledOverflows) {
+  // A null write on a fiber: the fault goes to the default action (SIGSEGV)
+  // without the report. Run in a child whose standard error is read here.
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    dup2(out[1], STDERR_FILENO);
+    run_on_fiber(
+        [](void*) {
+          volatile int* null = nullptr;
+          *null = 1;
+        },
+        64 << 10);
+    _exit(0);
+  }
+  close(out[1]);
+  std::string err;
+  char buf[256];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) err.append(buf, std::size_t(n));
+  close(out[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << "status " << status;
+  EXPECT_EQ(err.find("overflow"), std::string::npos) << err;
+}
+#endif

@@ -42,8 +42,9 @@ class WEFT_API fiber {
   using entry = void (*)(void* arg);
 
   // A fiber that will run entry(arg) when first resumed, on a stack of at
-  // least `stack_bytes` (rounded up to pages; a guard page below it turns an
-  // overflow into a crash, not a corruption). Stacks are reused through a
+  // least `stack_bytes` (rounded up to pages; a guard below it, as large as
+  // the stack, turns an overflow into a fault, reported as a stack overflow,
+  // not a corruption). Stacks are reused through a
   // per-thread cache. Any thread.
   static fiber* create(entry fn, void* arg, std::size_t stack_bytes = default_stack_bytes);
   // Frees a fiber that returned or was never resumed; its stack goes to the
@@ -73,8 +74,9 @@ class WEFT_API fiber {
   void* back_ = nullptr;  // where its resumer continues
   entry fn_ = nullptr;
   void* arg_ = nullptr;
-  void* stack_ = nullptr;  // lowest address of the mapping (guard page included)
+  void* stack_ = nullptr;        // lowest address of the mapping (guard page included)
   std::size_t stack_bytes_ = 0;  // the mapping's size
+  std::size_t guard_bytes_ = 0;  // the inaccessible part at its bottom
   bool started_ = false;
   bool done_ = false;
   // errno is per OS thread, and the code between a fiber's switches (its

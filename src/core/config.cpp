@@ -287,6 +287,12 @@ void define_runtime_options(base::option_set& set) {
               "time one entry method in N on each PE (on average; 1: every one) and estimate "
               "the others from each element's timed ones",
               base::integer_in(1, 1000000)});
+  // The hierarchical tree's group level (src/objects/sync_tree.cpp and the
+  // offline strategy's options::group_size at run time).
+  set.define({"lb-tree-group", "16", "integer 1..1000000",
+              "--weft:lb=hierarchical: nodes per group of the tree PE -> node -> group -> root; "
+              "the root hears from the groups' leaders only (docs/lb.md)",
+              base::integer_in(1, 1000000)});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -385,6 +391,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.lb_load_cpu = set.get("lb-load") == "cpu";
   c.lb_average = set.get_double("lb-average");
   c.lb_sample = int(set.get_int("lb-sample"));
+  c.lb_tree_group = int(set.get_int("lb-tree-group"));
   parse_step_range(set.get("lb-dump-steps"), c.lb_dump_first, c.lb_dump_last);
   if (set.given("lb-dump-steps") && c.lb_dump.empty())
     base::usage_error("%s applies only with --weft:lb-dump=FILE",

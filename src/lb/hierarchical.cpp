@@ -2,8 +2,8 @@
 // root (paper 001, §V; Charm++'s TreeLB). Each level sees only its
 // children's summaries (load, PE count): a child above tolerance * its
 // share sheds the excess as a pool of objects (chosen by the child from
-// its own objects: a group asks its heaviest nodes, a node picks from its
-// own list), the pool goes heaviest first to the child with the least
+// its own objects: a group asks its nodes above their share, all at once,
+// a node picks from its own list), the pool goes heaviest first to the child with the least
 // load per PE, and each child then does the same below with what it
 // received. The lowest level balances a node's PEs with options::inner.
 // No level handles more than its children's summaries plus the objects
@@ -86,40 +86,32 @@ class hierarchical final : public strategy {
   template <class Shed>
   std::vector<std::vector<item>> level(std::vector<double>& load, const std::vector<double>& cap,
                                        std::vector<item>& pool, Shed shed) {
-    double total = 0, pes = 0;
-    for (std::size_t c = 0; c < load.size(); ++c) {
-      total += load[c];
-      pes += cap[c];
-    }
-    for (const item& it : pool) total += it.load;
+    double incoming = 0, pes = 0;
+    for (const item& it : pool) incoming += it.load;
+    for (double c : cap) pes += c;
     if (pes == 0) return std::vector<std::vector<item>>(load.size());
-    const double per_pe = total / pes;
+    const std::vector<double> amount = shed_amounts(load, cap, incoming, opts_->tolerance);
     for (std::size_t c = 0; c < load.size(); ++c) {
-      const double target = cap[c] * per_pe;
-      if (cap[c] > 0 && load[c] > target * upper_tolerance()) {
-        const std::size_t before = pool.size();
-        shed(c, load[c] - target, pool);
-        for (std::size_t k = before; k < pool.size(); ++k) load[c] -= pool[k].load;
-      }
+      if (amount[c] <= 0) continue;
+      const std::size_t before = pool.size();
+      shed(c, amount[c], pool);
+      for (std::size_t k = before; k < pool.size(); ++k) load[c] -= pool[k].load;
     }
     return share_pool(load, cap, pool);
   }
 
-  // A group gives `amount`: asked of its nodes in proportion to how far
-  // each is above its share of what the group keeps.
+  // A group gives `amount`, asked of its nodes all at once (split_shed, as
+  // the group's leader does at run time).
   void shed_group(std::size_t g, std::size_t gs, double amount, std::vector<item>& out) {
     const std::size_t first = g * gs, last = std::min(node_load_.size(), first + gs);
-    double load = 0, cap = 0;
-    for (std::size_t n = first; n < last; ++n) {
-      load += node_load_[n];
-      cap += node_cap_[n];
-    }
-    const double keep_per_pe = (load - amount) / cap;
-    double left = amount;
-    for (std::size_t n = first; n < last && left > 0; ++n) {
-      const double excess = node_load_[n] - node_cap_[n] * keep_per_pe;
-      if (excess > 0) left -= shed_node(n, std::min(excess, left), out);
-    }
+    const auto b = node_load_.begin();
+    const std::vector<double> ask =
+        split_shed(std::vector<double>(b + std::ptrdiff_t(first), b + std::ptrdiff_t(last)),
+                   std::vector<double>(node_cap_.begin() + std::ptrdiff_t(first),
+                                       node_cap_.begin() + std::ptrdiff_t(last)),
+                   amount);
+    for (std::size_t n = first; n < last; ++n)
+      if (ask[n - first] > 0) shed_node(n, ask[n - first], out);
   }
 
   // A node gives about `amount` from its own objects, heaviest first that
@@ -141,11 +133,6 @@ class hierarchical final : public strategy {
     node_load_[n] -= gave;
     return gave;
   }
-
-  // Above the nodes, a child sheds when it is a quarter of the tolerance
-  // over its share: the levels' slack compounds, and the node level spends
-  // the full tolerance.
-  double upper_tolerance() const { return tree_upper_tolerance(opts_->tolerance); }
 
   const instance* inst_ = nullptr;
   const options* opts_ = nullptr;

@@ -129,6 +129,7 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
   options opts;
   opts.tolerance = cfg.lb_tolerance;
   opts.seed = step + 1;
+  opts.group_size = cfg.lb_tree_group;
   result res = run(cfg.lb, inst, opts);
   if (dumps_step(step)) {
     dumped_step s;

@@ -16,6 +16,22 @@ inline double tree_upper_tolerance(double tolerance) {
   return 1 + (tolerance - 1) / 4;
 }
 
+// What each child of a level sheds: a child above the upper tolerance of
+// its share sheds its load less its share, where the share counts the load
+// arriving from above (`incoming`, the pool the level's parent gave it) as
+// well as the children's. `load` and `cap` (PEs) per child; 0: nothing.
+std::vector<double> shed_amounts(const std::vector<double>& load, const std::vector<double>& cap,
+                                 double incoming, double tolerance);
+
+// A group asked for `amount` splits it among its nodes (`load`, `cap` per
+// node, in order): each is asked for how far it is above its share of
+// what the group keeps, until the amount is spoken for. Every node is
+// asked at once, so that at run time the group leader needs one round
+// with its nodes, not one per node; a node that gives less than asked
+// leaves the group short by that much (the levels below even it out).
+std::vector<double> split_shed(const std::vector<double>& load, const std::vector<double>& cap,
+                               double amount);
+
 // The pool shed by some children goes to the children, heaviest first, each
 // where the load per PE after it is least. `load` and `cap` (PEs) per child;
 // `load` is updated, `pool` emptied. Returns what each child receives.

@@ -1,9 +1,9 @@
 // The lb layer's decisions in the hierarchical tree at run time
 // (objects' src/objects/sync_tree.cpp carries the tree out): what the
-// root asks each node to shed, where the shed records go, which records a
-// node sheds, and how a node places its records on its PEs -- the levels
-// of the offline strategy (hierarchical.cpp, tree.hpp), each run where
-// the tree puts it.
+// root asks each group to shed and a group each of its nodes, where the
+// shed records go, which records a node sheds, and how a node places its
+// records on its PEs -- the levels of the offline strategy
+// (hierarchical.cpp, tree.hpp), each run where the tree puts it.
 #include <algorithm>
 #include <numeric>
 #include "lb/placement.hpp"
@@ -23,18 +23,9 @@ double tolerance() {
   return weft::config().lb_tolerance;
 }
 
-std::vector<double> shed_amounts(const std::vector<double>& load, const std::vector<double>& pes) {
-  std::vector<double> shed(load.size(), 0.0);
-  const double total = std::accumulate(load.begin(), load.end(), 0.0);
-  const double cap = std::accumulate(pes.begin(), pes.end(), 0.0);
-  if (cap <= 0) return shed;
-  const double per_pe = total / cap;
-  for (std::size_t c = 0; c < load.size(); ++c) {
-    const double target = pes[c] * per_pe;
-    if (pes[c] > 0 && load[c] > target * tree_upper_tolerance(tolerance()))
-      shed[c] = load[c] - target;
-  }
-  return shed;
+std::vector<double> amounts(const std::vector<double>& load, const std::vector<double>& pes,
+                            double incoming) {
+  return shed_amounts(load, pes, incoming, tolerance());
 }
 
 std::vector<int> share(std::vector<double> load, const std::vector<double>& pes,
@@ -48,10 +39,13 @@ std::vector<int> share(std::vector<double> load, const std::vector<double>& pes,
   return to;
 }
 
-std::vector<std::uint32_t> pick(const std::vector<od::sync_record>& records, double amount) {
+std::vector<std::uint32_t> pick(const std::vector<od::sync_record>& records, double amount,
+                                const std::vector<std::uint32_t>& offered) {
+  std::vector<bool> gone(records.size(), false);
+  for (std::uint32_t i : offered) gone[i] = true;
   std::vector<std::uint32_t> ids;
   for (std::uint32_t i = 0; i < records.size(); ++i)
-    if (records[i].migratable) ids.push_back(i);
+    if (records[i].migratable && !gone[i]) ids.push_back(i);
   std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
     return records[a].load > records[b].load || (records[a].load == records[b].load && a < b);
   });
@@ -104,7 +98,8 @@ od::balance_plan within(const std::vector<od::sync_record>& records, int first_p
 
 void install_tree_runtime() {
   od::tree_balancer t;
-  t.shed_amounts = &shed_amounts;
+  t.shed_amounts = &amounts;
+  t.split = &split_shed;
   t.share = &share;
   t.pick = &pick;
   t.within = &within;

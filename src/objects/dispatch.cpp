@@ -96,6 +96,16 @@ void on_control(message_ptr m) {
       return receive_tree_placed(std::move(m));
     case op_tree_moves:
       return receive_tree_moves(std::move(m));
+    case op_tree_group_summary:
+      return receive_tree_group_summary(std::move(m));
+    case op_tree_group_quota:
+      return receive_tree_group_quota(std::move(m));
+    case op_tree_group_offer:
+      return receive_tree_group_offer(std::move(m));
+    case op_tree_group_assign:
+      return receive_tree_group_assign(std::move(m));
+    case op_tree_group_moves:
+      return receive_tree_group_moves(std::move(m));
     case op_sync_group_join:
       return receive_group_join(std::move(m));
     case op_sync_group_records:

@@ -376,10 +376,12 @@ void join_group(local_collection& lc);
 void receive_group_join(message_ptr m);
 void receive_group_records(message_ptr m);
 void receive_group_plan(message_ptr m);
-// --weft:lb=hierarchical (sync_tree.cpp): records stay on their node; the
-// root sees per node a load and the records that change node; every PE
+// --weft:lb=hierarchical (sync_tree.cpp, sync_tree_group.cpp): records
+// stay on their node; the root sees per group of nodes a load and the
+// records that change group, a group's leader the same per node; every PE
 // gets one plan message from its node's first PE. end_step ends a step at
-// the root once every PE reported (and, in the tree, every node its moves).
+// the root once every PE reported (and, in the tree, every group its
+// moves).
 sync_tree_state& tree_state(local_collection& lc);
 void start_tree_step(local_collection& lc, std::uint64_t step);
 std::vector<sync_record> records_between_entries(local_collection& lc);
@@ -387,6 +389,26 @@ void end_step(local_collection& lc);
 // One PE's part of a step's plan: the elements it sends, how many arrive.
 void send_plan(local_collection& lc, int pe, std::int64_t incoming,
                const std::vector<sync_move>& out, bool unassisted);
+// What sync_tree.cpp and sync_tree_group.cpp share: the lb layer's
+// decisions, the groups (--weft:lb-tree-group consecutive nodes each; the
+// leader of a group is its first node's first PE, or the root when there
+// is one group, so that one group costs no hop), a summary, and the
+// root's parts that the only group's leader calls directly.
+const tree_balancer& tree_decisions();
+int tree_groups();
+int tree_group_of(int node);
+int tree_group_first(int group);  // its first node
+int tree_group_nodes(int group);
+int tree_group_leader(const local_collection& lc, int group);
+struct tree_summary {
+  double load = 0;
+  double max_pe = 0;
+  std::uint64_t records = 0;
+};
+void tree_root_summary(local_collection& lc, int group, const tree_summary& s);
+void tree_root_moves(local_collection& lc, double predicted, std::uint64_t crossing,
+                     const std::vector<sync_move>& moves);
+void tree_group_level(local_collection& lc, std::vector<sync_record> incoming);
 void receive_tree_go(message_ptr m);
 void receive_tree_records(message_ptr m);
 void receive_tree_summary(message_ptr m);
@@ -395,6 +417,11 @@ void receive_tree_offer(message_ptr m);
 void receive_tree_assign(message_ptr m);
 void receive_tree_placed(message_ptr m);
 void receive_tree_moves(message_ptr m);
+void receive_tree_group_summary(message_ptr m);
+void receive_tree_group_quota(message_ptr m);
+void receive_tree_group_offer(message_ptr m);
+void receive_tree_group_assign(message_ptr m);
+void receive_tree_group_moves(message_ptr m);
 // The at_sync round of `ref` completed at its root with these records.
 void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
 

@@ -68,12 +68,17 @@ enum op_kind : std::uint8_t {
   op_migrate_pointer,  // an element moving inside the process: its record, by pointer
   op_tree_go,          // to every PE (hierarchical): send the step's records to the node's first PE
   op_tree_records,     // to the node's first PE: a PE's records
-  op_tree_summary,     // to the root: a node's load, max PE load and records
+  op_tree_summary,     // to the group's leader: a node's load, max PE load and records
   op_tree_quota,       // to a node's first PE: how much load to offer
-  op_tree_offer,       // to the root: the records a node offers
+  op_tree_offer,       // to the group's leader: the records a node offers
   op_tree_assign,      // to a node's first PE: records arriving, its own that stay
   op_tree_placed,      // to the first PE of a record's old node: its new PE
-  op_tree_moves,       // to the root: a node's moves (and its predicted max PE load)
+  op_tree_moves,       // to the group's leader: a node's moves (and its predicted max PE load)
+  op_tree_group_summary,  // to the root: a group's load, max PE load and records
+  op_tree_group_quota,    // to a group's leader: how much load the group offers
+  op_tree_group_offer,    // to the root: the records a group offers
+  op_tree_group_assign,   // to a group's leader: the records the root gives the group
+  op_tree_group_moves,    // to the root: a group's moves
   op_sync_group_join,  // to PE 0: an element of the collection called at_sync (lb-arrays=together)
   op_sync_group_records,  // to PE 0: the collection's records of its at_sync step
   op_sync_group_plan,     // from PE 0: the collection's part of the joint plan
@@ -292,31 +297,49 @@ struct sync_move {
   std::uint32_t epoch = 0;
 };
 
-// --weft:lb=hierarchical at run time (sync_tree.cpp): what a step keeps on
-// every PE (its records), on a node's first PE (the node's records, what
-// crosses nodes) and on the root (per node: totals, what crosses).
+// --weft:lb=hierarchical at run time (sync_tree.cpp, sync_tree_group.cpp):
+// what a step keeps on every PE (its records), on a node's first PE (the
+// node's records, what crosses nodes), on a group's leader (per node of
+// the group: totals, what crosses) and on the root (per group: totals,
+// what crosses groups). One PE may hold several of these parts at once.
 struct sync_tree_state {
   std::vector<sync_record> here;  // every PE: its elements' at_sync records
   // The node's first PE.
   std::vector<sync_record> node;
   int node_replies = 0;
   bool unassisted = false;
-  std::vector<std::uint32_t> offered;  // indices into `node`
+  std::vector<std::uint32_t> offered;  // indices into `node`, from both quota rounds
   std::vector<sync_record> arriving;   // from other nodes
-  std::vector<index_key> staying;      // offered, sent back by the root
+  std::vector<index_key> staying;      // offered, sent back by the group's leader
   std::vector<sync_move> placed;       // own offered records' new PEs
-  std::int64_t placed_expected = -1;   // -1 until the root's assignment
+  std::int64_t placed_expected = -1;   // -1 until the group leader's assignment
   std::vector<sync_move> moves;        // the node's moves, until placed is complete
   std::vector<std::int64_t> incoming;  // per PE of the node
   double predicted_max = 0;
+  // A group's leader (one group: the root).
+  struct group_part {
+    std::vector<double> load;          // per node of the group, less what it offered
+    std::vector<std::int64_t> offers;  // per node: records it offered, both rounds
+    double max_pe = 0;
+    std::uint64_t records = 0;
+    int replies = 0;                // summaries, then offers of the current round
+    int asked = 0;                  // nodes asked in the current round
+    bool own_round = false;         // the round is the group's own level (else the root's)
+    std::vector<sync_record> pool;  // to the root (its round), or shared among the nodes
+    int moved = 0;                  // nodes whose moves are in
+    std::vector<sync_move> moves;
+    double predicted_max = 0;
+    std::uint64_t crossing = 0;
+  } group;
   // The root.
-  std::vector<double> load, max_before;  // per node
+  std::vector<double> load, max_before;  // per group
   std::uint64_t elements = 0;
   int replies = 0;
   std::vector<sync_record> pool;  // offered records
-  std::vector<int> pool_from;     // their nodes
+  std::vector<int> pool_from;     // their groups
   double predicted_max_all = 0;
-  std::uint64_t crossing = 0;
+  std::uint64_t crossing = 0;  // records that changed node
+  int summaries = 0;           // summary messages the root took this step
 };
 
 // A pair of elements of one collection, sender first, and what went

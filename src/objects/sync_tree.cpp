@@ -1,37 +1,57 @@
 // --weft:lb=hierarchical at run time: a balancing step as a tree PE ->
-// node -> root (paper 001, §V; Charm++'s TreeLB), so that no PE holds the
-// whole load database. The lb layer decides at each level
-// (src/lb/tree_runtime.cpp, the offline strategy's levels); this file
-// carries the messages.
+// node -> group of nodes -> root (paper 001, §V; Charm++'s TreeLB), so
+// that no PE holds the whole load database and the root hears from
+// O(groups) children, not from every node. The lb layer decides at each
+// level (src/lb/tree_runtime.cpp, the offline strategy's levels:
+// src/lb/hierarchical.cpp); this file carries the messages of the nodes
+// and the root, sync_tree_group.cpp those of the groups' leaders.
+//
+// A group is --weft:lb-tree-group consecutive nodes (16 by default); its
+// leader is its first node's first PE. With one group (nodes <= the group
+// size) the root leads it and the root's own level is skipped (one child
+// has nothing to even out): the step is the two-level tree it was before
+// groups, hop for hop.
 //
 //  1. The elements' records stay on their PEs: the at_sync round counts
 //     them only (so an element migrating meanwhile is still counted once),
 //     and a step without at_sync takes them when the plan starts.
 //  2. op_tree_go (root -> every PE): each PE sends its records to its
 //     node's first PE, the node's leader.
-//  3. op_tree_summary (leader -> root): the node's load (background and
-//     elements), its max PE load, its number of records.
-//  4. op_tree_quota (root -> leaders): how much load each node offers
-//     (shed_amounts: a node above its share by the upper tolerance).
-//  5. op_tree_offer (leader -> root): the records it offers (pick).
-//  6. op_tree_assign (root -> leaders): the offered records go where the
-//     load per PE after them is least (share); each leader gets those
-//     arriving from other nodes and its own that stay.
-//  7. Each leader places its records -- its own, less those leaving, plus
+//  3. op_tree_summary (leader -> group leader): the node's load
+//     (background and elements), its max PE load, its number of records;
+//     op_tree_group_summary (group leader -> root): the same of the group.
+//  4. The root's level (more than one group): op_tree_group_quota (root ->
+//     group leaders: what each group offers; shed_amounts), which each
+//     group splits among its nodes (split: op_tree_quota); the nodes offer
+//     records (pick: op_tree_offer to the group leader), which the group
+//     leader sends on (op_tree_group_offer); the root gives the offered
+//     records to the groups where the load per PE after them is least
+//     (share: op_tree_group_assign).
+//  5. The group's level: the leader asks its nodes above their share
+//     (counting what the root gave the group) for more records
+//     (op_tree_quota, op_tree_offer), then shares its pool -- the root's
+//     records and its nodes' -- among its nodes (share); each node gets
+//     the records arriving from other nodes and its own that stay
+//     (op_tree_assign).
+//  6. Each leader places its records -- its own, less those leaving, plus
 //     those arriving -- on its PEs (within), tells the old leader of each
 //     arriving record its new PE (op_tree_placed), and once it knows where
 //     its own leaving records went, sends each PE of its node its plan
-//     (op_sync_plan, as a flat step does) and the root its moves
-//     (op_tree_moves).
-//  8. As in a flat step, each PE reports when its moves are done; when
-//     every PE and every node reported, the root broadcasts the resume with
-//     every move (end_step in sync.cpp).
+//     (op_sync_plan, as a flat step does) and its group leader its moves
+//     (op_tree_moves), which go on to the root as one message per group
+//     (op_tree_group_moves).
+//  7. As in a flat step, each PE reports when its moves are done; when
+//     every PE and every group reported, the root broadcasts the resume
+//     with every move (end_step in sync.cpp).
 //
-// Messages per step: O(P) inside nodes (records, plans, reports), O(nodes)
-// summaries at the root, plus the records that change node (twice: offered
-// and assigned); the root never sees a record that stays on its node. The
-// resume still carries every move to every PE (as in a flat step): that is
-// what keeps per-pair order after the step.
+// Messages per step: O(P) inside nodes (records, plans, reports), O(nodes
+// in the group) at a group's leader, O(groups) summaries, offers and
+// moves at the root, plus the records that change node (three times:
+// offered, passed on, assigned, when they change group); no level sees a
+// record that stays on its node. The resume still carries every move to
+// every PE, and every PE still reports its moves done to the root (as in
+// a flat step): that is what keeps per-pair order after the step.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -40,6 +60,7 @@
 #include "objects/internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
+#include "weft/core/run.hpp"
 
 namespace weft::objects::detail {
 
@@ -51,19 +72,28 @@ int leader_of(int pe) {
   return node_of(pe) * node_size();
 }
 
-struct node_summary {
-  double load = 0;
-  double max_pe = 0;
-  std::uint64_t records = 0;
-};
-
 void check_balancer() {
   if (g_tree_balancer.within == nullptr)
     base::fatal("lb: --weft:lb=hierarchical needs the lb layer's tree, which is not installed");
 }
 
+// Messages of moves the root waits for: one per group, or with one group
+// (which the root leads) one per node.
+int root_moves_expected() {
+  return tree_groups() == 1 ? num_nodes() : tree_groups();
+}
+
+// The root's children: each group's PEs.
+std::vector<double> group_pes() {
+  std::vector<double> pes(static_cast<std::size_t>(tree_groups()));
+  for (int g = 0; g < tree_groups(); ++g)
+    pes[std::size_t(g)] = double(tree_group_nodes(g) * node_size());
+  return pes;
+}
+
 // The leader's node is fully placed once it knows where every record it
-// let go went: each PE of the node gets its plan, the root the moves.
+// let go went: each PE of the node gets its plan, the group's leader the
+// moves.
 void finish_node_if_ready(local_collection& lc) {
   sync_tree_state& ts = tree_state(lc);
   if (ts.placed_expected < 0 || std::int64_t(ts.placed.size()) < ts.placed_expected) return;
@@ -77,11 +107,15 @@ void finish_node_if_ready(local_collection& lc) {
   for (const sync_move& mv : all) out[std::size_t(pe_of.at(mv.key) - first)].push_back(mv);
   for (int p = 0; p < n; ++p)
     send_plan(lc, first + p, ts.incoming[std::size_t(p)], out[std::size_t(p)], ts.unassisted);
+  constexpr std::size_t head = sizeof(double) + sizeof(std::uint64_t);
   message_ptr m = new_control_message(lc.ref, index_key{}, op_tree_moves,
-                                      sizeof(double) + all.size() * sizeof(sync_move));
+                                      head + all.size() * sizeof(sync_move));
+  header_of(*m).arg_pe = my_node();
+  const std::uint64_t crossing = ts.arriving.size();
   std::memcpy(args_of(*m), &ts.predicted_max, sizeof(double));
-  append_bytes(*m, sizeof(double), all);
-  send_object_to_pe(lc.ref.root_pe, std::move(m));
+  std::memcpy(args_of(*m) + sizeof(double), &crossing, sizeof crossing);
+  append_bytes(*m, head, all);
+  send_object_to_pe(tree_group_leader(lc, tree_group_of(my_node())), std::move(m));
   ts.node.clear();
   ts.offered.clear();
   ts.arriving.clear();
@@ -99,6 +133,31 @@ void set_tree_balancer(const tree_balancer& t) {
   g_tree_balancer = t;
 }
 
+const tree_balancer& tree_decisions() {
+  return g_tree_balancer;
+}
+
+int tree_groups() {
+  const int gs = weft::config().lb_tree_group;
+  return (num_nodes() + gs - 1) / gs;
+}
+
+int tree_group_of(int node) {
+  return node / weft::config().lb_tree_group;
+}
+
+int tree_group_first(int group) {
+  return group * weft::config().lb_tree_group;
+}
+
+int tree_group_nodes(int group) {
+  return std::min(weft::config().lb_tree_group, num_nodes() - tree_group_first(group));
+}
+
+int tree_group_leader(const local_collection& lc, int group) {
+  return tree_groups() == 1 ? lc.ref.root_pe : tree_group_first(group) * node_size();
+}
+
 sync_tree_state& tree_state(local_collection& lc) {
   if (!lc.sync_tree) lc.sync_tree = std::make_unique<sync_tree_state>();
   return *lc.sync_tree;
@@ -111,12 +170,13 @@ void start_tree_step(local_collection& lc, std::uint64_t) {
   root.moves.clear();
   root.kept.clear();
   root.comm.clear();  // the tree places by load only
-  // Every PE reports its moves done, every node its moves.
-  root.pending = num_pes() + num_nodes();
-  ts.load.assign(std::size_t(num_nodes()), 0.0);
-  ts.max_before.assign(std::size_t(num_nodes()), 0.0);
+  // Every PE reports its moves done, every group (or node) its moves.
+  root.pending = num_pes() + root_moves_expected();
+  ts.load.assign(std::size_t(tree_groups()), 0.0);
+  ts.max_before.assign(std::size_t(tree_groups()), 0.0);
   ts.elements = 0;
   ts.replies = 0;
+  ts.summaries = 0;
   ts.pool.clear();
   ts.pool_from.clear();
   ts.predicted_max_all = 0;
@@ -143,7 +203,8 @@ void receive_tree_go(message_ptr m) {
   send_object_to_pe(leader_of(my_pe()), std::move(r));
 }
 
-// 3. The leader: once every PE of the node answered, its summary.
+// 3. The leader: once every PE of the node answered, its summary to the
+// group's leader.
 void receive_tree_records(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
@@ -158,7 +219,7 @@ void receive_tree_records(message_ptr m) {
     double& l = pe_load[std::size_t(r.pe - first)];
     l += r.load + (r.background > 0 ? r.background : 0);
   }
-  node_summary s;
+  tree_summary s;
   for (double l : pe_load) {
     s.load += l;
     s.max_pe = std::max(s.max_pe, l);
@@ -167,105 +228,31 @@ void receive_tree_records(message_ptr m) {
   message_ptr r = new_control_message(lc.ref, index_key{}, op_tree_summary, sizeof s);
   header_of(*r).arg_pe = my_node();
   std::memcpy(args_of(*r), &s, sizeof s);
-  send_object_to_pe(lc.ref.root_pe, std::move(r));
+  send_object_to_pe(tree_group_leader(lc, tree_group_of(my_node())), std::move(r));
 }
 
-// 4. The root: once every node's summary is in, what each offers.
-void receive_tree_summary(message_ptr m) {
-  const obj_header& h = header_of(*m);
-  local_collection& lc = get_local_collection(h.collection);
-  sync_tree_state& ts = tree_state(lc);
-  node_summary s;
-  std::memcpy(&s, args_of(*m), sizeof s);
-  ts.load[std::size_t(h.arg_pe)] = s.load;
-  ts.max_before[std::size_t(h.arg_pe)] = s.max_pe;
-  ts.elements += s.records;
-  if (++ts.replies < num_nodes()) return;
-  ts.replies = 0;
-  const std::vector<double> pes(static_cast<std::size_t>(num_nodes()),
-                                static_cast<double>(node_size()));
-  const std::vector<double> amount = g_tree_balancer.shed_amounts(ts.load, pes);
-  for (int n = 0; n < num_nodes(); ++n) {
-    message_ptr q = new_control_message(lc.ref, index_key{}, op_tree_quota, sizeof(double));
-    std::memcpy(args_of(*q), &amount[std::size_t(n)], sizeof(double));
-    send_object_to_pe(n * node_size(), std::move(q));
-  }
-}
-
-// 5. The leader: the records it offers.
+// 4, 5. The leader, asked by its group's leader (for the root's level or
+// the group's): the records it offers, none it offered before this step.
 void receive_tree_quota(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
   sync_tree_state& ts = tree_state(lc);
   double amount = 0;
   std::memcpy(&amount, args_of(*m), sizeof amount);
-  ts.offered.clear();
-  if (amount > 0) ts.offered = g_tree_balancer.pick(ts.node, amount);
+  std::vector<std::uint32_t> picked;
+  if (amount > 0) picked = g_tree_balancer.pick(ts.node, amount, ts.offered);
   std::vector<sync_record> out;
-  out.reserve(ts.offered.size());
-  for (std::uint32_t i : ts.offered) out.push_back(ts.node[i]);
+  out.reserve(picked.size());
+  for (std::uint32_t i : picked) out.push_back(ts.node[i]);
+  ts.offered.insert(ts.offered.end(), picked.begin(), picked.end());
   message_ptr r =
       new_control_message(lc.ref, index_key{}, op_tree_offer, out.size() * sizeof(sync_record));
   header_of(*r).arg_pe = my_node();
   append_bytes(*r, 0, out);
-  send_object_to_pe(lc.ref.root_pe, std::move(r));
+  send_object_to_pe(tree_group_leader(lc, tree_group_of(my_node())), std::move(r));
 }
 
-// 6. The root: once every node offered, where the offered records go.
-void receive_tree_offer(message_ptr m) {
-  const obj_header& h = header_of(*m);
-  local_collection& lc = get_local_collection(h.collection);
-  sync_tree_state& ts = tree_state(lc);
-  const std::vector<sync_record> got = read_bytes<sync_record>(*m, 0);
-  ts.pool.insert(ts.pool.end(), got.begin(), got.end());
-  ts.pool_from.insert(ts.pool_from.end(), got.size(), h.arg_pe);
-  if (++ts.replies < num_nodes()) return;
-  ts.replies = 0;
-  lc.sync.t_plan = base::wall_ns();
-  std::vector<double> keep = ts.load;
-  std::vector<double> loads(ts.pool.size());
-  for (std::size_t k = 0; k < ts.pool.size(); ++k) {
-    loads[k] = ts.pool[k].load;
-    keep[std::size_t(ts.pool_from[k])] -= loads[k];
-  }
-  const std::vector<double> pes(static_cast<std::size_t>(num_nodes()),
-                                static_cast<double>(node_size()));
-  const std::vector<int> to = g_tree_balancer.share(keep, pes, loads);
-  // Per node: records arriving, its own that stay, and how many of its own
-  // leave (it waits for their new PEs).
-  std::vector<std::vector<sync_record>> arriving(static_cast<std::size_t>(num_nodes()));
-  std::vector<std::vector<index_key>> staying(static_cast<std::size_t>(num_nodes()));
-  std::vector<std::int64_t> leaving(static_cast<std::size_t>(num_nodes()), 0);
-  for (std::size_t k = 0; k < ts.pool.size(); ++k) {
-    const int from = ts.pool_from[k], dest = to[k] < 0 ? from : to[k];
-    if (dest == from) {
-      staying[std::size_t(from)].push_back(ts.pool[k].key);
-    } else {
-      arriving[std::size_t(dest)].push_back(ts.pool[k]);
-      ++leaving[std::size_t(from)];
-      ++ts.crossing;
-    }
-  }
-  for (int n = 0; n < num_nodes(); ++n) {
-    const auto& a = arriving[std::size_t(n)];
-    const auto& st = staying[std::size_t(n)];
-    const std::uint64_t na = a.size();
-    message_ptr r = new_control_message(
-        lc.ref, index_key{}, op_tree_assign,
-        2 * sizeof(std::uint64_t) + na * sizeof(sync_record) + st.size() * sizeof(index_key));
-    std::byte* p = args_of(*r);
-    const std::uint64_t leaves = std::uint64_t(leaving[std::size_t(n)]);
-    std::memcpy(p, &leaves, sizeof leaves);
-    std::memcpy(p + sizeof leaves, &na, sizeof na);
-    append_bytes(*r, 2 * sizeof(std::uint64_t), a);
-    append_bytes(*r, 2 * sizeof(std::uint64_t) + na * sizeof(sync_record), st);
-    send_object_to_pe(n * node_size(), std::move(r));
-  }
-  ts.pool.clear();
-  ts.pool_from.clear();
-}
-
-// 7. The leader: places its node's records on its PEs.
+// 6. The leader: places its node's records on its PEs.
 void receive_tree_assign(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
@@ -325,7 +312,7 @@ void receive_tree_assign(message_ptr m) {
   finish_node_if_ready(lc);
 }
 
-// 7. The old leader: where its leaving records went (may come before its
+// 6. The old leader: where its leaving records went (may come before its
 // own assignment).
 void receive_tree_placed(message_ptr m) {
   const obj_header& h = header_of(*m);
@@ -336,40 +323,119 @@ void receive_tree_placed(message_ptr m) {
   finish_node_if_ready(lc);
 }
 
-// 8. The root: a node's moves; the step ends when every PE and node
-// reported (end_step, sync.cpp).
-void receive_tree_moves(message_ptr m) {
+// ---- the root -----------------------------------------------------------------------
+
+// 3, 4. A group's summary (sent, or with one group handed over by the
+// root's own part as the group's leader): once every group's is in, what
+// each group offers; one group has nothing to even out, and its leader
+// goes on to its own level at once.
+void tree_root_summary(local_collection& lc, int group, const tree_summary& s) {
+  sync_tree_state& ts = tree_state(lc);
+  ts.load[std::size_t(group)] = s.load;
+  ts.max_before[std::size_t(group)] = s.max_pe;
+  ts.elements += s.records;
+  if (++ts.replies < tree_groups()) return;
+  ts.replies = 0;
+  if (tree_groups() == 1) {
+    tree_group_level(lc, {});
+    return;
+  }
+  const std::vector<double> pes = group_pes();
+  const std::vector<double> amount = g_tree_balancer.shed_amounts(ts.load, pes, 0.0);
+  for (int g = 0; g < tree_groups(); ++g) {
+    message_ptr q = new_control_message(lc.ref, index_key{}, op_tree_group_quota, sizeof(double));
+    std::memcpy(args_of(*q), &amount[std::size_t(g)], sizeof(double));
+    send_object_to_pe(tree_group_leader(lc, g), std::move(q));
+  }
+}
+
+void receive_tree_group_summary(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
+  tree_summary s;
+  std::memcpy(&s, args_of(*m), sizeof s);
+  ++tree_state(lc).summaries;
+  tree_root_summary(lc, h.arg_pe, s);
+}
+
+// 4. Once every group offered: where the offered records go, each group
+// told those it gets (its own among them when they stay in it).
+void receive_tree_group_offer(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  sync_tree_state& ts = tree_state(lc);
+  const std::vector<sync_record> got = read_bytes<sync_record>(*m, 0);
+  ts.pool.insert(ts.pool.end(), got.begin(), got.end());
+  ts.pool_from.insert(ts.pool_from.end(), got.size(), h.arg_pe);
+  if (++ts.replies < tree_groups()) return;
+  ts.replies = 0;
+  lc.sync.t_plan = base::wall_ns();
+  std::vector<double> keep = ts.load;
+  std::vector<double> loads(ts.pool.size());
+  for (std::size_t k = 0; k < ts.pool.size(); ++k) {
+    loads[k] = ts.pool[k].load;
+    keep[std::size_t(ts.pool_from[k])] -= loads[k];
+  }
+  const std::vector<double> pes = group_pes();
+  const std::vector<int> to = g_tree_balancer.share(keep, pes, loads);
+  std::vector<std::vector<sync_record>> given(static_cast<std::size_t>(tree_groups()));
+  for (std::size_t k = 0; k < ts.pool.size(); ++k)
+    given[std::size_t(to[k] < 0 ? ts.pool_from[k] : to[k])].push_back(ts.pool[k]);
+  for (int g = 0; g < tree_groups(); ++g) {
+    const auto& v = given[std::size_t(g)];
+    message_ptr r = new_control_message(lc.ref, index_key{}, op_tree_group_assign,
+                                        v.size() * sizeof(sync_record));
+    append_bytes(*r, 0, v);
+    send_object_to_pe(tree_group_leader(lc, g), std::move(r));
+  }
+  ts.pool.clear();
+  ts.pool_from.clear();
+}
+
+// 7. A group's moves (or with one group a node's, from the root's own
+// part as the group's leader); the step ends when every PE and group
+// reported (end_step, sync.cpp).
+void tree_root_moves(local_collection& lc, double predicted, std::uint64_t crossing,
+                     const std::vector<sync_move>& moves) {
   sync_root& root = lc.sync;
   sync_tree_state& ts = tree_state(lc);
-  double predicted = 0;
-  std::memcpy(&predicted, args_of(*m), sizeof predicted);
   ts.predicted_max_all = std::max(ts.predicted_max_all, predicted);
-  const std::vector<sync_move> got = read_bytes<sync_move>(*m, sizeof(double));
-  root.moves.insert(root.moves.end(), got.begin(), got.end());
-  if (++ts.replies == num_nodes()) {
+  ts.crossing += crossing;
+  root.moves.insert(root.moves.end(), moves.begin(), moves.end());
+  if (++ts.replies == root_moves_expected()) {
     ts.replies = 0;
     double total = 0, before = 0;
-    for (std::size_t n = 0; n < ts.load.size(); ++n) {
-      total += ts.load[n];
-      before = std::max(before, ts.max_before[n]);
+    for (std::size_t g = 0; g < ts.load.size(); ++g) {
+      total += ts.load[g];
+      before = std::max(before, ts.max_before[g]);
     }
     const double avg = total / double(num_pes());
-    char buf[256];
+    char buf[320];
     std::snprintf(
         buf, sizeof buf,
-        "weft lb: %s step %llu: %llu elements, hierarchical (a tree over %d node(s)): max/avg "
-        "%.3f (max %.3g s) -> predicted %.3f (max %.3g s), %zu migrations (%llu across "
-        "nodes), %d count waves",
+        "weft lb: %s step %llu: %llu elements, hierarchical (a tree over %d node(s) in %d "
+        "group(s), %d summaries at the root): max/avg %.3f (max %.3g s) -> predicted %.3f (max "
+        "%.3g s), %zu migrations (%llu across nodes), %d count waves",
         collection_name(lc.ref).c_str(), static_cast<unsigned long long>(root.steps - 1),
-        static_cast<unsigned long long>(ts.elements), num_nodes(), avg > 0 ? before / avg : 1.0,
-        before, avg > 0 ? ts.predicted_max_all / avg : 1.0, ts.predicted_max_all, root.moves.size(),
-        static_cast<unsigned long long>(ts.crossing), root.waves);
+        static_cast<unsigned long long>(ts.elements), num_nodes(), tree_groups(), ts.summaries,
+        avg > 0 ? before / avg : 1.0, before, avg > 0 ? ts.predicted_max_all / avg : 1.0,
+        ts.predicted_max_all, root.moves.size(), static_cast<unsigned long long>(ts.crossing),
+        root.waves);
     root.line = buf;
   }
   if (--root.pending > 0) return;
   end_step(lc);
+}
+
+void receive_tree_group_moves(message_ptr m) {
+  const obj_header& h = header_of(*m);
+  local_collection& lc = get_local_collection(h.collection);
+  double predicted = 0;
+  std::uint64_t crossing = 0;
+  std::memcpy(&predicted, args_of(*m), sizeof predicted);
+  std::memcpy(&crossing, args_of(*m) + sizeof predicted, sizeof crossing);
+  tree_root_moves(lc, predicted, crossing,
+                  read_bytes<sync_move>(*m, sizeof predicted + sizeof crossing));
 }
 
 }  // namespace weft::objects::detail

@@ -13,6 +13,7 @@
 #include <string>
 #include <weft/lb/generate.hpp>
 #include "lb/lb_fixtures.hpp"
+#include "lb/tree.hpp"
 
 namespace lb = weft::lb;
 using lbtest::objects_on;
@@ -226,6 +227,30 @@ TEST(lb_hierarchical, EveryInnerStrategyAndOddGroups) {
       EXPECT_LE(m.quality(), 1.15) << name << " inner " << inner;
     }
   }
+}
+
+// The group level's two decisions, shared by the offline strategy and the
+// run-time tree (src/lb/tree.hpp): a group asks all its nodes at once,
+// those above their share of what it keeps, in order, for exactly its
+// amount; a level's share counts the load arriving from above.
+TEST(lb_hierarchical, GroupSplitsItsQuotaAmongItsNodes) {
+  namespace d = weft::lb::detail;
+  // Four nodes of 2 PEs: 40 in all, 6 to give: keeps 34, 4.25 per PE.
+  const std::vector<double> load = {20, 4, 10, 6}, cap = {2, 2, 2, 2};
+  const std::vector<double> ask = d::split_shed(load, cap, 6);
+  ASSERT_EQ(ask.size(), 4u);
+  EXPECT_DOUBLE_EQ(ask[0], 6);  // 11.5 above its share, asked for all 6
+  EXPECT_DOUBLE_EQ(ask[1], 0);
+  EXPECT_DOUBLE_EQ(ask[2], 0);  // above its share too, but nothing is left
+  EXPECT_DOUBLE_EQ(ask[3], 0);
+  // 16 to give: keeps 3 per PE; node 0 is 14 above, node 2 gives the rest.
+  EXPECT_EQ(d::split_shed(load, cap, 16), (std::vector<double>{14, 0, 2, 0}));
+  EXPECT_EQ(d::split_shed(load, cap, 0), std::vector<double>(4, 0.0));
+  // 40 over 8 PEs is 10 a node: node 0 sheds 10 (tolerance 1.04: above
+  // 10.1); with 8 arriving from above the share is 12, and it sheds 8.
+  const std::vector<double> shed = d::shed_amounts(load, cap, 0, 1.04);
+  EXPECT_EQ(shed, (std::vector<double>{10, 0, 0, 0}));
+  EXPECT_EQ(d::shed_amounts(load, cap, 8, 1.04), (std::vector<double>{8, 0, 0, 0}));
 }
 
 TEST(lb_strategies, EmptyInstance) {

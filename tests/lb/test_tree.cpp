@@ -96,6 +96,18 @@ TEST_P(TreeTest, SpreadsTheHeavyElementsAndKeepsMessageOrder) {
   for (auto [pe, l] : load) EXPECT_LE(l, 7.0) << "PE " << pe;
 }
 
+// One process is one node, so one group whatever the group size: the
+// same step (groups appear across processes, net.objects.*.lb_tree_group*).
+TEST_P(TreeTest, AGroupOfOneNodeIsTheSameStep) {
+  const int p = pes(), n = 3 * p;
+  run_heavy(p, n, {"--weft:lb=hierarchical", "--weft:lb-tree-group=1"});
+  EXPECT_EQ(g_log.received.load(), long(n) * steps);
+  ASSERT_EQ(int(g_log.pes.size()), n);
+  std::map<int, double> load;
+  for (const auto& [e, at] : g_log.pes) load[at.back()] += e < p ? 4.0 : 1.0;
+  for (auto [pe, l] : load) EXPECT_LE(l, 7.0) << "PE " << pe;
+}
+
 INSTANTIATE_TEST_SUITE_P(lb, TreeTest, testing::Values(1, 2, 4), pes_name);
 
 // On demand (a step without at_sync): the records are taken when the tree

@@ -33,9 +33,29 @@ foreach(t ${weft_mp_transports})
                     ${run} --weft:lb=rotate --case=lb_rotate
                     EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes")
     # The hierarchical tree across processes: load leaves the heavy node.
+    # One group (the default 16 nodes per group): the root leads it and
+    # hears from every node.
     mp_objects_test(net.objects.${t}.${lname}.lb_tree CODE 0 NP ${np}
-                    ${run} --weft:lb=hierarchical --case=lb_tree
-                    EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes")
+                    ${run} --weft:lb=hierarchical --weft:lb-stats --case=lb_tree
+                    EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes"
+                           "step 2: [^\n]*a tree over ${np} node\\(s\\) in 1 group\\(s\\), ${np} summaries at the root")
+    # Every node its own group: the root's level and the groups' levels
+    # both run (a group's leader is its node's first PE).
+    mp_objects_test(net.objects.${t}.${lname}.lb_tree_group1 CODE 0 NP ${np}
+                    ${run} --weft:lb=hierarchical --weft:lb-tree-group=1 --weft:lb-stats
+                    --case=lb_tree
+                    EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes"
+                           "step 2: [^\n]*a tree over ${np} node\\(s\\) in ${np} group\\(s\\), ${np} summaries at the root")
+    # Two groups of two nodes: the root hears from the two groups' leaders
+    # only (O(groups)), and the heavy group (nodes 0 and 1) sheds to the
+    # other, which places the load among its nodes.
+    if(np EQUAL 4)
+      mp_objects_test(net.objects.${t}.${lname}.lb_tree_group2 CODE 0 NP ${np}
+                      ${run} --weft:lb=hierarchical --weft:lb-tree-group=2 --weft:lb-stats
+                      --case=lb_tree
+                      EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes"
+                             "step 2: [^\n]*a tree over 4 node\\(s\\) in 2 group\\(s\\), 2 summaries at the root")
+    endif()
     # Two arrays placed in joint steps on PE 0 (--weft:lb-arrays=together).
     mp_objects_test(net.objects.${t}.${lname}.lb_together CODE 0 NP ${np}
                     ${run} --weft:lb=rotate --weft:lb-arrays=together --case=lb_rotate
@@ -71,3 +91,10 @@ mp_objects_test(net.objects.different_builds CODE 2 NP 2
 mp_objects_test(net.objects.shm.6x1.tree CODE 0 NP 6
                 ARGS --weft:transport=shm --weft:threads=1 --case=tree
                 EXPECT "mp_objects: tree passed on 6 PEs in 6 processes")
+# The hierarchical tree with groups of unequal size: 6 nodes in groups of
+# 4 and 2; the heavy nodes 0-2 are in the first.
+mp_objects_test(net.objects.shm.6x1.lb_tree_group4 CODE 0 NP 6
+                ARGS --weft:transport=shm --weft:threads=1 --weft:lb=hierarchical
+                     --weft:lb-tree-group=4 --weft:lb-stats --case=lb_tree
+                EXPECT "mp_objects: lb_tree passed on 6 PEs in 6 processes"
+                       "step 2: [^\n]*a tree over 6 node\\(s\\) in 2 group\\(s\\), 2 summaries at the root")

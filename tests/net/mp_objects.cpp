@@ -1624,9 +1624,11 @@ weft::task<> case_lb_rotate() {
 // Run with --weft:lb=hierarchical: the step is a tree over the processes
 // (src/objects/sync_tree.cpp). The elements on the first half of the PEs
 // (node 0 of 2 processes) weigh 3, the rest 1: node 0 offers load, the
-// root sends it to the other node, which places it on its PEs. Every
-// element sends a numbered message to its right neighbour per step: none
-// lost or overtaken; the nodes end within 1.25 of their share.
+// root sends it to the other node, which places it on its PEs; with
+// --weft:lb-tree-group (mp_objects.cmake) the heavy nodes' group offers it
+// to the others through the groups' leaders. Every element sends a
+// numbered message to its right neighbour per step: none lost or
+// overtaken; the nodes end within 1.25 of their share.
 
 constexpr int tree_steps = 3;
 

@@ -73,6 +73,7 @@ struct runtime_config {
   bool lb_load_cpu = false;  // loads are the thread's CPU time, not wall time
   double lb_average = 0;     // 0 <= A < 1: a step sees A x the last estimate + (1 - A) x now
   int lb_sample = 1;         // time one entry in this many per PE (1: all)
+  int lb_tree_group = 16;    // hierarchical: nodes per group of the tree (PE, node, group, root)
   // Idle time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;  // --weft:counters set: refused counters are said
   std::string config_text;    // --weft:print-config text: values and their origins

@@ -331,21 +331,26 @@ using balancer_fn = balance_plan (*)(const std::string& name, std::uint64_t step
                                      const std::vector<comm_record>& comm);
 WEFT_API void set_balancer(balancer_fn fn);
 // --weft:lb=hierarchical at run time: src/objects/sync_tree.cpp carries the
-// tree out (records stay on their node; the root sees the nodes' totals
-// and the records that change node); the lb layer decides at each level
-// (src/lb/tree_runtime.cpp).
+// tree out (records stay on their node; the root sees the groups' totals,
+// a group's leader its nodes', and each the records that change node);
+// the lb layer decides at each level (src/lb/tree_runtime.cpp).
 struct tree_balancer {
-  // At the root, from each node's load and PE count: what each sheds (0:
-  // nothing).
+  // At the root, from each group's load and PE count, or at a group's
+  // leader from its nodes' (with `incoming`, the load the root gave the
+  // group): what each sheds (0: nothing).
   std::vector<double> (*shed_amounts)(const std::vector<double>& load,
-                                      const std::vector<double>& pes) = nullptr;
-  // At the root: the node each shed record goes to, by their loads; `load`
-  // is what each node keeps.
+                                      const std::vector<double>& pes, double incoming) = nullptr;
+  // At a group's leader: how much of the group's `amount` each node sheds.
+  std::vector<double> (*split)(const std::vector<double>& load, const std::vector<double>& pes,
+                               double amount) = nullptr;
+  // At the root or a group's leader: the child each shed record goes to,
+  // by their loads; `load` is what each child keeps.
   std::vector<int> (*share)(std::vector<double> load, const std::vector<double>& pes,
                             const std::vector<double>& shed) = nullptr;
-  // At a node: which of its records it sheds for about `amount`.
-  std::vector<std::uint32_t> (*pick)(const std::vector<sync_record>& records,
-                                     double amount) = nullptr;
+  // At a node: which of its records it sheds for about `amount`, none of
+  // those `offered` already this step.
+  std::vector<std::uint32_t> (*pick)(const std::vector<sync_record>& records, double amount,
+                                     const std::vector<std::uint32_t>& offered) = nullptr;
   // At the node of PEs [first_pe, first_pe + pes): a PE of the node for
   // each record (one whose pe is outside arrives from another node), and
   // the node's predicted max PE load.

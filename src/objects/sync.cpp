@@ -138,7 +138,7 @@ void run_resume_from_sync(element_record& rec) {
                 ex.what());
   }
   if (t0 != 0) end_load(rec, t0);
-  if (rec.comm) rec.coll->comm_sender = outer_sender;
+  if (rec.comm) comm_leave(outer_sender);
   rec.running = nullptr;
   after_entry(rec);
 }
@@ -347,7 +347,8 @@ void plan_step(local_collection& lc) {
     return;
   }
   if (g_balancing) {
-    plan = g_balancer(collection_name(lc.ref), step, root.records, root.comm);
+    plan = g_balancer(collection_name(lc.ref), step, {{lc.ref.id, root.records.size()}},
+                      root.records, root.comm);
   } else {
     plan.pe.resize(root.records.size());
     for (std::size_t i = 0; i < root.records.size(); ++i) plan.pe[i] = root.records[i].pe;

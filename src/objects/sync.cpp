@@ -282,9 +282,10 @@ void receive_sync_count(message_ptr m) {
   pe_objects& s = this_pe_objects();
   if (auto it = s.msgs_sent_unknown.find(h.collection); it != s.msgs_sent_unknown.end())
     counts[0] += it->second;
-  // Each wave's reply also carries what the PE's elements sent to the
-  // collection since the last reply: by the last wave, everything they
-  // sent before the step (they are all in at_sync by the first).
+  // Each wave's reply also carries what the collection's elements sent
+  // from this PE (to elements of any array) since the last reply: by the
+  // last wave, everything they sent before the step (they are all in
+  // at_sync by the first).
   const std::vector<comm_record> comm = take_comm(lc);
   message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_counts,
                                       sizeof counts + comm.size() * sizeof(comm_record));

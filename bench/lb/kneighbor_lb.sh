@@ -31,7 +31,7 @@ one() {  # $@ = weft flags; prints the median and the min iter_us of the run
     --repeat 5 --json "$@" ${extra[@]+"${extra[@]}"} |
     python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); print(d["value"], d["min"])'
 }
-ratios=() min_ratios=() also_off=() also_on=()
+ratios=() min_ratios=()
 for ((i = 0; i < pairs; i++)); do
   if ((i % 2 == 0)); then off=($(one "${off_flags[@]}")); on=($(one "${on_flags[@]}")); else
     on=($(one "${on_flags[@]}")); off=($(one "${off_flags[@]}")); fi
@@ -40,15 +40,6 @@ for ((i = 0; i < pairs; i++)); do
   printf 'pair %d: off %s us (min %s), on %s us (min %s), ratio %.3f (of mins %.3f)\n' "$i" \
     "${off[0]}" "${off[1]}" "${on[0]}" "${on[1]}" "${ratios[-1]}" "${min_ratios[-1]}"
 done
-if ((${#also[@]} > 0)); then
-  python3 - "${also_off[*]}" "${also_on[*]}" "${also[*]}" <<'PY'
-import statistics, sys
-for name, arg in (("off", sys.argv[1]), ("greedy", sys.argv[2])):
-    r = sorted(float(x) for x in arg.split())
-    print(f"greedy {sys.argv[3]} / {name} of the runs' medians: median {statistics.median(r):.3f} "
-          f"(min {r[0]:.3f}, max {r[-1]:.3f}, {len(r)} rounds)")
-PY
-fi
 # The ratio of the runs' minimums beside that of their medians: on a shared
 # machine the least disturbed repeat of each run says most about the code.
 echo "on: ${on_flags[*]}; off: ${off_flags[*]}; extra: ${extra[*]+${extra[*]}}"

@@ -1,7 +1,8 @@
 # CTest driver for examples/md (cmake -DMD=<md> -DMODE=same|usage -P check_md.cmake).
 #
 # MODE=same: the same small system with balancing off and on (greedy-refine,
-# and rotate, which moves every element at every step) on 1 and 4 PEs; each
+# rotate, which moves every element at every step, and comm placing cells and
+# computes together on their communication graph) on 1 and 4 PEs; each
 # run must pass md's own energy-drift check (exit 0), and every run must print
 # the same checksum line: the result does not depend on placement.
 # MODE=usage: bad options exit 2 naming the option and what is accepted.
@@ -14,10 +15,16 @@ set(small --md:cells=3 --md:cell-size=5 --md:atoms=600 --md:cluster=0.5 --md:ste
 
 if(MODE STREQUAL "same")
   set(reference "")
-  foreach(run "1;off" "1;greedy-refine" "4;off" "4;greedy-refine" "4;rotate")
+  foreach(run "1;off" "1;greedy-refine" "4;off" "4;greedy-refine" "4;rotate"
+              "4;comm;--weft:lb-arrays=together")
     list(GET run 0 threads)
     list(GET run 1 lb)
-    execute_process(COMMAND ${MD} ${small} --weft:threads=${threads} --weft:lb=${lb}
+    set(extra "")
+    list(LENGTH run fields)
+    if(fields GREATER 2)
+      list(GET run 2 extra)
+    endif()
+    execute_process(COMMAND ${MD} ${small} --weft:threads=${threads} --weft:lb=${lb} ${extra}
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "md --weft:threads=${threads} --weft:lb=${lb}: exit ${rc}\n${out}\n${err}")

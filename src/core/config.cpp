@@ -255,10 +255,10 @@ void define_runtime_options(base::option_set& set) {
   // Communication records: a separate block (other lb options are above).
   set.define({"lb-comm", "auto", "auto|off|element",
               "element: every measured element counts the messages and bytes it sends to each "
-              "element of its array, and strategies see them as the instance's edges (one "
-              "hash-table update per such message); auto: element when --weft:lb=comm or "
-              "--weft:lb-dump is given (not with --weft:lb=hierarchical or "
-              "--weft:lb-arrays=together, which place by load only), else off (docs/lb.md)",
+              "element of an array, and strategies see those between the elements a step "
+              "places as the instance's edges (one hash-table update per such message); auto: "
+              "element when --weft:lb=comm or --weft:lb-dump is given (not with "
+              "--weft:lb=hierarchical, which places by load only), else off (docs/lb.md)",
               base::one_of({"auto", "off", "element"})});
   // Migration in a balancing step: a PE holds at most this many packed
   // bytes sent to other processes and not yet acknowledged (src/objects/sync.cpp).
@@ -409,11 +409,10 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
     if (comm == "element" && c.lb == "off")
       base::usage_error("%s needs a strategy: add --weft:lb=NAME (comm, for one)",
                         set.origin("lb-comm").c_str());
-    // auto: not where the step cannot use them (arrays together, the
-    // hierarchical tree; asked for there, src/lb/runtime.cpp refuses them).
-    c.lb_comm =
-        comm == "element" || (comm == "auto" && c.lb != "off" && !c.lb_together &&
-                              c.lb != "hierarchical" && (c.lb == "comm" || !c.lb_dump.empty()));
+    // auto: not where the step cannot use them (the hierarchical tree;
+    // asked for there, src/lb/runtime.cpp refuses them).
+    c.lb_comm = comm == "element" || (comm == "auto" && c.lb != "off" && c.lb != "hierarchical" &&
+                                      (c.lb == "comm" || !c.lb_dump.empty()));
     if (comm == "auto") set.set_computed("lb-comm", c.lb_comm ? "element" : "off");
   }
   if (set.given("trace-mode") && c.trace_dir.empty())

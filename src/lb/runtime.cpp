@@ -3,7 +3,11 @@
 // the plan goes back with a line for --weft:lb-stats. With
 // --weft:lb-dump=FILE each step in the chosen range is also appended to
 // the node's dump file (weft/lb/dump.hpp). With --weft:lb-comm the
-// elements' communication records become the instance's edges.
+// elements' communication records become the instance's edges: those
+// between elements of the step's arrays (of one array, or of every array
+// taking part with --weft:lb-arrays=together); what they sent to arrays
+// not in the step is no edge (nobody places those elements in this step)
+// and --weft:lb-stats reports it as off-array traffic.
 #include "weft/lb/runtime.hpp"
 
 #include <algorithm>
@@ -79,22 +83,56 @@ std::string format(const char* fmt, double a, double b) {
   return buf;
 }
 
+// An element of a step: its array's collection id and its key (two
+// arrays' keys may be alike).
+struct element_name {
+  std::uint64_t collection;
+  index_key key;
+  friend bool operator==(const element_name&, const element_name&) = default;
+};
+struct element_name_hash {
+  std::size_t operator()(const element_name& e) const noexcept {
+    return index_key_hash{}(e.key) ^ (e.collection * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+// What the step's elements sent to elements of arrays outside the step.
+struct off_array {
+  std::uint64_t messages = 0, bytes = 0;
+};
+
 // The step's communication records as edges between the records' objects:
 // one per unordered pair, both directions and every PE that counted it
-// summed (strategies treat the graph as undirected). A record naming an
-// element not in the step (destroyed, inserted since, or of no record) is
-// dropped, as is an element's sending to itself (no placement changes it).
-std::vector<edge> edges_of(const std::vector<od::sync_record>& records,
-                           const std::vector<od::comm_record>& comm) {
+// summed (strategies treat the graph as undirected). A record whose
+// receiver's array is not in the step is off-array traffic; one naming an
+// element of the step's arrays that has no record (destroyed, inserted
+// since) is dropped, as is an element's sending to itself (no placement
+// changes it).
+std::vector<edge> edges_of(const std::vector<od::step_array>& arrays,
+                           const std::vector<od::sync_record>& records,
+                           const std::vector<od::comm_record>& comm, off_array& off) {
   if (comm.empty()) return {};
-  std::unordered_map<index_key, std::uint32_t, index_key_hash> object_of;
+  std::unordered_map<element_name, std::uint32_t, element_name_hash> object_of;
   object_of.reserve(records.size());
-  for (std::size_t i = 0; i < records.size(); ++i)
-    object_of.emplace(records[i].key, std::uint32_t(i));
+  std::size_t i = 0;
+  for (const od::step_array& a : arrays)
+    for (std::uint64_t r = 0; r < a.records && i < records.size(); ++r, ++i)
+      object_of.emplace(element_name{a.collection, records[i].key}, std::uint32_t(i));
+  auto in_step = [&arrays](std::uint64_t collection) {
+    return std::any_of(arrays.begin(), arrays.end(), [collection](const od::step_array& a) {
+      return a.collection == collection;
+    });
+  };
   std::unordered_map<std::uint64_t, std::size_t> edge_of;  // (a << 32 | b), a < b
   std::vector<edge> edges;
   for (const od::comm_record& c : comm) {
-    auto from = object_of.find(c.from), to = object_of.find(c.to);
+    if (!in_step(c.to_collection)) {
+      off.messages += c.messages;
+      off.bytes += c.bytes;
+      continue;
+    }
+    auto from = object_of.find({c.from_collection, c.from}),
+         to = object_of.find({c.to_collection, c.to});
     if (from == object_of.end() || to == object_of.end() || from->second == to->second) continue;
     const std::uint32_t a = std::min(from->second, to->second),
                         b = std::max(from->second, to->second);
@@ -111,6 +149,7 @@ std::vector<edge> edges_of(const std::vector<od::sync_record>& records,
 }
 
 od::balance_plan balance(const std::string& name, std::uint64_t step,
+                         const std::vector<od::step_array>& arrays,
                          const std::vector<od::sync_record>& records,
                          const std::vector<od::comm_record>& comm) {
   const runtime_config& cfg = weft::config();
@@ -125,7 +164,14 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
     if (r.background >= 0) pe.background = std::max(pe.background, r.background);
     inst.objects.push_back({r.load, int(r.pe), r.migratable != 0, r.bytes});
   }
-  inst.edges = edges_of(records, comm);
+  std::uint64_t counted = 0;
+  for (const od::step_array& a : arrays) counted += a.records;
+  if (counted != records.size())
+    base::fatal("lb: step %llu of %s: its arrays name %llu records, the step has %zu",
+                static_cast<unsigned long long>(step), name.c_str(),
+                static_cast<unsigned long long>(counted), records.size());
+  off_array off;
+  inst.edges = edges_of(arrays, records, comm, off);
   options opts;
   opts.tolerance = cfg.lb_tolerance;
   opts.seed = step + 1;
@@ -156,6 +202,9 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
                       std::to_string(before.off_pe_bytes) + " bytes -> predicted " +
                       std::to_string(after.off_pe_messages) + " messages " +
                       std::to_string(after.off_pe_bytes) + " bytes";
+    if (off.messages != 0)
+      plan.summary += ", off-array " + std::to_string(off.messages) + " messages " +
+                      std::to_string(off.bytes) + " bytes (not placed)";
   }
   plan.pe = std::move(res.placement);
   return plan;
@@ -171,10 +220,10 @@ void node_start() {
         "not implemented: --weft:lb-dump with --weft:lb=hierarchical (the tree keeps no "
         "whole snapshot to write; dump with another strategy and replay with weft-lbsim "
         "--lb=hierarchical)");
-  if (cfg.lb_comm && (name == "hierarchical" || cfg.lb_together))
+  if (cfg.lb_comm && name == "hierarchical")
     base::usage_error(
-        "not implemented: --weft:lb-comm=element with %s (its steps place by load only)",
-        name == "hierarchical" ? "--weft:lb=hierarchical" : "--weft:lb-arrays=together");
+        "not implemented: --weft:lb-comm=element with --weft:lb=hierarchical (its steps place "
+        "by load only)");
   if (name == "hierarchical" && cfg.lb_together)
     base::usage_error(
         "not implemented: --weft:lb-arrays=together with --weft:lb=hierarchical (each array "

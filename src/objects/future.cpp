@@ -40,11 +40,11 @@ void resume(element_record* owner, std::coroutine_handle<> h) {
   }
   if (owner != nullptr) owner->contributed_now = false;
   const std::uint64_t t0 = owner != nullptr && owner->measured ? begin_load(*owner) : 0;
-  // Its collection outlives it, should the coroutine destroy the element.
-  local_collection* const comm_coll = owner != nullptr && owner->comm ? owner->coll : nullptr;
-  element_record* const outer_sender = comm_coll ? comm_enter(*owner) : nullptr;
+  // Decided before: the coroutine may destroy the element.
+  const bool counted = owner != nullptr && owner->comm;
+  element_record* const outer_sender = counted ? comm_enter(*owner) : nullptr;
   h.resume();
-  if (comm_coll != nullptr) comm_coll->comm_sender = outer_sender;
+  if (counted) comm_leave(outer_sender);
   // The element may be gone (the coroutine destroyed it): its record too.
   if (owner != nullptr && owner->obj != nullptr) {
     if (t0 != 0) end_load(*owner, t0);

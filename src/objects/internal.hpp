@@ -292,15 +292,22 @@ extern thread_local pe_sampling t_sampling;
   t_element_cycles += c;
 }
 // --weft:lb-comm=element: elements measured (is_measured) count what they
-// send to elements of their own collection (set before the PEs start).
+// send to elements of arrays, theirs and others (set before the PEs start).
 extern bool g_comm_records;
-// While an element with `comm` runs an entry method, it is its
-// collection's sender on this PE (nested entries restore the outer one).
+// While an element with `comm` runs an entry method, it is its PE's sender
+// (pe_objects::comm_sender); a nested entry of another counted element
+// takes over and gives the outer one back (comm_leave).
 [[gnu::always_inline]] inline element_record* comm_enter(element_record& rec) {
-  return std::exchange(rec.coll->comm_sender, &rec);
+  return std::exchange(t_pe_objects->comm_sender, &rec);
 }
-// Counts `m`, about to be sent to an element of `lc`, for lc.comm_sender.
-[[gnu::noinline]] void record_comm(local_collection& lc, message& m);
+[[gnu::always_inline]] inline void comm_leave(element_record* outer) {
+  t_pe_objects->comm_sender = outer;
+}
+// Counts `m`, about to be sent to an element of `to`, for s.comm_sender,
+// in the sender's collection's table. (The callers test s.comm_sender and
+// pass `s`: a compare with memory, where passing the sender kept it in a
+// register, one instruction more per send.)
+[[gnu::noinline]] void record_comm(pe_objects& s, const collection_ref& to, message& m);
 // invoke_entry for an element with `comm`: out of line, so that the entry
 // calls of others test one bit and keep nothing across the call.
 [[gnu::noinline]] void invoke_entry_counted(element_record& rec, const entry_info& e, message& m);

@@ -5,7 +5,8 @@
 // entry in N timed and the rest estimated), optionally averaged over steps
 // (--weft:lb-average); a PE's background is its busy time outside every
 // element; with --weft:lb-comm=element each element counts what it sends
-// to its collection's elements. sync.cpp takes these figures at each step.
+// to elements of arrays (its own and others). sync.cpp takes these figures
+// at each step.
 #include <cstring>
 #include <ctime>
 #include "objects/internal.hpp"
@@ -91,25 +92,30 @@ void pup_load(element_record& rec, pupper& p) {
   }
 }
 
-// One hash probe per message sent by a counted element to its own
-// collection: the pair's running totals on this PE, no lock (the map is
-// the PE's). The root takes them with the step's other figures.
-void record_comm(local_collection& lc, message& m) {
-  comm_count& c = lc.comm[comm_pair{lc.comm_sender->key, header_of(m).key}];
+// One hash probe per message sent by a counted element to an element of
+// an array: the pair's running totals on this PE, in the sender's
+// collection's table, no lock (the map is the PE's). The sender's array's
+// root takes them with its step's other figures; the receiver's collection
+// is part of the pair, as two arrays' keys may be alike. Sends to chares
+// are not counted: no step places them.
+void record_comm(pe_objects& s, const collection_ref& to, message& m) {
+  if (to.kind != collection_kind::array) return;
+  const element_record& sender = *s.comm_sender;
+  comm_count& c = sender.coll->comm[comm_pair{sender.key, header_of(m).key, to.id}];
   ++c.messages;
   c.bytes += args_size(m);
 }
 
-// The element is its collection's sender while the entry runs, which runs
-// as any other: with `comm` cleared, so that invoke_entry does not come
-// back here (an entry of the same element nested in this one, as a
-// scheduler turn inside it may run, then leaves the sender as it is).
+// The element is its PE's sender while the entry runs, which runs as any
+// other: with `comm` cleared, so that invoke_entry does not come back here
+// (an entry of the same element nested in this one, as a scheduler turn
+// inside it may run, then leaves the sender as it is).
 void invoke_entry_counted(element_record& rec, const entry_info& e, message& m) {
   element_record* const outer_sender = comm_enter(rec);
   rec.comm = false;
   invoke_entry(rec, e, m);
   rec.comm = true;
-  rec.coll->comm_sender = outer_sender;
+  comm_leave(outer_sender);
 }
 
 static double cycles_to_s(std::uint64_t c) {
@@ -177,7 +183,8 @@ void start_pe_interval(local_collection& lc) {
 std::vector<comm_record> take_comm(local_collection& lc) {
   std::vector<comm_record> out;
   out.reserve(lc.comm.size());
-  for (const auto& [pair, c] : lc.comm) out.push_back({pair.from, pair.to, c.messages, c.bytes});
+  for (const auto& [pair, c] : lc.comm)
+    out.push_back({pair.from, pair.to, lc.ref.id, pair.to_collection, c.messages, c.bytes});
   lc.comm.clear();
   return out;
 }

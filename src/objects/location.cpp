@@ -418,10 +418,10 @@ namespace {
   }
   const index_key& key = header_of(*m).key;
   int dest = -1;
+  if (pe_objects& s = this_pe_objects(); s.comm_sender != nullptr) [[unlikely]]
+    record_comm(s, ref, *m);
   if (local_collection* lc = find_local_collection(ref.id)) [[likely]] {
     ++lc->msgs_sent;  // counted for balancing steps (sync.cpp)
-    if (lc->comm_sender != nullptr) [[unlikely]]
-      record_comm(*lc, *m);
     // A chare is cached by pe only from its construction here to its
     // destruction (chares do not move); elsewhere its lookups go the slow way.
     dest = lc->cache.pe(key);
@@ -445,10 +445,10 @@ void send_element(const collection_ref& ref, message* m) {
       const std::int32_t dest = lc->cache.pe(header_of(*m).key);
       if (dest >= 0) [[likely]] {
         ++lc->msgs_sent;
-        // Beside msgs_sent, in a line this path writes anyway: with
+        // Beside `last`, in a line this path reads anyway: with
         // --weft:lb-comm off it is never set.
-        if (lc->comm_sender != nullptr) [[unlikely]]
-          record_comm(*lc, *m);
+        if (s->comm_sender != nullptr) [[unlikely]]
+          record_comm(*s, ref, *m);
         send_object_to_pe(dest, m);
         return;
       }

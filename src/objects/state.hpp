@@ -342,15 +342,18 @@ struct sync_tree_state {
   int summaries = 0;           // summary messages the root took this step
 };
 
-// A pair of elements of one collection, sender first, and what went
+// A sender of the collection whose table holds the pair, its receiver in
+// collection `to_collection` (this one or another array), and what went
 // between them (--weft:lb-comm=element, sync.cpp).
 struct comm_pair {
   index_key from, to;
+  std::uint64_t to_collection = 0;
   friend bool operator==(const comm_pair&, const comm_pair&) = default;
 };
 struct comm_pair_hash {
   std::size_t operator()(const comm_pair& p) const noexcept {
-    return index_key_hash{}(p.from) * 31 ^ index_key_hash {}(p.to);
+    return (index_key_hash{}(p.from) * 31 ^ index_key_hash{}(p.to)) +
+           p.to_collection * 0x9E3779B97F4A7C15ull;
   }
 };
 struct comm_count {
@@ -469,16 +472,13 @@ struct local_collection {
   // Element messages of this collection sent from this PE (entry calls,
   // not broadcasts) and taken here by an element (run or kept for next<>):
   // in flight somewhere while the job's sums differ.
-  // --weft:lb-comm=element (sync.cpp): comm_sender is the element of this
-  // collection whose entry runs here now (null: none, or counting is off),
-  // read by send_element beside msgs_sent: the two share 16 aligned bytes,
-  // so one cache line, which every send writes anyway. `comm` holds what
-  // this PE's elements sent to elements of this collection since the root
-  // last took it; kept on the PE whatever moves: a sender that migrated has
-  // its earlier counts gathered from here.
-  alignas(16) std::uint64_t msgs_sent = 0;
-  element_record* comm_sender = nullptr;
+  std::uint64_t msgs_sent = 0;
   std::uint64_t msgs_taken = 0;
+  // --weft:lb-comm=element (sync.cpp): what this PE's elements of this
+  // collection sent to elements of any array since the root last took it,
+  // kept in the sender's collection so that its steps gather it; kept on
+  // the PE whatever moves: a sender that migrated has its earlier counts
+  // gathered from here.
   absl::flat_hash_map<comm_pair, comm_count, comm_pair_hash> comm;
 };
 
@@ -491,7 +491,12 @@ struct future_slot {
 
 struct pe_objects {
   absl::flat_hash_map<std::uint64_t, std::unique_ptr<local_collection>> collections;
-  local_collection* last = nullptr;  // one-entry cache for the common case
+  // `last`: a one-entry cache for the common case. comm_sender: the
+  // counted element whose entry method runs on this PE now (null: none, or
+  // --weft:lb-comm is off), whatever array it sends to; send_element reads
+  // it beside `last`, in the 16 aligned bytes it reads anyway.
+  alignas(16) local_collection* last = nullptr;
+  element_record* comm_sender = nullptr;
   std::uint32_t collection_counter = 0;
   std::uint32_t chare_counter = 0;
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<allreduce_slot*>> allreduce;

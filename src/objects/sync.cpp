@@ -138,7 +138,7 @@ void run_resume_from_sync(element_record& rec) {
                 ex.what());
   }
   if (t0 != 0) end_load(rec, t0);
-  if (rec.comm) rec.coll->comm_sender = outer_sender;
+  if (rec.comm) comm_leave(outer_sender);
   rec.running = nullptr;
   after_entry(rec);
 }
@@ -282,9 +282,10 @@ void receive_sync_count(message_ptr m) {
   pe_objects& s = this_pe_objects();
   if (auto it = s.msgs_sent_unknown.find(h.collection); it != s.msgs_sent_unknown.end())
     counts[0] += it->second;
-  // Each wave's reply also carries what the PE's elements sent to the
-  // collection since the last reply: by the last wave, everything they
-  // sent before the step (they are all in at_sync by the first).
+  // Each wave's reply also carries what the collection's elements sent
+  // from this PE (to elements of any array) since the last reply: by the
+  // last wave, everything they sent before the step (they are all in
+  // at_sync by the first).
   const std::vector<comm_record> comm = take_comm(lc);
   message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_counts,
                                       sizeof counts + comm.size() * sizeof(comm_record));
@@ -347,7 +348,8 @@ void plan_step(local_collection& lc) {
     return;
   }
   if (g_balancing) {
-    plan = g_balancer(collection_name(lc.ref), step, root.records, root.comm);
+    plan = g_balancer(collection_name(lc.ref), step, {{lc.ref.id, root.records.size()}},
+                      root.records, root.comm);
   } else {
     plan.pe.resize(root.records.size());
     for (std::size_t i = 0; i < root.records.size(); ++i) plan.pe[i] = root.records[i].pe;

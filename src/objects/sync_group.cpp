@@ -9,7 +9,12 @@
 // runs (its round of records, its counting waves) and after it (plan
 // messages, moves, resume). In between, its root sends the records to PE 0,
 // which waits for every array that takes part, runs the strategy once over
-// all their records, and sends each root its part of the plan.
+// all their records, and sends each root its part of the plan. With
+// --weft:lb-comm=element the root sends what its elements sent as well
+// (gathered in its counting waves, to elements of any array); each record
+// names the receiver's array, so that PE 0 joins the arrays' graphs into
+// one: edges between a compute and its cells, which a graph partitioner
+// (--weft:lb=comm) can then keep on one PE.
 //
 // Which arrays take part: an array's first at_sync on a PE tells PE 0 (one
 // message per PE and array, once), and an array that took part in a step
@@ -42,6 +47,7 @@ struct group_member {
   std::string name;
   std::uint64_t step = 0;  // the array's own step number (stats, dumps)
   std::vector<sync_record> records;
+  std::vector<comm_record> comm;  // what its elements sent (--weft:lb-comm)
 };
 thread_local std::map<std::uint64_t, group_member> t_members;
 
@@ -55,15 +61,17 @@ void place_if_ready(std::uint64_t k) {
   }
   if (group.empty()) return;
   std::vector<sync_record> all;
+  std::vector<comm_record> comm;
+  std::vector<step_array> arrays;
   std::string name = group.size() > 1 ? "arrays together: " : "";
   for (std::size_t i = 0; i < group.size(); ++i) {
     const group_member& g = group[i]->second;
     all.insert(all.end(), g.records.begin(), g.records.end());
+    comm.insert(comm.end(), g.comm.begin(), g.comm.end());
+    arrays.push_back({group[i]->first, g.records.size()});
     name += (i == 0 ? "" : " + ") + g.name;
   }
-  // No communication edges: the keys of two arrays' elements may be alike
-  // (--weft:lb-comm=element with together is refused, src/lb/runtime.cpp).
-  balance_plan plan = balancer()(name, k, all, {});
+  balance_plan plan = balancer()(name, k, arrays, all, comm);
   if (plan.pe.size() != all.size())
     base::fatal("lb: the balancer placed %zu elements of %s, not the %zu that took part",
                 plan.pe.size(), name.c_str(), all.size());
@@ -90,6 +98,8 @@ void place_if_ready(std::uint64_t k) {
     at += n;
     g.records.clear();
     g.records.shrink_to_fit();
+    g.comm.clear();
+    g.comm.shrink_to_fit();
     g.arrived = false;
     ++g.steps;
   }
@@ -102,13 +112,19 @@ void join_group(local_collection& lc) {
   send_object_to_pe(0, new_control_message(lc.ref, index_key{}, op_sync_group_join, 0));
 }
 
+// [record count][the records][what the array's elements sent]
 void send_records_to_group(local_collection& lc, std::uint64_t step) {
   const std::vector<sync_record>& records = lc.sync.records;
-  message_ptr m = new_control_message(lc.ref, index_key{}, op_sync_group_records,
-                                      records.size() * sizeof(sync_record));
+  const std::vector<comm_record>& comm = lc.sync.comm;
+  const std::uint64_t n = records.size();
+  message_ptr m =
+      new_control_message(lc.ref, index_key{}, op_sync_group_records,
+                          sizeof n + n * sizeof(sync_record) + comm.size() * sizeof(comm_record));
   header_of(*m).arg_pe = my_pe();
   header_of(*m).args.round = std::uint32_t(step);
-  append_bytes(*m, 0, records);
+  std::memcpy(args_of(*m), &n, sizeof n);
+  append_bytes(*m, sizeof n, records);
+  append_bytes(*m, sizeof n + n * sizeof(sync_record), comm);
   send_object_to_pe(0, std::move(m));
 }
 
@@ -129,7 +145,11 @@ void receive_group_records(message_ptr m) {
   g.root_pe = h.arg_pe;
   g.step = h.args.round;
   g.name = collection_name(get_local_collection(h.collection).ref);
-  g.records = read_bytes<sync_record>(*m, 0);
+  std::uint64_t n = 0;
+  std::memcpy(&n, args_of(*m), sizeof n);
+  g.records.resize(n);
+  if (n != 0) std::memcpy(g.records.data(), args_of(*m) + sizeof n, n * sizeof(sync_record));
+  g.comm = read_bytes<comm_record>(*m, sizeof n + n * sizeof(sync_record));
   place_if_ready(g.steps);
 }
 

@@ -164,10 +164,6 @@ TEST_F(TreeDeathTest, WhatTheTreeCannotDoIsRefused) {
                       {"--weft:lb=hierarchical", "--weft:lb-comm=element"}),
               testing::ExitedWithCode(2),
               "not implemented: --weft:lb-comm=element with --weft:lb=hierarchical");
-  EXPECT_EXIT(run_pes(1, []() -> weft::task<> { co_return; },
-                      {"--weft:lb=greedy", "--weft:lb-arrays=together", "--weft:lb-comm=element"}),
-              testing::ExitedWithCode(2),
-              "not implemented: --weft:lb-comm=element with --weft:lb-arrays=together");
 }
 
 }  // namespace

@@ -56,10 +56,15 @@ foreach(t ${weft_mp_transports})
                       EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes"
                              "step 2: [^\n]*a tree over 4 node\\(s\\) in 2 group\\(s\\), 2 summaries at the root")
     endif()
-    # Two arrays placed in joint steps on PE 0 (--weft:lb-arrays=together).
+    # Two arrays placed in joint steps on PE 0 (--weft:lb-arrays=together),
+    # with the elements' communication records: each array's root gathers
+    # its records from every process and sends them to PE 0, whose joint
+    # step has them as edges (the stats line's off-PE traffic).
     mp_objects_test(net.objects.${t}.${lname}.lb_together CODE 0 NP ${np}
-                    ${run} --weft:lb=rotate --weft:lb-arrays=together --case=lb_rotate
-                    EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes")
+                    ${run} --weft:lb=rotate --weft:lb-arrays=together --weft:lb-comm=element
+                    --weft:lb-stats --case=lb_rotate
+                    EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes"
+                           "off-PE [1-9][0-9]* messages [^\n]*\\(over [0-9]+ elements of 2 arrays\\)")
     # The same with at most 1 KiB of packed elements in flight per PE: each
     # (about 5 KB) goes alone, when the one before it was acknowledged; the
     # steps' peak is one element (four digits).

@@ -65,9 +65,8 @@ struct runtime_config {
   bool lb_together = false;    // --weft:lb-arrays=together: at_sync arrays balance in one step
   std::string lb_dump;         // file the steps' load records are written to ("": none)
   long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
-  // --weft:lb-comm resolved: elements count what they send to their
-  // collection's elements, for the instance's edges (auto: with comm or
-  // --weft:lb-dump).
+  // --weft:lb-comm resolved: elements count what they send to arrays'
+  // elements, for the instance's edges (auto: with comm or --weft:lb-dump).
   bool lb_comm = false;
   std::uint64_t lb_max_bytes = std::uint64_t(64) << 20;  // packed bytes in flight per PE
   bool lb_load_cpu = false;  // loads are the thread's CPU time, not wall time

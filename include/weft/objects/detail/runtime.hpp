@@ -306,13 +306,22 @@ struct sync_record {
   std::uint8_t migratable = 1;
   std::uint8_t reserved_[7] = {};
 };
-// What elements of a collection sent to elements of the same collection
-// since the last step (--weft:lb-comm=element): one per pair and PE that
-// counted it (a sender that moved has a record on each PE it sent from).
+// What an element of an array sent to an element of any array since the
+// last step (--weft:lb-comm=element): one per pair and PE that counted it
+// (a sender that moved has a record on each PE it sent from). Each end is
+// named by its collection's id and its key: two arrays' keys may be alike.
 // `bytes`: the packed arguments, without the runtime's header.
 struct comm_record {
   index_key from, to;
+  std::uint64_t from_collection = 0, to_collection = 0;
   std::uint64_t messages = 0, bytes = 0;
+};
+// The arrays a balancing step places, in the order of its records: the
+// first `records` records are the first array's, and so on (one array,
+// or with --weft:lb-arrays=together every array taking part).
+struct step_array {
+  std::uint64_t collection = 0;
+  std::uint64_t records = 0;
 };
 // The plan of a balancing step: a PE for each record, in their order, and
 // what --weft:lb-stats says of it.
@@ -324,9 +333,12 @@ struct balance_plan {
 // The lb layer's strategy runner (src/lb/runtime.cpp installs it); called
 // on the collection's root PE when every element arrived at at_sync (with
 // --weft:lb-arrays=together, on PE 0 for the records of every array taking
-// part), with the communication counted meanwhile (empty unless
-// --weft:lb-comm). `name` names the step's collection(s) in stats and dumps.
+// part), with what the step's elements sent meanwhile (empty unless
+// --weft:lb-comm; records whose receiver is not in `arrays` are traffic
+// off the step's arrays). `name` names the step's collection(s) in stats
+// and dumps.
 using balancer_fn = balance_plan (*)(const std::string& name, std::uint64_t step,
+                                     const std::vector<step_array>& arrays,
                                      const std::vector<sync_record>& records,
                                      const std::vector<comm_record>& comm);
 WEFT_API void set_balancer(balancer_fn fn);

@@ -293,6 +293,14 @@ void define_runtime_options(base::option_set& set) {
               "--weft:lb=hierarchical: nodes per group of the tree PE -> node -> group -> root; "
               "the root hears from the groups' leaders only (docs/lb.md)",
               base::integer_in(1, 1000000)});
+  // MPI ranks as logical threads (the mpi layer reads these: docs/mpi.md).
+  set.define({"vp", "0", "integer 0..1000000 (0: one rank per PE)",
+              "MPI programs linked by weft-mpicc: ranks in this process, each a logical "
+              "thread on a PE (more ranks than PEs: several per PE); 0 gives one per PE",
+              base::integer_in(0, 1000000)});
+  set.define({"rank-map", "block", "block|rr",
+              "MPI ranks to PEs: block (rank r of n on PE r*P/n) or rr (rank r on PE r mod P)",
+              base::one_of({"block", "rr"})});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -375,6 +383,8 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.timeout_s = set.get_double("timeout");
   c.quiescence_wait = set.get("on-quiescence") == "wait";
   c.tasks_scheme = set.get("tasks-scheme");
+  c.mpi_vp = int(set.get_int("vp"));
+  c.mpi_rank_map_rr = set.get("rank-map") == "rr";
   c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.ult_isolate_all = set.get("ult-isolate") == "all";
   c.trace_dir = set.given("trace") ? set.get("trace") : "";

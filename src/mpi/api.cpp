@@ -1,0 +1,292 @@
+// The MPI entry points of libweft-mpi (include/weft/mpi/mpi.h): the
+// environment, the predefined communicators and datatypes, and
+// point-to-point (p2p.cpp does the work). Errors are fatal
+// (MPI_ERRORS_ARE_FATAL, the default): the message names the call, the
+// rank and the problem, and the job exits non-zero.
+#include <unistd.h>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include "mpi/mpi_internal.hpp"
+#include "weft/base/error.hpp"
+#include "weft/core/run.hpp"
+
+#define WEFT_MPI_API extern "C" __attribute__((visibility("default")))
+
+using namespace weft::mpi;
+
+namespace {
+
+void copy_out(const char* text, char* out, int* len, int max) {
+  const int n = int(std::min<std::size_t>(std::strlen(text), std::size_t(max - 1)));
+  std::memcpy(out, text, std::size_t(n));
+  out[n] = '\0';
+  *len = n;
+}
+
+const char* class_text(int c) {
+  switch (c) {
+    case MPI_SUCCESS:
+      return "MPI_SUCCESS: no error";
+    case MPI_ERR_BUFFER:
+      return "MPI_ERR_BUFFER: invalid buffer pointer";
+    case MPI_ERR_COUNT:
+      return "MPI_ERR_COUNT: invalid count argument";
+    case MPI_ERR_TYPE:
+      return "MPI_ERR_TYPE: invalid datatype";
+    case MPI_ERR_TAG:
+      return "MPI_ERR_TAG: invalid tag";
+    case MPI_ERR_COMM:
+      return "MPI_ERR_COMM: invalid communicator";
+    case MPI_ERR_RANK:
+      return "MPI_ERR_RANK: invalid rank";
+    case MPI_ERR_REQUEST:
+      return "MPI_ERR_REQUEST: invalid request";
+    case MPI_ERR_ARG:
+      return "MPI_ERR_ARG: invalid argument";
+    case MPI_ERR_TRUNCATE:
+      return "MPI_ERR_TRUNCATE: message truncated";
+    case MPI_ERR_OTHER:
+      return "MPI_ERR_OTHER: other error";
+    case MPI_ERR_INTERN:
+      return "MPI_ERR_INTERN: internal error";
+    case MPI_ERR_IN_STATUS:
+      return "MPI_ERR_IN_STATUS: error code is in status";
+    case MPI_ERR_PENDING:
+      return "MPI_ERR_PENDING: pending request";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+WEFT_MPI_API int MPI_Init(int*, char***) {
+  rank_state& me = self("MPI_Init");
+  if (me.initialized) fail("MPI_Init", MPI_ERR_OTHER, "MPI_Init was called before on this rank");
+  me.initialized = true;
+  return MPI_SUCCESS;
+}
+
+// Ranks share their PE's OS thread and each runs on one logical thread:
+// MPI_THREAD_FUNNELED is what holds (a rank's other threads must not call
+// MPI), and what is reported whatever is asked.
+WEFT_MPI_API int MPI_Init_thread(int* argc, char*** argv, int, int* provided) {
+  MPI_Init(argc, argv);
+  *provided = MPI_THREAD_FUNNELED;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Query_thread(int* provided) {
+  self("MPI_Query_thread");
+  *provided = MPI_THREAD_FUNNELED;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Is_thread_main(int* flag) {
+  self("MPI_Is_thread_main");
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Initialized(int* flag) {
+  const rank_state* me = current_rank();
+  *flag = me != nullptr && me->initialized ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Finalize(void) {
+  rank_state& me = self("MPI_Finalize");
+  if (!me.initialized || me.finalized)
+    fail("MPI_Finalize", MPI_ERR_OTHER, "%s",
+         me.finalized ? "MPI_Finalize was called before" : "MPI_Init was not called");
+  me.finalized = true;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Finalized(int* flag) {
+  *flag = self("MPI_Finalized").finalized ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Abort(MPI_Comm comm, int errorcode) {
+  rank_state& me = self("MPI_Abort");
+  std::fprintf(stderr, "weft: MPI_Abort(communicator %d, %d) on rank %d: the job ends\n", comm,
+               errorcode, me.rank);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // The whole process at once, as MPI_Abort ends an MPI job: other ranks
+  // may be anywhere, and none is to run on.
+  std::_Exit(errorcode != 0 ? errorcode : 1);
+}
+
+WEFT_MPI_API double MPI_Wtime(void) {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+WEFT_MPI_API double MPI_Wtick(void) {
+  return 1e-9;
+}
+
+WEFT_MPI_API int MPI_Get_processor_name(char* name, int* resultlen) {
+  char host[MPI_MAX_PROCESSOR_NAME];
+  if (gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
+  host[sizeof host - 1] = '\0';
+  copy_out(host, name, resultlen, MPI_MAX_PROCESSOR_NAME);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Get_version(int* version, int* subversion) {
+  *version = MPI_VERSION;
+  *subversion = MPI_SUBVERSION;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Get_library_version(char* version, int* resultlen) {
+  copy_out("weft MPI (ranks as logical threads; docs/mpi.md)", version, resultlen,
+           MPI_MAX_LIBRARY_VERSION_STRING);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Error_class(int errorcode, int* errorclass) {
+  if (class_text(errorcode) == nullptr)
+    fail("MPI_Error_class", MPI_ERR_ARG, "%d is not an error code", errorcode);
+  *errorclass = errorcode;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
+  const char* text = class_text(errorcode);
+  if (text == nullptr) fail("MPI_Error_string", MPI_ERR_ARG, "%d is not an error code", errorcode);
+  copy_out(text, string, resultlen, MPI_MAX_ERROR_STRING);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Comm_rank(MPI_Comm comm, int* rank) {
+  rank_state& me = self("MPI_Comm_rank");
+  if (comm == MPI_COMM_WORLD)
+    *rank = me.rank;
+  else if (comm == MPI_COMM_SELF)
+    *rank = 0;
+  else
+    fail("MPI_Comm_rank", MPI_ERR_COMM, "communicator %d is not MPI_COMM_WORLD or MPI_COMM_SELF",
+         comm);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Comm_size(MPI_Comm comm, int* size) {
+  self("MPI_Comm_size");
+  if (comm == MPI_COMM_WORLD)
+    *size = world().size;
+  else if (comm == MPI_COMM_SELF)
+    *size = 1;
+  else
+    fail("MPI_Comm_size", MPI_ERR_COMM, "communicator %d is not MPI_COMM_WORLD or MPI_COMM_SELF",
+         comm);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Type_size(MPI_Datatype datatype, int* size) {
+  *size = int(type_bytes("MPI_Type_size", datatype));
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+  const long long unit = static_cast<long long>(type_bytes("MPI_Get_count", datatype));
+  *count = status->weft_bytes % unit == 0 ? int(status->weft_bytes / unit) : MPI_UNDEFINED;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                           MPI_Comm comm, MPI_Request* request) {
+  *request = isend("MPI_Isend", buf, count, datatype, dest, tag, comm);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
+                           MPI_Comm comm, MPI_Request* request) {
+  *request = irecv("MPI_Irecv", buf, count, datatype, source, tag, comm);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm) {
+  int q = isend("MPI_Send", buf, count, datatype, dest, tag, comm);
+  finish("MPI_Send", &q, MPI_STATUS_IGNORE, true);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
+                          MPI_Comm comm, MPI_Status* status) {
+  int q = irecv("MPI_Recv", buf, count, datatype, source, tag, comm);
+  finish("MPI_Recv", &q, status, true);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                              int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                              int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  int r = irecv("MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm);
+  int s = isend("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm);
+  finish("MPI_Sendrecv", &s, MPI_STATUS_IGNORE, true);
+  finish("MPI_Sendrecv", &r, status, true);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  finish("MPI_Wait", request, status, true);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  *flag = finish("MPI_Test", request, status, false) ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  for (int i = 0; i < count; ++i)
+    finish("MPI_Waitall", &requests[i],
+           statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i], true);
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  for (int pass = 0; pass < 2; ++pass) {
+    bool all = true;
+    for (int i = 0; i < count && all; ++i) all = complete("MPI_Testall", requests[i]);
+    if (all) break;
+    if (pass == 1) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+    yield_rank();  // let the PE deliver (see finish in p2p.cpp)
+  }
+  MPI_Waitall(count, requests, statuses);
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  wait_any("MPI_Waitany", count, requests);
+  for (int i = 0; i < count; ++i)
+    if (requests[i] != MPI_REQUEST_NULL && complete("MPI_Waitany", requests[i])) {
+      finish("MPI_Waitany", &requests[i], status, true);
+      *index = i;
+      return MPI_SUCCESS;
+    }
+  // Every request was null: MPI_UNDEFINED and an empty status.
+  *index = MPI_UNDEFINED;
+  if (status != MPI_STATUS_IGNORE) {
+    *status = MPI_Status{};
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+  }
+  return MPI_SUCCESS;
+}
+
+WEFT_MPI_API int MPI_Request_free(MPI_Request* request) {
+  free_request("MPI_Request_free", request);
+  return MPI_SUCCESS;
+}

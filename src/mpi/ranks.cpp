@@ -1,0 +1,235 @@
+// The ranks: how a program's main becomes every rank of the process.
+//
+// weft-mpicc links with -Wl,--wrap=main and libweft-mpi-main.a, whose
+// __wrap_main is what the C library's start code calls: it calls
+// weft_mpi_run (here) with the program's real main. weft_mpi_run starts the
+// node (weft::run: the --weft: options, the PEs), and on PE 0 makes the
+// world -- --weft:vp ranks, 0 meaning one per PE, mapped by
+// --weft:rank-map -- then asks each PE to start its ranks: each is a
+// logical thread of a family of its own (so the ranks of a PE share its OS
+// thread as fibers) running the real main with its own copy of the
+// arguments. The job ends when the last rank's main returned, with the
+// first non-zero code a main returned (0 if none), or at weft::exit
+// (MPI_Abort); if every rank waits and nothing is in flight, quiescence
+// detection ends it with the deadlock report instead of a hang.
+//
+// One process only in this increment: a job of several processes is
+// refused ("not implemented", docs/mpi.md).
+#include <pthread.h>
+#include <unistd.h>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include "mpi/mpi_internal.hpp"
+#include "weft/base/error.hpp"
+#include "weft/core/handler.hpp"
+#include "weft/core/pe.hpp"
+#include "weft/core/run.hpp"
+#include "weft/core/send.hpp"
+
+namespace weft::mpi {
+
+namespace {
+
+world_state g_world;
+std::atomic<int> g_running{0};
+std::atomic<int> g_exit_code{0};
+handler_id h_start = 0;
+
+void rank_body(threads::ult* u) {
+  auto* r = static_cast<rank_state*>(u->arg);
+  const int code =
+      g_world.main_fn(int(r->args.size()), r->argv.data(), g_world.envp ? g_world.envp : environ);
+  if (code != 0) {
+    int none = 0;
+    g_exit_code.compare_exchange_strong(none, code);
+  }
+}
+
+void rank_finished(threads::ult*) {
+  if (g_running.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    weft::exit(g_exit_code.load(std::memory_order_acquire));
+}
+
+// On each PE: starts its ranks (each runs until it first waits or ends).
+void on_start(message_ptr) {
+  const int pe = threads::current_pe();
+  for (auto& r : g_world.ranks)
+    if (r->pe == pe && threads::claim(&r->u)) threads::start_here(&r->u);
+}
+
+// Every rank waits and nothing is in flight: none can go on.
+void report_deadlock() {
+  int waiting = 0;
+  for (auto& r : g_world.ranks)
+    if (r->call != nullptr) ++waiting;
+  std::fprintf(stderr,
+               "weft: MPI deadlock: %d of %d rank(s) wait and no message is in flight; "
+               "what each waits in:\n",
+               waiting, g_world.size);
+  for (auto& r : g_world.ranks) {
+    if (r->call == nullptr) continue;
+    std::fprintf(stderr, "  rank %d (PE %d): %s", r->rank, r->pe, r->call);
+    if (r->peer == MPI_ANY_SOURCE)
+      std::fprintf(stderr, " from any source");
+    else if (r->peer >= 0)
+      std::fprintf(stderr, " peer %d", r->peer);
+    if (r->tag == MPI_ANY_TAG)
+      std::fprintf(stderr, ", any tag\n");
+    else
+      std::fprintf(stderr, ", tag %d\n", r->tag);
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // At once: the ranks are suspended for good, and none can end (their
+  // stacks stay theirs), as no MPI process would go on.
+  std::_Exit(base::exit_quiescent);
+}
+
+void start_world(int argc, char** argv) {
+  const runtime_config& cfg = weft::config();
+  if (weft::num_nodes() > 1)
+    base::usage_error(
+        "not implemented: MPI ranks across processes (this job has %d); run one process with "
+        "--weft:vp=N ranks (docs/mpi.md)",
+        weft::num_nodes());
+  const int pes = weft::node_size();
+  const int n = cfg.mpi_vp > 0 ? cfg.mpi_vp : pes;
+  g_world.size = n;
+  // A rank's stack: an MPI process's main runs on the process's stack, so
+  // a rank gets the C library's default thread stack (`ulimit -s`, 8 MiB
+  // as a rule), at least 4 MiB; its pages are reserved, not committed,
+  // until used.
+  std::size_t stack = std::size_t(4) << 20;
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) == 0) {
+    std::size_t thread_default = 0;
+    if (pthread_attr_getstacksize(&attr, &thread_default) == 0 && thread_default > stack)
+      stack = thread_default;
+    pthread_attr_destroy(&attr);
+  }
+  g_running.store(n, std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) {
+    auto r = std::make_unique<rank_state>();
+    r->rank = i;
+    r->pe = cfg.mpi_rank_map_rr ? i % pes : int(std::int64_t(i) * pes / n);
+    r->args.assign(argv, argv + argc);
+    for (std::string& a : r->args) r->argv.push_back(a.data());
+    r->argv.push_back(nullptr);
+    r->u.body = &rank_body;
+    r->u.finished = &rank_finished;
+    r->u.arg = r.get();
+    r->u.family = r.get();  // a family of its own: ranks share their PE's thread
+    r->u.stack_bytes = stack;
+    g_world.ranks.push_back(std::move(r));
+  }
+  weft::on_quiescence(&report_deadlock);
+  for (int pe = 0; pe < pes; ++pe) weft::send(threads::job_pe(pe), make_message(h_start, 0));
+}
+
+const bool registered = [] {
+  h_start = register_handler("mpi.start_ranks", &on_start);
+  return true;
+}();
+
+}  // namespace
+
+world_state& world() {
+  return g_world;
+}
+
+rank_state* current_rank() noexcept {
+  threads::ult* u = threads::current();
+  return u != nullptr && u->body == &rank_body ? static_cast<rank_state*>(u->arg) : nullptr;
+}
+
+rank_state& self(const char* call) {
+  threads::ult* u = threads::current();
+  if (u == nullptr || u->body != &rank_body)
+    base::fatal(
+        "%s: called off an MPI rank: link the program with weft-mpicc or weft-mpicxx (they "
+        "run its main as the ranks: -Wl,--wrap=main and libweft-mpi-main.a), and call MPI "
+        "from the rank's own thread (docs/mpi.md)",
+        call);
+  if (u->host != nullptr)
+    base::fatal("not implemented: %s on a rank that runs on a carrier thread", call);
+  return *static_cast<rank_state*>(u->arg);
+}
+
+namespace {
+
+[[noreturn]] void fail_v(int rank, const char* call, int error_class, const char* fmt, va_list ap) {
+  char what[512];
+  std::vsnprintf(what, sizeof what, fmt, ap);
+  base::fatal("%s on rank %d: %s (error class %d; MPI_ERRORS_ARE_FATAL)", call, rank, what,
+              error_class);
+}
+
+}  // namespace
+
+void fail(const char* call, int error_class, const char* fmt, ...) {
+  threads::ult* u = threads::current();
+  const int rank =
+      u != nullptr && u->body == &rank_body ? static_cast<rank_state*>(u->arg)->rank : -1;
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(rank, call, error_class, fmt, ap);
+}
+
+void fail_on(int rank, const char* call, int error_class, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(rank, call, error_class, fmt, ap);
+}
+
+std::size_t type_bytes(const char* call, MPI_Datatype type) {
+  switch (type) {
+    case MPI_CHAR:
+    case MPI_SIGNED_CHAR:
+    case MPI_UNSIGNED_CHAR:
+    case MPI_BYTE:
+    case MPI_INT8_T:
+    case MPI_UINT8_T:
+    case MPI_C_BOOL:
+      return 1;
+    case MPI_SHORT:
+    case MPI_UNSIGNED_SHORT:
+    case MPI_INT16_T:
+    case MPI_UINT16_T:
+      return 2;
+    case MPI_INT:
+    case MPI_UNSIGNED:
+    case MPI_FLOAT:
+    case MPI_INT32_T:
+    case MPI_UINT32_T:
+    case MPI_WCHAR:
+      return 4;
+    case MPI_LONG:
+    case MPI_UNSIGNED_LONG:
+    case MPI_LONG_LONG_INT:
+    case MPI_UNSIGNED_LONG_LONG:
+    case MPI_DOUBLE:
+    case MPI_INT64_T:
+    case MPI_UINT64_T:
+    case MPI_AINT:
+    case MPI_COUNT:
+      return 8;
+    case MPI_LONG_DOUBLE:
+      return sizeof(long double);
+    default:
+      fail(call, MPI_ERR_TYPE,
+           "datatype %d is not a predefined one (derived datatypes are not implemented yet: "
+           "docs/mpi.md)",
+           type);
+  }
+}
+
+}  // namespace weft::mpi
+
+extern "C" WEFT_API int weft_mpi_run(int argc, char** argv, char** envp,
+                                     int (*main_fn)(int, char**, char**)) {
+  weft::mpi::g_world.main_fn = main_fn;
+  weft::mpi::g_world.envp = envp;
+  return weft::run(argc, argv, [](weft::args a) { weft::mpi::start_world(a.argc, a.argv); });
+}

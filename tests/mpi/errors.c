@@ -1,0 +1,39 @@
+/* mpi-test errors: what a faulty program gets, by the first argument:
+ *   truncate  rank 0 receives 4 bytes where 8 were sent: MPI_ERR_TRUNCATE,
+ *             a message naming the call and the rank, exit 3;
+ *   rank      a send to a rank past the communicator: MPI_ERR_RANK;
+ *   deadlock  every rank receives first: the deadlock report names each
+ *             rank's call, peer and tag, and the job exits 4;
+ *   abort     rank 1 (or 0 alone) calls MPI_Abort(MPI_COMM_WORLD, 7): exit 7;
+ *   exitcode  rank 1 returns 5 from main, the others 0: exit 5. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char* what = argc > 1 ? argv[1] : "";
+  long eight = 8;
+  int four = 0;
+  if (strcmp(what, "truncate") == 0) {
+    if (rank == 0) {
+      MPI_Send(&eight, 1, MPI_LONG, 0, 1, MPI_COMM_WORLD);
+      MPI_Recv(&four, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+  } else if (strcmp(what, "rank") == 0) {
+    if (rank == 0) MPI_Send(&eight, 1, MPI_LONG, size, 1, MPI_COMM_WORLD);
+  } else if (strcmp(what, "deadlock") == 0) {
+    MPI_Recv(&four, 1, MPI_INT, (rank + 1) % size, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (strcmp(what, "abort") == 0) {
+    if (rank == (size > 1 ? 1 : 0)) MPI_Abort(MPI_COMM_WORLD, 7);
+    MPI_Recv(&four, 1, MPI_INT, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (strcmp(what, "exitcode") == 0) {
+    MPI_Finalize();
+    return rank == (size > 1 ? 1 : 0) ? 5 : 0;
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -413,8 +413,9 @@ void affinity_begin(team& t, thread_state& me) {
     else
       base::warn(
           "%s: OpenMP puts thread %d of this team of %d on place %d %s, but weft runs it on "
-          "PE %d, bound to CPU %d (place %d): thread i of a region goes to PE (p + i) mod %d "
-          "PEs, bound as --weft:bind says (said once; the team runs there)",
+          "PE %d, bound to CPU %d (place %d): thread i of a region met on PE p runs on PE "
+          "(p + i) mod %d, and PEs are bound by WEFT_BIND / --weft:bind, else where the places "
+          "put a team of one thread per PE, one CPU each; the team runs there (said once)",
           asked.c_str(), i, t.size, want[std::size_t(i)].place, wanted.c_str(), pe, cpu,
           place_of_cpu(cpu), pes);
     return;

@@ -337,6 +337,18 @@ void read_affinity_environment(global_icvs& g) {
                 "{0,1},{2,3} or {0:4}:4:4");
     }
   }
+  // GCC's own variable, where OMP_PLACES gave no places.
+  if (const char* v = get("GOMP_CPU_AFFINITY"); v != nullptr && !bind_false_given) {
+    std::optional<std::vector<std::vector<int>>> places = parse_cpu_affinity(v);
+    if (!places || places->empty())
+      bad_value("GOMP_CPU_AFFINITY", v,
+                "expected CPUs of this process, ranges a-b and a-b:stride, separated by spaces "
+                "or commas");
+    else if (st.places.empty()) {
+      st.places = std::move(*places);
+      if (st.bind_list.empty()) st.bind_list = {bind_true};
+    }
+  }
   const int bind = st.bind_list.empty() ? bind_false : st.bind_list.front();
   // A binding policy without places: one place per hardware thread.
   if (bind != bind_false && st.places.empty()) st.places = *parse_places("threads");

@@ -527,10 +527,10 @@ void affinity_begin(team& t, thread_state& me);
 // With g.affinity: a member starting (OMP_DISPLAY_AFFINITY).
 void affinity_member(member& m);
 // places.cpp: OMP_PROC_BIND's list (omp_proc_bind_t values; nullopt:
-// malformed) and its name in OMP_DISPLAY_ENV; OMP_PLACES's places, each the
-// OS numbers of its CPUs in the process's set, ascending (nullopt:
-// malformed), and their text ("{0:2},{4}"); a variable's value, lower case,
-// without the spaces around it.
+// malformed) and its name in OMP_DISPLAY_ENV; OMP_PLACES's (and
+// GOMP_CPU_AFFINITY's) places, each the OS numbers of its CPUs in the
+// process's set, ascending (nullopt: malformed), and their text ("{0:2},{4}"); a variable's value,
+// lower case, without the spaces around it.
 enum bind_kind : int {
   bind_false = 0,
   bind_true = 1,
@@ -541,6 +541,7 @@ enum bind_kind : int {
 std::optional<std::vector<int>> parse_proc_bind(const char* value);
 const char* proc_bind_name(int bind);
 std::optional<std::vector<std::vector<int>>> parse_places(const char* value);
+std::optional<std::vector<std::vector<int>>> parse_cpu_affinity(const char* value);
 std::string places_text(const std::vector<std::vector<int>>& places);
 std::string env_word(std::string value);
 // A --weft:bind list that puts an attached node of `pes` PEs where OpenMP

@@ -231,6 +231,45 @@ std::optional<std::vector<std::vector<int>>> parse_places(const char* value) {
   return list_parser(s).parse();
 }
 
+// GOMP_CPU_AFFINITY, GCC's older variable: CPUs "a", ranges "a-b" and
+// "a-b:stride", separated by spaces or commas; each CPU a place of its own,
+// in the order given (those outside the process's set are left out, as
+// from OMP_PLACES).
+std::optional<std::vector<std::vector<int>>> parse_cpu_affinity(const char* value) {
+  std::vector<bool> allowed;
+  for (const base::cpu_info& c : base::topology::get().allowed()) {
+    if (std::size_t(c.os_index) >= allowed.size()) allowed.resize(std::size_t(c.os_index) + 1);
+    allowed[std::size_t(c.os_index)] = true;
+  }
+  std::vector<std::vector<int>> places;
+  const char* p = value;
+  const auto number = [&p](long& n) {
+    if (!std::isdigit(static_cast<unsigned char>(*p))) return false;
+    char* end = nullptr;
+    n = std::strtol(p, &end, 10);
+    p = end;
+    return n <= 1 << 20;
+  };
+  while (true) {
+    while (*p == ' ' || *p == '\t' || *p == ',') ++p;
+    if (*p == '\0') break;
+    long first = 0, last = 0, stride = 1;
+    if (!number(first)) return std::nullopt;
+    last = first;
+    if (*p == '-') {
+      ++p;
+      if (!number(last) || last < first) return std::nullopt;
+      if (*p == ':') {
+        ++p;
+        if (!number(stride) || stride <= 0) return std::nullopt;
+      }
+    }
+    for (long c = first; c <= last; c += stride)
+      if (std::size_t(c) < allowed.size() && allowed[std::size_t(c)]) places.push_back({int(c)});
+  }
+  return places;
+}
+
 // libgomp's text of a place list: "{0:2},{4}" (runs of consecutive CPUs as
 // first:length).
 std::string places_text(const std::vector<std::vector<int>>& places) {

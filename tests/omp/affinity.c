@@ -7,7 +7,8 @@
  *  none          no variable: no places, omp_proc_bind_false, place -1; the
  *                format routines and their fields; then this program runs
  *                itself with explicit OMP_PLACES lists built from its CPU
- *                set (--child=...), and with malformed values;
+ *                set (--child=...), GOMP_CPU_AFFINITY's too, and with
+ *                malformed values;
  *  threads       OMP_PLACES=threads: a place per CPU, bind true;
  *  cores         OMP_PLACES=cores: a place per core;
  *  spread_close  OMP_PROC_BIND=spread,close (places: threads): spread
@@ -174,8 +175,9 @@ static void check_capture(void) {
   omp_set_affinity_format("level %L thread %i affinity %A");
 }
 
-/* This program again, with OMP_PLACES=value; its --child=KIND checks. */
-static void run_child(const char* places, const char* bind, const char* kind) {
+/* This program again, with `var`=places (OMP_PLACES or GOMP_CPU_AFFINITY)
+ * and OMP_PROC_BIND=bind; its --child=KIND checks. */
+static void run_child_var(const char* var, const char* places, const char* bind, const char* kind) {
   char arg[64], list[8 * max_cpus] = "--cpus=";
   snprintf(arg, sizeof arg, "--child=%s", kind);
   for (int i = 0; i < ncpus; ++i)
@@ -188,7 +190,7 @@ static void run_child(const char* places, const char* bind, const char* kind) {
     CPU_ZERO(&set);
     for (int i = 0; i < ncpus; ++i) CPU_SET(cpus[i], &set);
     sched_setaffinity(0, sizeof set, &set);
-    if (places != NULL) setenv("OMP_PLACES", places, 1);
+    if (places != NULL) setenv(var, places, 1);
     if (bind != NULL) setenv("OMP_PROC_BIND", bind, 1);
     char* argv[] = {(char*)"affinity", arg, list, NULL};
     execv("/proc/self/exe", argv);
@@ -197,8 +199,12 @@ static void run_child(const char* places, const char* bind, const char* kind) {
   int status = 0;
   waitpid(pid, &status, 0);
   check_true(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-             "OMP_PLACES=%s OMP_PROC_BIND=%s (%s) exit status %d", places ? places : "",
+             "%s=%s OMP_PROC_BIND=%s (%s) exit status %d", var, places ? places : "",
              bind ? bind : "", kind, status);
+}
+
+static void run_child(const char* places, const char* bind, const char* kind) {
+  run_child_var("OMP_PLACES", places, bind, kind);
 }
 
 static int child(const char* kind) {
@@ -290,6 +296,8 @@ int main(int argc, char** argv) {
       run_child(list, NULL, "reversed");
       snprintf(list, sizeof list, "{%d},{%d},!{%d}", cpus[0], cpus[1], cpus[0]);
       run_child(list, NULL, "remove_place");
+      snprintf(list, sizeof list, "%d %d", cpus[ncpus - 1], cpus[0]);
+      run_child_var("GOMP_CPU_AFFINITY", list, NULL, "reversed");
     }
     if (cpus[ncpus - 1] - cpus[0] == ncpus - 1) { /* consecutive numbers */
       snprintf(list, sizeof list, "{%d:%d}", cpus[0], ncpus);
@@ -306,6 +314,7 @@ int main(int argc, char** argv) {
     run_child("bogus", NULL, "none");
     run_child("threads", "false", "none");
     run_child(NULL, "bogus", "none");
+    run_child_var("GOMP_CPU_AFFINITY", "bogus", NULL, "none");
   } else if (strcmp(expect, "threads") == 0 || strcmp(expect, "cores") == 0) {
     int want = strcmp(expect, "threads") == 0 ? ncpus : count_cores();
     if (want > 0) CHECK_EQ(places, want, "OMP_PLACES=%s: omp_get_num_places", expect);

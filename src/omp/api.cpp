@@ -130,9 +130,6 @@ WEFT_GOMP int omp_in_final() {
 WEFT_GOMP int omp_get_cancellation() {
   return globals().cancellation ? 1 : 0;
 }
-WEFT_GOMP int omp_get_proc_bind() {
-  return 0;  // omp_proc_bind_false: weft binds its PEs itself
-}
 WEFT_GOMP int omp_get_max_task_priority() {
   return 0;
 }

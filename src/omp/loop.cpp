@@ -342,11 +342,11 @@ void prepare_loop(team& t, void* ctx) {
 }
 
 void parallel_loop(void (*fn)(void*), void* data, unsigned num_threads, int sched, long start,
-                   long end, long incr, long chunk) {
+                   long end, long incr, long chunk, unsigned flags) {
   thread_state& me = current();
   combined_loop c{0, start, end, incr, chunk};
   c.sched = effective(sched, c.chunk, me);
-  run_region(fn, data, team_size_for(me, num_threads), &prepare_loop, &c);
+  run_region(fn, data, team_size_for(me, num_threads), &prepare_loop, &c, flags);
 }
 
 void prepare_sections(team& t, void* ctx) {
@@ -411,8 +411,7 @@ extern "C" {
   WEFT_GOMP void GOMP_parallel_loop_##kind(void (*fn)(void*), void* data, unsigned num_threads, \
                                            long start, long end, long incr, long chunk,         \
                                            unsigned flags) {                                    \
-    (void)flags;                                                                                \
-    parallel_loop(fn, data, num_threads, sched_value, start, end, incr, chunk);                 \
+    parallel_loop(fn, data, num_threads, sched_value, start, end, incr, chunk, flags);          \
   }
 
 WEFT_LOOP_KIND(static, sched_static)
@@ -486,20 +485,17 @@ WEFT_GOMP bool GOMP_loop_ull_ordered_runtime_next(unsigned long long* istart,
 
 WEFT_GOMP void GOMP_parallel_loop_runtime(void (*fn)(void*), void* data, unsigned num_threads,
                                           long start, long end, long incr, unsigned flags) {
-  (void)flags;
-  parallel_loop(fn, data, num_threads, 0, start, end, incr, 0);
+  parallel_loop(fn, data, num_threads, 0, start, end, incr, 0, flags);
 }
 WEFT_GOMP void GOMP_parallel_loop_nonmonotonic_runtime(void (*fn)(void*), void* data,
                                                        unsigned num_threads, long start, long end,
                                                        long incr, unsigned flags) {
-  (void)flags;
-  parallel_loop(fn, data, num_threads, 0, start, end, incr, 0);
+  parallel_loop(fn, data, num_threads, 0, start, end, incr, 0, flags);
 }
 WEFT_GOMP void GOMP_parallel_loop_maybe_nonmonotonic_runtime(void (*fn)(void*), void* data,
                                                              unsigned num_threads, long start,
                                                              long end, long incr, unsigned flags) {
-  (void)flags;
-  parallel_loop(fn, data, num_threads, 0, start, end, incr, 0);
+  parallel_loop(fn, data, num_threads, 0, start, end, incr, 0, flags);
 }
 
 // GCC 9+'s generic entries: the schedule as a value (0: runtime), task
@@ -615,9 +611,8 @@ WEFT_GOMP bool GOMP_sections_end_cancel() {
 }
 WEFT_GOMP void GOMP_parallel_sections(void (*fn)(void*), void* data, unsigned num_threads,
                                       unsigned count, unsigned flags) {
-  (void)flags;
   thread_state& me = current();
-  run_region(fn, data, team_size_for(me, num_threads), &prepare_sections, &count);
+  run_region(fn, data, team_size_for(me, num_threads), &prepare_sections, &count, flags);
 }
 
 // ---- single ----------------------------------------------------------------------------

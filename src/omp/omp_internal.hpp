@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -44,6 +46,7 @@ struct icvs {
   int run_sched = sched_dynamic;  // run-sched-var
   long run_chunk = 1;
   bool dynamic = false;  // dyn-var
+  int bind = 0;  // bind-var (omp_proc_bind_t: false 0, true 1, primary 2, close 3, spread 4)
 };
 
 // The process-wide ones, read from the environment once.
@@ -54,6 +57,9 @@ struct global_icvs {
   int thread_limit = 1 << 20;
   std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE, else the C library's default
   bool cancellation = false;                       // cancel-var (OMP_CANCELLATION)
+  // Places exist (OMP_PLACES, OMP_PROC_BIND) or OMP_DISPLAY_AFFINITY is on:
+  // regions then go through affinity.cpp; read-only after the environment.
+  bool affinity = false;
 };
 global_icvs& globals();
 
@@ -85,6 +91,9 @@ struct thread_state {
   // rank), or -- ult null -- on its PE's own stack.
   threads::ult* ult = nullptr;
   int pe = -1;
+  // The place partition of the team's parent thread (affinity.cpp derives
+  // this thread's own from it, the team's policy and its number).
+  int part_off = 0, part_len = 0;
   // Stealing (task_queue.cpp), this thread's own: the member it last took
   // a task from (-1: none) and the state of its victim choice.
   int steal_from = -1;
@@ -386,6 +395,8 @@ struct team {
   int master_pe = -1;
   int pes = 1;          // of the node, when the region began
   bool nested = false;  // met on a member (members go to carriers where a PE's thread is taken)
+  int bind = 0;         // the region's placement policy (bind-var, or its proc_bind clause)
+  long placement_checked = -1;    // affinity.cpp: the placement last compared with OpenMP's
   thread_state* outer = nullptr;  // what the meeting thread ran as before (restored at the end)
   // What every member's OpenMP thread starts as (each member copies it
   // when it starts, so that the master does not write n of them): set by
@@ -492,13 +503,50 @@ void wake_for_tasks(team& t);
 int team_size_for(thread_state& me, unsigned num_threads);
 // Runs fn(data) as a parallel region of `n` threads; `prepare` (may be
 // null) initialises the team's first work share before any thread runs.
+// `flags` are GOMP_parallel's: the low 3 bits, the proc_bind clause.
 void run_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*) = nullptr,
-                void* prepare_ctx = nullptr);
+                void* prepare_ctx = nullptr, unsigned flags = 0);
 // The same in two halves (GOMP_parallel_start / GOMP_parallel_end, where
 // the caller runs fn itself as thread 0 in between).
 team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*) = nullptr,
-                   void* prepare_ctx = nullptr);
+                   void* prepare_ctx = nullptr, unsigned flags = 0);
 void end_region(team* t);
+
+// Placement (affinity.cpp): OMP_PROC_BIND, OMP_PLACES, OMP_DISPLAY_ENV,
+// OMP_DISPLAY_AFFINITY and OMP_AFFINITY_FORMAT into `g` (called once, from
+// the environment's reading).
+void read_affinity_environment(global_icvs& g);
+// The region's policy (`me`'s bind-var, or the proc_bind clause in flags
+// where bind-var is not false), and the bind-var of its threads (the next
+// item of an OMP_PROC_BIND list).
+int region_bind(const thread_state& me, unsigned flags, int& child_bind);
+// With g.affinity: sets the team's partition, says once if weft's
+// placement differs from what OpenMP's rules ask, displays thread 0's
+// affinity. Thread 0, before any member starts.
+void affinity_begin(team& t, thread_state& me);
+// With g.affinity: a member starting (OMP_DISPLAY_AFFINITY).
+void affinity_member(member& m);
+// places.cpp: OMP_PROC_BIND's list (omp_proc_bind_t values; nullopt:
+// malformed) and its name in OMP_DISPLAY_ENV; OMP_PLACES's (and
+// GOMP_CPU_AFFINITY's) places, each the OS numbers of its CPUs in the
+// process's set, ascending (nullopt: malformed), and their text ("{0:2},{4}"); a variable's value,
+// lower case, without the spaces around it.
+enum bind_kind : int {
+  bind_false = 0,
+  bind_true = 1,
+  bind_primary = 2,
+  bind_close = 3,
+  bind_spread = 4
+};
+std::optional<std::vector<int>> parse_proc_bind(const char* value);
+const char* proc_bind_name(int bind);
+std::optional<std::vector<std::vector<int>>> parse_places(const char* value);
+std::optional<std::vector<std::vector<int>>> parse_cpu_affinity(const char* value);
+std::string places_text(const std::vector<std::vector<int>>& places);
+std::string env_word(std::string value);
+// A --weft:bind list that puts an attached node of `pes` PEs where OpenMP
+// would put a team of that many threads ("" when there are no places).
+std::string places_bind(int pes);
 
 // Task reductions of work-sharing constructs (task.cpp; reduction(task,
 // ...) on for, sections, parallel). A thread entering such a construct

@@ -24,9 +24,8 @@ spin_word g_atomic;    // atomics GCC cannot do in hardware
 extern "C" {
 
 WEFT_GOMP void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) {
-  (void)flags;  // proc_bind: weft binds its PEs itself (--weft:bind)
   thread_state& me = current();
-  run_region(fn, data, team_size_for(me, num_threads));
+  run_region(fn, data, team_size_for(me, num_threads), nullptr, nullptr, flags);
 }
 
 // parallel reduction(task, ...): the region's implicit tasks all belong to
@@ -34,13 +33,13 @@ WEFT_GOMP void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads
 // this returns the team size, and unregisters).
 WEFT_GOMP unsigned GOMP_parallel_reductions(void (*fn)(void*), void* data, unsigned num_threads,
                                             unsigned flags) {
-  (void)flags;
   thread_state& me = current();
   const int n = team_size_for(me, num_threads);
   // GCC's arguments start with a pointer to its array.
   taskgroup* g = parallel_reductions_group(*static_cast<std::uintptr_t**>(data), n);
   run_region(
-      fn, data, n, [](team& t, void* group) { t.proto.group = static_cast<taskgroup*>(group); }, g);
+      fn, data, n, [](team& t, void* group) { t.proto.group = static_cast<taskgroup*>(group); }, g,
+      flags);
   delete g;
   return unsigned(n);
 }

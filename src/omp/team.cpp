@@ -36,6 +36,7 @@
 #include "omp/omp_internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
+#include "weft/base/topology.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
@@ -210,6 +211,7 @@ void read_environment(global_icvs& g) {
   } else if (const char* w = get("GOMP_STACKSIZE")) {
     if (auto n = parse_stacksize("GOMP_STACKSIZE", w)) g.stack_bytes = *n;
   }
+  read_affinity_environment(g);
 }
 
 // ---- the node -------------------------------------------------------------------
@@ -234,6 +236,15 @@ bool ensure_on_pe() {
   if (std::getenv("WEFT_THREADS") == nullptr && globals().initial.nthreads > 0)
     words.push_back("--weft:threads=" + std::to_string(globals().initial.nthreads));
   if (std::getenv("WEFT_QUIET") == nullptr) words.push_back("--weft:quiet");
+  // Places and a binding policy put the PEs where OpenMP would put a team
+  // of as many threads, unless weft's own binding is asked for.
+  if (std::getenv("WEFT_BIND") == nullptr) {
+    const char* pes = std::getenv("WEFT_THREADS");
+    const int n = pes != nullptr && std::atoi(pes) > 0 ? std::atoi(pes)
+                  : globals().initial.nthreads > 0     ? globals().initial.nthreads
+                                                       : base::topology::get().allowed_cores();
+    if (std::string b = places_bind(n); !b.empty()) words.push_back("--weft:bind=" + b);
+  }
   // Under a launcher (mpirun of a hybrid MPI + OpenMP program), each process
   // runs its OpenMP on a node of its own, on its slice of the host's CPUs;
   // WEFT_TRANSPORT joins them into one weft job instead.
@@ -586,6 +597,8 @@ void member_main(threads::ult* u) {
   m->implicit.refs.store(1, std::memory_order_relaxed);
   thr->ult = u;
   thr->pe = u->pe;
+  if (globals().affinity) [[unlikely]]
+    affinity_member(*m);
   start_subtree(t, thr->id);
   try {
     t->fn(t->data);
@@ -622,7 +635,7 @@ const weft::trace::event_name& omp_region_name() {
 }
 
 team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*),
-                   void* prepare_ctx) {
+                   void* prepare_ctx, unsigned flags) {
   thread_state& me = current();
   team* t = new_team(n);
   t->fn = fn;
@@ -640,6 +653,11 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   proto.active_level = me.active_level + (active ? 1 : 0);
   proto.parent = &me;
   proto.icv = me.icv;
+  t->bind = 0;
+  if (globals().affinity) [[unlikely]] {
+    t->bind = region_bind(me, flags, proto.icv.bind);
+    affinity_begin(*t, me);
+  }
   if (prepare != nullptr) prepare(*t, prepare_ctx);
   member& master = t->members[0];
   master.thr = proto;
@@ -650,6 +668,8 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   // A region met on a member's ULT (a nested active region): its thread 0
   // is that ULT, and waits as ULTs do.
   master.thr.ult = threads::current();
+  if (globals().affinity) [[unlikely]]
+    affinity_member(master);
   // The family: a region met outside any team starts one; a nested region
   // joins its encloser's.
   t->family = me.t != nullptr          ? me.t->family
@@ -715,8 +735,8 @@ void end_region(team* t) {
 }
 
 void run_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*),
-                void* prepare_ctx) {
-  team* t = begin_region(fn, data, n, prepare, prepare_ctx);
+                void* prepare_ctx, unsigned flags) {
+  team* t = begin_region(fn, data, n, prepare, prepare_ctx, flags);
   try {
     fn(data);
   } catch (const std::exception& e) {

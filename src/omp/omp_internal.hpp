@@ -395,8 +395,6 @@ struct team {
   int master_pe = -1;
   int pes = 1;          // of the node, when the region began
   bool nested = false;  // met on a member (members go to carriers where a PE's thread is taken)
-  int bind = 0;         // the region's placement policy (bind-var, or its proc_bind clause)
-  long placement_checked = -1;    // affinity.cpp: the placement last compared with OpenMP's
   thread_state* outer = nullptr;  // what the meeting thread ran as before (restored at the end)
   // What every member's OpenMP thread starts as (each member copies it
   // when it starts, so that the master does not write n of them): set by
@@ -462,6 +460,11 @@ struct team {
   // region's nest, whose threads never share an OS thread; null with
   // --weft:ult-isolate=all (no OpenMP thread shares with any).
   const void* family = nullptr;
+  // Placement (affinity.cpp), at the end: written at a region's start only
+  // where places exist, and kept off the lines the region's start and
+  // barriers share.
+  int bind = 0;                 // the region's placement policy (bind-var, or its proc_bind clause)
+  long placement_checked = -1;  // the placement last compared with OpenMP's
 
   explicit team(int n) : size(n), members(std::size_t(n)), join(std::max(n - 1, 0)), arrivals(n) {}
 };

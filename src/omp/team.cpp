@@ -653,8 +653,8 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   proto.active_level = me.active_level + (active ? 1 : 0);
   proto.parent = &me;
   proto.icv = me.icv;
-  t->bind = 0;
-  if (globals().affinity) [[unlikely]] {
+  const bool affinity = globals().affinity;
+  if (affinity) [[unlikely]] {
     t->bind = region_bind(me, flags, proto.icv.bind);
     affinity_begin(*t, me);
   }
@@ -668,7 +668,7 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   // A region met on a member's ULT (a nested active region): its thread 0
   // is that ULT, and waits as ULTs do.
   master.thr.ult = threads::current();
-  if (globals().affinity) [[unlikely]]
+  if (affinity) [[unlikely]]
     affinity_member(master);
   // The family: a region met outside any team starts one; a nested region
   // joins its encloser's.

@@ -243,8 +243,10 @@ struct node_state {
   int sleeper_words = 0;
   // PEs in an idle period (detail::idle_pes): each PE adds itself once when
   // a period begins and removes itself when it ends, so a busy node never
-  // writes this line. Read relaxed by the tasks layer to decide how many
-  // tasks to expose.
+  // writes this line. A period begins only after the PE's quick spin (about
+  // a microsecond) found nothing: a PE that exchanges messages (a reply
+  // back within the spin) never writes it (scheduler.cpp, quick_spin).
+  // Read relaxed by the tasks layer to decide how many tasks to expose.
   alignas(base::cache_line) std::atomic<int> idle_pes{0};
   // The tasks layer's scheduler hooks (fixed before PEs start; null members
   // when that layer is not linked).

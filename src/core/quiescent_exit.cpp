@@ -58,6 +58,36 @@
 
 namespace weft::core {
 
+// Two-wave counting over per-PE counters. A wave reads every PE's (sent,
+// processed) pair plus the count of messages from non-PE threads. Quiescence
+// holds when two consecutive waves read the very same values and sends equal
+// completions: no counter moved in between, so at the moment between the
+// waves every message ever sent had been handled and no handler was running
+// (a handler's message counts as processed only after it returns).
+bool quiescence_check(node_state& node) {
+  std::vector<std::uint64_t> now;
+  now.reserve(node.qd_last.size());
+  std::uint64_t sent = node.external_sent.load(std::memory_order_acquire), done = 0;
+  now.push_back(sent);
+  for (auto& pe : node.pes) {
+    std::uint64_t s = pe->sent.load(std::memory_order_acquire);
+    std::uint64_t p = pe->processed.load(std::memory_order_acquire);
+    now.push_back(s);
+    now.push_back(p);
+    sent += s;
+    done += p;
+  }
+  const bool balanced = sent == done;
+  const bool same = node.qd_last_valid && now == node.qd_last;
+  node.qd_last = std::move(now);
+  node.qd_last_valid = balanced;
+  if (balanced && same) {
+    node.qd_last_valid = false;
+    return true;
+  }
+  return false;
+}
+
 namespace {
 
 // How long PE 0 of node 0 stays idle before the first check, and the most
@@ -199,8 +229,7 @@ void note_guest(bool begin) {
 quiet_report local_quiet_report(node_state& node) {
   quiet_report q;
   if (node.attached || node.cfg.quiescence_wait) q.blockers |= blocks_waits;
-  if (node.exit_called.load(std::memory_order_acquire) ||
-      node.stop.load(std::memory_order_acquire))
+  if (node.exit_called.load(std::memory_order_acquire) || node.stop.load(std::memory_order_acquire))
     q.blockers |= blocks_ending;
   if (node.qd_requested.load(std::memory_order_acquire)) q.blockers |= blocks_callbacks;
   if (node.conditions.load(std::memory_order_acquire) != 0) q.blockers |= blocks_conditions;
@@ -220,9 +249,8 @@ std::uint64_t quiescent_check_limit_ns(const node_state& node, const pe_state& p
   if (node.qe_active) return poll_ns;
   if (pe.idle_since_ns == 0) return 0;
   // A new idle period the check has not seen yet: the soonest it may be due.
-  const std::uint64_t due = pe.idle_since_ns == node.qe_period
-                                ? node.qe_due_ns
-                                : pe.idle_since_ns + first_wait_ns;
+  const std::uint64_t due =
+      pe.idle_since_ns == node.qe_period ? node.qe_due_ns : pe.idle_since_ns + first_wait_ns;
   const std::uint64_t now = base::wall_ns();
   return due > now ? due - now : 1;
 }

@@ -1,5 +1,5 @@
 // spsc_pairs: unit tests (empty, lazy ring allocation, the overflow path with
-// a tiny ring, producer-side flush) and stress tests of four producers against
+// a tiny ring, producer-side flush, peek) and stress tests of four producers against
 // one consumer, with a tiny ring (overflow exercised under concurrency) and a
 // normal one, checked for loss, duplication and per-producer FIFO order.
 // Threads spin with yield(); no timing asserts.
@@ -121,13 +121,33 @@ TEST(SpscPairs, ConsumerServesEveryProducer) {
   EXPECT_EQ(n, 9);
 }
 
+TEST(SpscPairs, PeekShowsWhatPopTakesNext) {
+  struct alignas(8) tagged_item {
+    int producer;
+  };
+  std::vector<tagged_item> items{{0}, {1}, {2}};
+  spsc_pairs<tagged_item*> q(3, 4);
+  EXPECT_EQ(q.peek(), nullptr);  // no ring allocated yet
+  q.push(2, &items[2]);
+  q.push(0, &items[0]);
+  q.push(2, &items[2]);
+  // Round-robin from where the last pop found one: peek follows the same order.
+  for (int n = 0; n < 3; ++n) {
+    tagged_item* seen = q.peek();
+    ASSERT_NE(seen, nullptr) << n;
+    tagged_item* got = nullptr;
+    ASSERT_TRUE(q.try_pop(got));
+    EXPECT_EQ(got, seen) << n;
+  }
+  EXPECT_EQ(q.peek(), nullptr);
+}
+
 // `producers` threads push `per` elements each, element s of producer p
 // made by make(p, s); the consumer reads encode(p, s) back from each with
 // code_of (~0: not an element of this test) and checks loss, duplication
 // and per-producer order.
 template <class T, class Make, class CodeOf>
-void run_stress(int producers, std::size_t total, std::size_t capacity, Make make,
-                CodeOf code_of) {
+void run_stress(int producers, std::size_t total, std::size_t capacity, Make make, CodeOf code_of) {
   const std::size_t per = total / std::size_t(producers);
   spsc_pairs<T> q(producers, capacity);
   std::atomic<int> ready{0}, finished{0};

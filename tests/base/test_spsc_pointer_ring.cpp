@@ -1,5 +1,5 @@
 // spsc_pointer_ring: unit tests (capacity, full/empty, the lap bit over
-// many laps, a consumer that never writes a slot) and stress tests of
+// many laps, a consumer that never writes a slot, peek) and stress tests of
 // producer/consumer pairs checked for loss, duplication and FIFO order, one
 // pair on a ring of 4 slots (a lap every 4 elements, so a stale slot of the
 // last lap is read as new if the lap bit is wrong) and four pairs at once
@@ -107,6 +107,22 @@ TEST(SpscPointerRing, WrapAroundKeepsOrder) {
   EXPECT_TRUE(r.empty());
 }
 
+TEST(SpscPointerRing, PeekShowsWhatPopTakesAndLeavesIt) {
+  std::vector<item> items(3);
+  spsc_pointer_ring<item> r(2);  // a lap every 2 elements: peek must read the lap bit too
+  item* out = nullptr;
+  for (int round = 0; round < 100; ++round) {
+    EXPECT_EQ(r.peek(), nullptr) << "round " << round;
+    ASSERT_TRUE(r.try_push(&items[std::size_t(round % 3)]));
+    EXPECT_EQ(r.peek(), &items[std::size_t(round % 3)]);
+    EXPECT_EQ(r.peek(), &items[std::size_t(round % 3)]);  // still there
+    EXPECT_EQ(r.approx_size(), 1u);
+    ASSERT_TRUE(r.try_pop(out));
+    EXPECT_EQ(out, &items[std::size_t(round % 3)]);
+  }
+  EXPECT_EQ(r.peek(), nullptr);
+}
+
 // `pairs` producer/consumer pairs, each on its own ring. Each producer owns
 // a pool of items larger than the ring and reuses an item only after its
 // consumer has acknowledged it, so each pointer goes round the ring many
@@ -148,13 +164,22 @@ void run_pairs(int pairs, std::size_t total, std::size_t capacity) {
     threads.emplace_back([&s, p, per] {
       std::uint64_t next = 0;
       while (next < per) {
+        // Every other look peeks first (what core's idle spin does): what
+        // peek shows must be what the pop takes.
+        item* seen = next % 2 == 0 ? s.ring.peek() : nullptr;
         item* it = nullptr;
         if (!s.ring.try_pop(it)) {
+          if (seen != nullptr) {
+            ++s.errors;  // peek showed an element the pop did not find
+            s.failed.store(true, std::memory_order_relaxed);
+            break;
+          }
           std::this_thread::yield();
           continue;
         }
-        if (it->producer != std::uint32_t(p) || it->seq != next ||
-            it->check != check_of(it->producer, it->seq) || it != &s.pool[next % s.pool.size()]) {
+        if ((seen != nullptr && seen != it) || it->producer != std::uint32_t(p) ||
+            it->seq != next || it->check != check_of(it->producer, it->seq) ||
+            it != &s.pool[next % s.pool.size()]) {
           ++s.errors;  // stop at the first: the ring's state is no longer known
           s.failed.store(true, std::memory_order_relaxed);
           break;

@@ -91,6 +91,23 @@ class spsc_pairs {
     return false;
   }
 
+  // Consumer only, rings of pointers only: the element try_pop would take
+  // next, left in place (null: none).
+  T peek() const noexcept
+    requires std::is_pointer_v<T>
+  {
+    const std::size_t n = slots_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t k = next_ + i;
+      if (k >= n) k -= n;
+      ring_type* r = slots_[k]->ring.load(std::memory_order_acquire);
+      if (r != nullptr) {
+        if (T p = r->peek()) return p;
+      }
+    }
+    return nullptr;
+  }
+
   // Hands every element still held (rings and overflow lists) to `f`. Only
   // when no producer or consumer runs (shutdown).
   template <class F>
@@ -124,7 +141,7 @@ class spsc_pairs {
  private:
   struct slot {
     std::atomic<ring_type*> ring{nullptr};  // written once by the producer
-    std::deque<T> overflow;                    // producer-private
+    std::deque<T> overflow;                 // producer-private
   };
   static void flush_slot(slot& s, ring_type* r) {
     while (!s.overflow.empty() && r->try_push(s.overflow.front())) s.overflow.pop_front();

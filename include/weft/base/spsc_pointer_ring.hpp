@@ -70,6 +70,15 @@ class spsc_pointer_ring {
     return true;
   }
 
+  // Consumer only: the element try_pop would return, left in place (null
+  // when empty), so that the consumer can start fetching what it points to
+  // before it gets round to the pop.
+  T* peek() const noexcept {
+    const std::size_t h = head_.load(std::memory_order_relaxed);
+    const std::uintptr_t v = slots_[h & mask_].load(std::memory_order_acquire);
+    return is_current(v, h) ? reinterpret_cast<T*>(v & ~std::uintptr_t(1)) : nullptr;
+  }
+
   // Any thread, as a hint; exact for the consumer.
   bool empty() const noexcept {
     const std::size_t h = head_.load(std::memory_order_acquire);

@@ -75,8 +75,9 @@ WEFT_API void set_scheduler_hooks(const scheduler_hooks& hooks);
 
 // --- for the layer behind scheduler_hooks (PE only unless said otherwise) ---
 // PEs of this node in an idle period: their last scheduler turn found
-// nothing to do, and they have not found work since (spinning, yielding or
-// asleep). A hint, read relaxed; 0 off a running node.
+// nothing to do, nor did a quick look at their queue of about a
+// microsecond after it, and they have not found work since (spinning,
+// yielding or asleep). A hint, read relaxed; 0 off a running node.
 WEFT_API int idle_pes() noexcept;
 // Ends this PE's idle period now (it took a task): idle_pes() stops counting
 // it before the task runs, not after.

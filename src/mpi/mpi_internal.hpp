@@ -120,11 +120,13 @@ void wait_until(rank_state& r, const char* call, int peer, int tag, Done done) {
   r.call = nullptr;
 }
 
-// Wakes `r` if it waits (on its PE).
+// Wakes `r` if it waits (on its PE). From a handler the rank runs at once,
+// inside it, until it waits again: a resume message to its own PE cost a
+// second message per receive (ping-pong at 8 B: 1.55x Open MPI's time).
 inline void wake(rank_state& r) {
   if (r.blocked) {
     r.blocked = false;
-    threads::resume(&r.u);
+    threads::resume_here(&r.u);
   }
 }
 

@@ -311,6 +311,15 @@ void resume(ult* u) {
   weft::send(job_pe(u->pe), make_message_with(h_resume, u));
 }
 
+void resume_here(ult* u) {
+  if (u->host == nullptr && t_ult == nullptr && u->f != nullptr && carrier::current() == nullptr &&
+      u->pe == weft::my_rank()) {
+    run_on_pe(data("resume_here"), u);
+    return;
+  }
+  resume(u);
+}
+
 void suspend() {
   if (t_ult == nullptr) base::fatal("weft::threads::suspend called off a logical thread");
   fiber::suspend();

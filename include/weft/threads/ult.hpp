@@ -56,11 +56,11 @@ class carrier;
 
 struct ult {
   // --- set by the owner before the ULT starts
-  void (*body)(ult* self) = nullptr;      // runs on the ULT's own stack
+  void (*body)(ult* self) = nullptr;  // runs on the ULT's own stack
   // Runs on the OS thread that ran the ULT, after its body returned and its
   // stack was released; the ULT's memory is the owner's again.
   void (*finished)(ult* self) = nullptr;
-  void* arg = nullptr;                    // the owner's, for body and finished
+  void* arg = nullptr;  // the owner's, for body and finished
   std::size_t stack_bytes = fiber::default_stack_bytes;
   // Logical threads of one family never share an OS thread; of different
   // families they may share their PE's thread. Null: shares with none.
@@ -72,9 +72,9 @@ struct ult {
   // --- the layer's
   enum : int { unstarted = 0, started = 1 };
   std::atomic<int> state{unstarted};
-  fiber* f = nullptr;        // while it runs or is suspended
-  carrier* host = nullptr;   // null: PE `pe`'s own OS thread runs it
-  int pe = -1;               // node-local rank of the PE it belongs to
+  fiber* f = nullptr;       // while it runs or is suspended
+  carrier* host = nullptr;  // null: PE `pe`'s own OS thread runs it
+  int pe = -1;              // node-local rank of the PE it belongs to
   // held_up's first reading of the PE it waits behind (see there).
   std::atomic<std::uint64_t> probe_progress{0};
   std::atomic<std::uint64_t> probe_ns{0};
@@ -93,10 +93,10 @@ struct ult {
 
 // Why a ULT runs where it runs (--weft:stats).
 enum class placement : int {
-  pe_thread,     // on its PE's own OS thread
-  beyond_pes,    // a carrier slot asked for: more logical threads than PEs
-  pe_taken,      // a carrier: its PE's thread had a live logical thread of its family
-  rescued,       // a carrier: its PE stayed inside one handler (held_up)
+  pe_thread,   // on its PE's own OS thread
+  beyond_pes,  // a carrier slot asked for: more logical threads than PEs
+  pe_taken,    // a carrier: its PE's thread had a live logical thread of its family
+  rescued,     // a carrier: its PE stayed inside one handler (held_up)
 };
 
 // Takes an unstarted ULT for starting it: true for exactly one caller.
@@ -132,6 +132,12 @@ WEFT_API bool held_up(ult* u, int pe, std::uint64_t now_ns) noexcept;
 // carrier. May come before the ULT has finished suspending (it then
 // resumes at once). Any thread of the node.
 WEFT_API void resume(ult* u);
+
+// As resume(u), but where the caller is a handler on u's own PE's thread
+// (not on a ULT or a carrier): runs the suspended ULT now, until it
+// suspends again or ends, and returns then -- no message to its PE and
+// back (a receive completing a waiting MPI rank). Elsewhere it is resume().
+WEFT_API void resume_here(ult* u);
 
 // On a ULT: back to its host until resume(). Does not return on another
 // OS thread. Off a ULT: a fatal error.

@@ -22,6 +22,7 @@
 #include <vector>
 #include <weft/lb/dump.hpp>
 #include <weft/lb/strategy.hpp>
+#include "lb/capture_strategy.hpp"
 #include "objects/support.hpp"
 
 using namespace objects_test;
@@ -29,32 +30,10 @@ namespace lb = weft::lb;
 
 namespace {
 
-// ---- a strategy that keeps what it saw -------------------------------------------
+// ---- a strategy that keeps what it saw (lb/capture_strategy.hpp) ---------------
 
-struct seen_steps {
-  std::mutex mu;
-  std::vector<lb::instance> steps;
-};
-seen_steps g_seen;
-
-// Records the instance and moves every migratable object one PE on.
-class capture : public lb::strategy {
- public:
-  lb::plan balance(const lb::instance& inst, const lb::options&) override {
-    {
-      std::lock_guard<std::mutex> lock(g_seen.mu);
-      g_seen.steps.push_back(inst);
-    }
-    lb::plan p = lb::current_placement(inst);
-    for (std::size_t i = 0; i < p.size(); ++i)
-      if (inst.objects[i].migratable) p[i] = (p[i] + 1) % inst.num_pes();
-    return p;
-  }
-};
-const bool g_capture_registered = [] {
-  lb::register_strategy("test-capture-arrays", [] { return std::make_unique<capture>(); });
-  return true;
-}();
+using lb_test::g_seen;
+const bool g_capture_registered = lb_test::register_capture("test-capture-arrays");
 
 // ---- two arrays of the same keys ---------------------------------------------------
 

@@ -16,14 +16,14 @@
 #include <stdio.h>
 
 static int failures = 0;
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (!(cond)) {                                       \
-      ++failures;                                        \
-      printf("p2p: FAIL on rank %d: ", rank);            \
-      printf(__VA_ARGS__);                               \
-      printf("\n");                                      \
-    }                                                    \
+#define CHECK(cond, ...)                      \
+  do {                                        \
+    if (!(cond)) {                            \
+      ++failures;                             \
+      printf("p2p: FAIL on rank %d: ", rank); \
+      printf(__VA_ARGS__);                    \
+      printf("\n");                           \
+    }                                         \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
       CHECK(count == 1, "count %d", count);
       if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < 64) seen[st.MPI_SOURCE]++;
     }
-    for (int i = 0; i < size && i < 64; ++i) CHECK(seen[i] == 1, "rank %d seen %d times", i, seen[i]);
+    for (int i = 0; i < size && i < 64; ++i)
+      CHECK(seen[i] == 1, "rank %d seen %d times", i, seen[i]);
   }
   MPI_Wait(&to0, MPI_STATUS_IGNORE);
   CHECK(to0 == MPI_REQUEST_NULL, "a completed request is not MPI_REQUEST_NULL");
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
   enum { kPosted = 16 };
   double in[kPosted], out[kPosted];
   MPI_Request recvs[kPosted], outs[kPosted];
-  for (int i = 0; i < kPosted; ++i) MPI_Irecv(&in[i], 1, MPI_DOUBLE, prev, 100 + i, MPI_COMM_WORLD, &recvs[i]);
+  for (int i = 0; i < kPosted; ++i)
+    MPI_Irecv(&in[i], 1, MPI_DOUBLE, prev, 100 + i, MPI_COMM_WORLD, &recvs[i]);
   for (int i = kPosted - 1; i >= 0; --i) {
     out[i] = rank + i / 100.0;
     MPI_Isend(&out[i], 1, MPI_DOUBLE, next, 100 + i, MPI_COMM_WORLD, &outs[i]);
@@ -104,8 +106,8 @@ int main(int argc, char** argv) {
   int index = -1;
   MPI_Status st;
   MPI_Waitany(kPosted, recvs, &index, &st);
-  CHECK(index >= 0 && index < kPosted && st.MPI_TAG == 100 + index, "waitany index %d tag %d", index,
-        st.MPI_TAG);
+  CHECK(index >= 0 && index < kPosted && st.MPI_TAG == 100 + index, "waitany index %d tag %d",
+        index, st.MPI_TAG);
   for (int done = 0; !done;) MPI_Testall(kPosted, recvs, &done, MPI_STATUSES_IGNORE);
   for (int i = 0; i < kPosted; ++i)
     CHECK(in[i] == prev + i / 100.0, "posted receive %d got %g", i, in[i]);
@@ -121,11 +123,13 @@ int main(int argc, char** argv) {
   int count = -1;
   MPI_Get_count(&st, MPI_INT, &count);
   CHECK(x == 42 && st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && count == 0,
-        "MPI_PROC_NULL receive: x %d source %d tag %d count %d", x, st.MPI_SOURCE, st.MPI_TAG, count);
+        "MPI_PROC_NULL receive: x %d source %d tag %d count %d", x, st.MPI_SOURCE, st.MPI_TAG,
+        count);
 
   /* Sendrecv shift, and a short message into a longer buffer. */
   long shift_out[3] = {rank, rank, rank}, shift_in[8] = {0};
-  MPI_Sendrecv(shift_out, 3, MPI_LONG, next, 9, shift_in, 8, MPI_LONG, prev, 9, MPI_COMM_WORLD, &st);
+  MPI_Sendrecv(shift_out, 3, MPI_LONG, next, 9, shift_in, 8, MPI_LONG, prev, 9, MPI_COMM_WORLD,
+               &st);
   MPI_Get_count(&st, MPI_LONG, &count);
   CHECK(count == 3 && shift_in[0] == prev && shift_in[2] == prev, "sendrecv: count %d first %ld",
         count, shift_in[0]);
@@ -143,7 +147,8 @@ int main(int argc, char** argv) {
   MPI_Isend(&there, 1, MPI_INT, 0, 4, MPI_COMM_SELF, &self_send);
   MPI_Request_free(&self_send);
   MPI_Recv(&back, 1, MPI_INT, 0, 4, MPI_COMM_SELF, &st);
-  CHECK(back == rank + 1 && st.MPI_SOURCE == 0, "MPI_COMM_SELF got %d from %d", back, st.MPI_SOURCE);
+  CHECK(back == rank + 1 && st.MPI_SOURCE == 0, "MPI_COMM_SELF got %d from %d", back,
+        st.MPI_SOURCE);
 
   /* Everyone done before rank 0 reports (a message from each to rank 0). */
   int token = failures;

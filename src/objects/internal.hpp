@@ -415,6 +415,17 @@ struct tree_summary {
 void tree_root_summary(local_collection& lc, int group, const tree_summary& s);
 void tree_root_moves(local_collection& lc, double predicted, std::uint64_t crossing,
                      const std::vector<sync_move>& moves);
+// The moves of a node (op_tree_moves) or of a group (op_tree_group_moves):
+// the largest predicted PE load, how many records changed node, and every
+// move. One format, written and read here (sync_tree.cpp).
+struct tree_moves {
+  double predicted = 0;
+  std::uint64_t crossing = 0;
+  std::vector<sync_move> moves;
+};
+message_ptr make_tree_moves(local_collection& lc, op_kind op, int arg_pe, double predicted,
+                            std::uint64_t crossing, const std::vector<sync_move>& moves);
+tree_moves read_tree_moves(message& m);
 void tree_group_level(local_collection& lc, std::vector<sync_record> incoming);
 void receive_tree_go(message_ptr m);
 void receive_tree_records(message_ptr m);

@@ -107,14 +107,8 @@ void finish_node_if_ready(local_collection& lc) {
   for (const sync_move& mv : all) out[std::size_t(pe_of.at(mv.key) - first)].push_back(mv);
   for (int p = 0; p < n; ++p)
     send_plan(lc, first + p, ts.incoming[std::size_t(p)], out[std::size_t(p)], ts.unassisted);
-  constexpr std::size_t head = sizeof(double) + sizeof(std::uint64_t);
-  message_ptr m = new_control_message(lc.ref, index_key{}, op_tree_moves,
-                                      head + all.size() * sizeof(sync_move));
-  header_of(*m).arg_pe = my_node();
-  const std::uint64_t crossing = ts.arriving.size();
-  std::memcpy(args_of(*m), &ts.predicted_max, sizeof(double));
-  std::memcpy(args_of(*m) + sizeof(double), &crossing, sizeof crossing);
-  append_bytes(*m, head, all);
+  message_ptr m =
+      make_tree_moves(lc, op_tree_moves, my_node(), ts.predicted_max, ts.arriving.size(), all);
   send_object_to_pe(tree_group_leader(lc, tree_group_of(my_node())), std::move(m));
   ts.node.clear();
   ts.offered.clear();
@@ -430,12 +424,31 @@ void tree_root_moves(local_collection& lc, double predicted, std::uint64_t cross
 void receive_tree_group_moves(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
-  double predicted = 0;
-  std::uint64_t crossing = 0;
-  std::memcpy(&predicted, args_of(*m), sizeof predicted);
-  std::memcpy(&crossing, args_of(*m) + sizeof predicted, sizeof crossing);
-  tree_root_moves(lc, predicted, crossing,
-                  read_bytes<sync_move>(*m, sizeof predicted + sizeof crossing));
+  const tree_moves got = read_tree_moves(*m);
+  tree_root_moves(lc, got.predicted, got.crossing, got.moves);
+}
+
+namespace {
+constexpr std::size_t tree_moves_head = sizeof(double) + sizeof(std::uint64_t);
+}  // namespace
+
+message_ptr make_tree_moves(local_collection& lc, op_kind op, int arg_pe, double predicted,
+                            std::uint64_t crossing, const std::vector<sync_move>& moves) {
+  message_ptr m = new_control_message(lc.ref, index_key{}, op,
+                                      tree_moves_head + moves.size() * sizeof(sync_move));
+  header_of(*m).arg_pe = arg_pe;
+  std::memcpy(args_of(*m), &predicted, sizeof predicted);
+  std::memcpy(args_of(*m) + sizeof predicted, &crossing, sizeof crossing);
+  append_bytes(*m, tree_moves_head, moves);
+  return m;
+}
+
+tree_moves read_tree_moves(message& m) {
+  tree_moves t;
+  std::memcpy(&t.predicted, args_of(m), sizeof t.predicted);
+  std::memcpy(&t.crossing, args_of(m) + sizeof t.predicted, sizeof t.crossing);
+  t.moves = read_bytes<sync_move>(m, tree_moves_head);
+  return t;
 }
 
 }  // namespace weft::objects::detail

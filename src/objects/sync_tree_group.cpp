@@ -191,29 +191,19 @@ void tree_group_level(local_collection& lc, std::vector<sync_record> incoming) {
 void receive_tree_moves(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
-  double predicted = 0;
-  std::uint64_t crossing = 0;
-  std::memcpy(&predicted, args_of(*m), sizeof predicted);
-  std::memcpy(&crossing, args_of(*m) + sizeof predicted, sizeof crossing);
-  constexpr std::size_t head = sizeof(double) + sizeof(std::uint64_t);
-  const std::vector<sync_move> got = read_bytes<sync_move>(*m, head);
+  tree_moves got = read_tree_moves(*m);
   if (tree_groups() == 1) {
-    tree_root_moves(lc, predicted, crossing, got);
+    tree_root_moves(lc, got.predicted, got.crossing, got.moves);
     return;
   }
   sync_tree_state::group_part& gp = tree_state(lc).group;
   const int group = tree_group_of(h.arg_pe);
-  gp.predicted_max = std::max(gp.predicted_max, predicted);
-  gp.crossing += crossing;
-  gp.moves.insert(gp.moves.end(), got.begin(), got.end());
+  gp.predicted_max = std::max(gp.predicted_max, got.predicted);
+  gp.crossing += got.crossing;
+  gp.moves.insert(gp.moves.end(), got.moves.begin(), got.moves.end());
   if (++gp.moved < tree_group_nodes(group)) return;
-  message_ptr r = new_control_message(lc.ref, index_key{}, op_tree_group_moves,
-                                      head + gp.moves.size() * sizeof(sync_move));
-  header_of(*r).arg_pe = group;
-  std::memcpy(args_of(*r), &gp.predicted_max, sizeof(double));
-  std::memcpy(args_of(*r) + sizeof(double), &gp.crossing, sizeof gp.crossing);
-  append_bytes(*r, head, gp.moves);
-  send_object_to_pe(lc.ref.root_pe, std::move(r));
+  send_object_to_pe(lc.ref.root_pe, make_tree_moves(lc, op_tree_group_moves, group,
+                                                    gp.predicted_max, gp.crossing, gp.moves));
   gp.moves.clear();
   gp.predicted_max = 0;
   gp.crossing = 0;

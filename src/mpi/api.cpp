@@ -166,25 +166,14 @@ WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
 
 WEFT_MPI_API int MPI_Comm_rank(MPI_Comm comm, int* rank) {
   rank_state& me = self("MPI_Comm_rank");
-  if (comm == MPI_COMM_WORLD)
-    *rank = me.rank;
-  else if (comm == MPI_COMM_SELF)
-    *rank = 0;
-  else
-    fail("MPI_Comm_rank", MPI_ERR_COMM, "communicator %d is not MPI_COMM_WORLD or MPI_COMM_SELF",
-         comm);
+  comm_size("MPI_Comm_rank", comm);
+  *rank = comm == MPI_COMM_WORLD ? me.rank : 0;
   return MPI_SUCCESS;
 }
 
 WEFT_MPI_API int MPI_Comm_size(MPI_Comm comm, int* size) {
   self("MPI_Comm_size");
-  if (comm == MPI_COMM_WORLD)
-    *size = world().size;
-  else if (comm == MPI_COMM_SELF)
-    *size = 1;
-  else
-    fail("MPI_Comm_size", MPI_ERR_COMM, "communicator %d is not MPI_COMM_WORLD or MPI_COMM_SELF",
-         comm);
+  *size = comm_size("MPI_Comm_size", comm);
   return MPI_SUCCESS;
 }
 

@@ -88,6 +88,10 @@ rank_state& self(const char* call);
 [[noreturn]] void fail_on(int rank, const char* call, int error_class, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+// The size of `comm` (MPI_COMM_WORLD or MPI_COMM_SELF); a fatal error
+// naming `call` for any other communicator.
+int comm_size(const char* call, MPI_Comm comm);
+
 // The calls of p2p.cpp that api.cpp's entry points share: each returns a
 // request handle, or completes one.
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,

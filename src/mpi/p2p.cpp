@@ -93,18 +93,9 @@ const bool registered = [] {
   return true;
 }();
 
-int check_comm(const char* call, MPI_Comm comm) {
-  if (comm != MPI_COMM_WORLD && comm != MPI_COMM_SELF)
-    fail(call, MPI_ERR_COMM,
-         "communicator %d is not MPI_COMM_WORLD or MPI_COMM_SELF (others are not implemented "
-         "yet: docs/mpi.md)",
-         comm);
-  return comm == MPI_COMM_WORLD ? world().size : 1;
-}
-
 // The world rank of `rank` in `comm` (rank checked against its size).
 int world_rank(const char* call, rank_state& me, MPI_Comm comm, int rank, bool any_ok) {
-  const int size = check_comm(call, comm);
+  const int size = comm_size(call, comm);
   if (rank == MPI_PROC_NULL || (any_ok && rank == MPI_ANY_SOURCE)) return rank;
   if (rank < 0 || rank >= size)
     fail(call, MPI_ERR_RANK, "rank %d is not in the communicator (size %d)", rank, size);
@@ -134,6 +125,15 @@ void proc_null_status(request& q) {
 }
 
 }  // namespace
+
+int comm_size(const char* call, MPI_Comm comm) {
+  if (comm != MPI_COMM_WORLD && comm != MPI_COMM_SELF)
+    fail(call, MPI_ERR_COMM,
+         "communicator %d is not MPI_COMM_WORLD or MPI_COMM_SELF (others are not implemented "
+         "yet: docs/mpi.md)",
+         comm);
+  return comm == MPI_COMM_WORLD ? world().size : 1;
+}
 
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
           MPI_Comm comm) {

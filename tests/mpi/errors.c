@@ -2,6 +2,7 @@
  *   truncate  rank 0 receives 4 bytes where 8 were sent: MPI_ERR_TRUNCATE,
  *             a message naming the call and the rank, exit 3;
  *   rank      a send to a rank past the communicator: MPI_ERR_RANK;
+ *   comm      MPI_Comm_size of a communicator that is not one: MPI_ERR_COMM;
  *   deadlock  every rank receives first: the deadlock report names each
  *             rank's call, peer and tag, and the job exits 4;
  *   abort     rank 1 (or 0 alone) calls MPI_Abort(MPI_COMM_WORLD, 7): exit 7;
@@ -25,6 +26,9 @@ int main(int argc, char** argv) {
     }
   } else if (strcmp(what, "rank") == 0) {
     if (rank == 0) MPI_Send(&eight, 1, MPI_LONG, size, 1, MPI_COMM_WORLD);
+  } else if (strcmp(what, "comm") == 0) {
+    int n = 0;
+    if (rank == 0) MPI_Comm_size((MPI_Comm)77, &n);
   } else if (strcmp(what, "deadlock") == 0) {
     MPI_Recv(&four, 1, MPI_INT, (rank + 1) % size, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else if (strcmp(what, "abort") == 0) {

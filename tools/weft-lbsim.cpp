@@ -48,7 +48,9 @@ constexpr const char* about =
     "  --tolerance=T        allowed max over the strategy's bound, >= 1 (default 1.02)\n"
     "  --group-size=G       hierarchical: nodes per group (default 16)\n"
     "  --inner=NAME         node-aware, hierarchical: strategy inside a node\n"
-    "                       (greedy, greedy-refine, refine; default refine)\n"
+    "                       (greedy, greedy-refine, refine, comm: METIS on the\n"
+    "                       edges between the node's objects; default refine;\n"
+    "                       --weft:lb-tree-inner at run time)\n"
     "  --json               one JSON object instead of the table\n"
     "  --lbaf=FILE          also write the instance in LBAF's JSON input; a FILE with\n"
     "                       %r gets one file per PE (e.g. data.%r.json); with\n"
@@ -181,9 +183,9 @@ config parse(int argc, char** argv) {
     } else if (arg == "--group-size")
       c.opts.group_size = static_cast<int>(parse_count(arg, value, 1));
     else if (arg == "--inner") {
-      if (value != "greedy" && value != "greedy-refine" && value != "refine")
-        weft::base::usage_error("weft-lbsim: --inner=%s: accepted: greedy, greedy-refine, refine",
-                                value.c_str());
+      if (value != "greedy" && value != "greedy-refine" && value != "refine" && value != "comm")
+        weft::base::usage_error(
+            "weft-lbsim: --inner=%s: accepted: greedy, greedy-refine, refine, comm", value.c_str());
       c.opts.inner = value;
     } else if (arg == "--graph") {
       if (!lb::parse_graph(value, c.gen.graph))

@@ -41,31 +41,31 @@ const char* metis_status(int s) {
   }
 }
 
-plan comm(const instance& inst, const options& opts) {
-  plan p = current_placement(inst);
-  const int np = inst.num_pes();
-  std::vector<double> loads = fixed_loads(inst);
-  std::vector<item> items = migratable_by_load(inst);
-  if (np <= 1 || items.empty()) return p;
+}  // namespace
 
-  // Vertices: the migratable objects, by their index in `items`.
+void partition_place(std::vector<double>& loads, const std::vector<item>& items,
+                     const std::vector<int>& old, const std::vector<weighted_edge>& edges,
+                     double bound, const options& opts, std::vector<int>& out) {
+  const int np = int(loads.size());
   const std::size_t nv = items.size();
-  std::vector<std::int64_t> vertex_of(inst.objects.size(), -1);
-  for (std::size_t k = 0; k < nv; ++k) vertex_of[items[k].id] = std::int64_t(k);
-  // Edges between two migratable objects, both ways, summed per pair.
+  out.assign(nv, 0);
+  if (nv == 0) return;
+  if (np <= 1) {
+    for (std::size_t v = 0; v < nv; ++v) loads[0] += items[v].load;
+    return;
+  }
+  // Edges between two items, both ways, summed per pair.
   std::vector<std::map<std::uint32_t, double>> adj(nv);
   double max_edge = 0;
-  for (const edge& e : inst.edges) {
-    const std::int64_t a = vertex_of.at(e.a), b = vertex_of.at(e.b);
-    if (a < 0 || b < 0 || a == b) continue;
-    const double w = e.bytes > 0 ? double(e.bytes) : double(e.messages);
-    if (w <= 0) continue;
-    const double ab = adj[std::size_t(a)][std::uint32_t(b)] += w;
-    adj[std::size_t(b)][std::uint32_t(a)] += w;
+  for (const weighted_edge& e : edges) {
+    if (e.a == e.b || e.weight <= 0) continue;
+    const double ab = adj[e.a][e.b] += e.weight;
+    adj[e.b][e.a] += e.weight;
     max_edge = std::max(max_edge, ab);
   }
   std::vector<idx_t> xadj(nv + 1, 0), adjncy, adjwgt, vwgt(nv);
-  const double max_load = items.front().load;  // heaviest first
+  double max_load = 0;
+  for (const item& it : items) max_load = std::max(max_load, it.load);
   std::size_t arcs = 0;
   for (const auto& a : adj) arcs += a.size();
   const double vscale = weight_scale(nv), escale = weight_scale(arcs);
@@ -78,7 +78,7 @@ plan comm(const instance& inst, const options& opts) {
     xadj[v + 1] = idx_t(adjncy.size());
   }
 
-  // Each PE's share: what would bring it to the average, given what it
+  // Each bin's share: what would bring it to the average, given what it
   // carries already.
   double total = 0;
   for (double l : loads) total += l;
@@ -94,7 +94,7 @@ plan comm(const instance& inst, const options& opts) {
     tpwgts[std::size_t(q)] = real_t(f);
     uneven |= std::fabs(f - 1.0 / np) > 1e-9;
   }
-  // METIS refuses a part of share 0 (a PE already full): each gets a
+  // METIS refuses a part of share 0 (a bin already full): each gets a
   // little, and the shares add up to 1.
   constexpr real_t least_share = 1e-4f;
   real_t sum = 0;
@@ -119,19 +119,19 @@ plan comm(const instance& inst, const options& opts) {
           "%d PEs",
           metis_status(status), status, nv, np);
   } else {
-    // Fewer objects than PEs: nothing to partition; each its own part.
+    // Fewer objects than bins: nothing to partition; each its own part.
     for (std::size_t v = 0; v < nv; ++v) part[v] = idx_t(v);
   }
 
-  // Parts to PEs: the largest overlaps first (load already on the PE), so
+  // Parts to bins: the largest overlaps first (load already on the bin), so
   // that few objects move. Only when the shares are equal: a part sized for
-  // one PE's room goes to that PE otherwise.
-  std::vector<int> pe_of_part(static_cast<std::size_t>(np));
-  for (int q = 0; q < np; ++q) pe_of_part[std::size_t(q)] = q;
+  // one bin's room goes to that bin otherwise.
+  std::vector<int> bin_of_part(static_cast<std::size_t>(np));
+  for (int q = 0; q < np; ++q) bin_of_part[std::size_t(q)] = q;
   if (!uneven) {
     std::map<std::pair<int, int>, double> overlap;
     for (std::size_t v = 0; v < nv; ++v)
-      overlap[{int(part[v]), inst.objects[items[v].id].pe}] += items[v].load;
+      if (old[v] >= 0) overlap[{int(part[v]), old[v]}] += items[v].load;
     std::vector<std::tuple<double, int, int>> order;
     for (const auto& [k, w] : overlap) order.emplace_back(w, k.first, k.second);
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
@@ -141,10 +141,10 @@ plan comm(const instance& inst, const options& opts) {
     });
     std::vector<int> assigned(static_cast<std::size_t>(np), -1);
     std::vector<bool> taken(static_cast<std::size_t>(np), false);
-    for (const auto& [w, q, pe] : order) {
-      if (assigned[std::size_t(q)] >= 0 || taken[std::size_t(pe)]) continue;
-      assigned[std::size_t(q)] = pe;
-      taken[std::size_t(pe)] = true;
+    for (const auto& [w, q, b] : order) {
+      if (assigned[std::size_t(q)] >= 0 || taken[std::size_t(b)]) continue;
+      assigned[std::size_t(q)] = b;
+      taken[std::size_t(b)] = true;
     }
     int next_free = 0;
     for (int q = 0; q < np; ++q) {
@@ -153,17 +153,40 @@ plan comm(const instance& inst, const options& opts) {
       assigned[std::size_t(q)] = next_free;
       taken[std::size_t(next_free)] = true;
     }
-    pe_of_part = assigned;
+    bin_of_part = assigned;
   }
 
-  std::vector<int> bin(nv);
   for (std::size_t v = 0; v < nv; ++v) {
-    bin[v] = pe_of_part[std::size_t(part[v])];
-    loads[std::size_t(bin[v])] += items[v].load;
+    out[v] = bin_of_part[std::size_t(part[v])];
+    loads[std::size_t(out[v])] += items[v].load;
   }
-  // Where the partitioner left a PE above the tolerance, move the fewest
+  // Where the partitioner left a bin above the tolerance, move the fewest
   // objects off it.
-  refine_with_retries(loads, items, bin, lower_bound(inst), opts.tolerance);
+  refine_with_retries(loads, items, out, bound, opts.tolerance);
+}
+
+std::vector<weighted_edge> item_edges(const instance& inst, const std::vector<item>& items) {
+  std::vector<std::int64_t> vertex_of(inst.objects.size(), -1);
+  for (std::size_t k = 0; k < items.size(); ++k) vertex_of[items[k].id] = std::int64_t(k);
+  std::vector<weighted_edge> out;
+  for (const edge& e : inst.edges) {
+    const std::int64_t a = vertex_of.at(e.a), b = vertex_of.at(e.b);
+    if (a >= 0 && b >= 0) out.push_back({std::uint32_t(a), std::uint32_t(b), edge_weight(e)});
+  }
+  return out;
+}
+
+namespace {
+
+plan comm(const instance& inst, const options& opts) {
+  const int np = inst.num_pes();
+  std::vector<double> loads = fixed_loads(inst);
+  const std::vector<item> items = migratable_by_load(inst);
+  if (np <= 1 || items.empty()) return current_placement(inst);
+  // Vertices: the migratable objects, by their index in `items`.
+  std::vector<int> old(items.size()), bin;
+  for (std::size_t k = 0; k < items.size(); ++k) old[k] = inst.objects[items[k].id].pe;
+  partition_place(loads, items, old, item_edges(inst, items), lower_bound(inst), opts, bin);
   return placed(inst, items, bin);
 }
 

@@ -5,7 +5,10 @@
 // its own objects: a group asks its nodes above their share, all at once,
 // a node picks from its own list), the pool goes heaviest first to the child with the least
 // load per PE, and each child then does the same below with what it
-// received. The lowest level balances a node's PEs with options::inner.
+// received. The lowest level balances a node's PEs with options::inner
+// (comm: METIS on the edges between the objects the node places, those
+// there and those arriving; edges to objects on other nodes are not that
+// level's to keep).
 // No level handles more than its children's summaries plus the objects
 // that move through it: the shape that scales to 10^5 PEs in the runtime.
 // Here, in one process, the levels run one after the other.
@@ -54,6 +57,8 @@ class hierarchical final : public strategy {
         });
     // Each group: its children are its nodes.
     const std::vector<double> fixed = fixed_loads(inst);
+    std::vector<std::vector<std::uint32_t>> by_object;
+    if (opts.inner == "comm") by_object = edges_by_object(inst);
     for (std::size_t g = 0; g < ng; ++g) {
       const std::size_t first = g * static_cast<std::size_t>(gs);
       const std::size_t last = std::min(node_load_.size(), first + static_cast<std::size_t>(gs));
@@ -72,7 +77,8 @@ class hierarchical final : public strategy {
         for (std::uint32_t id : node_objs_[n])
           if (!gone_[id]) ids.push_back(id);
         for (const item& it : to_nodes[c]) ids.push_back(it.id);
-        balance_node(inst, node_pes_[n], ids, fixed, opts, p);
+        balance_node(inst, node_pes_[n], ids, fixed, opts, p,
+                     opts.inner == "comm" ? &by_object : nullptr);
       }
     }
     return p;

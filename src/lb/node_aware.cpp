@@ -3,7 +3,8 @@
 // the tolerance over the average, heaviest first that fit, for the node with the least load
 // per PE while it stays within its limit (a refine on nodes, so objects
 // cross the network only to fix node imbalance). Then inside each node,
-// across its PEs, with options::inner (refine by default): moves
+// across its PEs, with options::inner (refine by default; comm: by the
+// edges between the node's objects): moves
 // inside a node are cheap, moves between nodes are not.
 #include <algorithm>
 #include <set>
@@ -64,8 +65,11 @@ plan node_aware(const instance& inst, const options& opts) {
   for (std::size_t k = 0; k < items.size(); ++k)
     ids[static_cast<std::size_t>(node_of[k])].push_back(items[k].id);
   const std::vector<double> fixed = fixed_loads(inst);
+  std::vector<std::vector<std::uint32_t>> by_object;
+  if (opts.inner == "comm") by_object = edges_by_object(inst);
   for (std::size_t n = 0; n < ids.size(); ++n)
-    balance_node(inst, node_pes[n], ids[n], fixed, opts, p);
+    balance_node(inst, node_pes[n], ids[n], fixed, opts, p,
+                 opts.inner == "comm" ? &by_object : nullptr);
   return p;
 }
 

@@ -7,6 +7,7 @@
 #include "placement.hpp"
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 #include "weft/base/error.hpp"
 
 namespace weft::lb::detail {
@@ -196,15 +197,51 @@ void refine_with_retries(std::vector<double>& loads, const std::vector<item>& it
 }
 
 void check_inner(const char* strategy, const std::string& inner) {
-  if (inner != "greedy" && inner != "greedy-refine" && inner != "refine")
+  if (inner != "greedy" && inner != "greedy-refine" && inner != "refine" && inner != "comm")
     base::usage_error(
-        "%s: inner strategy '%s' is not accepted (accepted: greedy, greedy-refine, refine)",
+        "%s: inner strategy '%s' is not accepted (accepted: greedy, greedy-refine, refine, "
+        "comm)",
         strategy, inner.c_str());
 }
 
+std::vector<std::vector<std::uint32_t>> edges_by_object(const instance& inst) {
+  std::vector<std::vector<std::uint32_t>> out(inst.objects.size());
+  for (std::size_t k = 0; k < inst.edges.size(); ++k) {
+    out[inst.edges[k].a].push_back(std::uint32_t(k));
+    if (inst.edges[k].b != inst.edges[k].a) out[inst.edges[k].b].push_back(std::uint32_t(k));
+  }
+  return out;
+}
+
+namespace {
+
+// The edges between the node's items (each once), from the per-object
+// index when the caller built one, else from every edge.
+std::vector<weighted_edge> node_edges(const instance& inst, const std::vector<item>& items,
+                                      const std::vector<std::vector<std::uint32_t>>* by_object) {
+  if (by_object == nullptr) return item_edges(inst, items);
+  std::unordered_map<std::uint32_t, std::uint32_t> at;
+  at.reserve(items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) at.emplace(items[k].id, std::uint32_t(k));
+  std::vector<weighted_edge> out;
+  for (std::size_t k = 0; k < items.size(); ++k)
+    for (std::uint32_t e : (*by_object)[items[k].id]) {
+      const edge& ed = inst.edges[e];
+      const std::uint32_t other = ed.a == items[k].id ? ed.b : ed.a;
+      auto it = at.find(other);
+      // Each edge from its end that comes first in `items`.
+      if (it != at.end() && it->second > k)
+        out.push_back({std::uint32_t(k), it->second, edge_weight(ed)});
+    }
+  return out;
+}
+
+}  // namespace
+
 void balance_node(const instance& inst, const std::vector<int>& pes,
                   const std::vector<std::uint32_t>& ids, const std::vector<double>& fixed,
-                  const options& opts, plan& p) {
+                  const options& opts, plan& p,
+                  const std::vector<std::vector<std::uint32_t>>* by_object) {
   if (pes.empty() || ids.empty()) return;
   // Local bin of each global PE of this node.
   std::vector<double> loads(pes.size());
@@ -222,6 +259,20 @@ void balance_node(const instance& inst, const std::vector<int>& pes,
 
   if (opts.inner == "greedy") {
     greedy_place(loads, items, out);
+  } else if (opts.inner == "comm") {
+    // The node's bound: its average with what it places, or the heaviest
+    // item, or a PE's fixed load.
+    double total = 0, bound = 0;
+    for (double l : loads) {
+      total += l;
+      bound = std::max(bound, l);
+    }
+    for (const item& it : items) {
+      total += it.load;
+      bound = std::max(bound, it.load);
+    }
+    bound = std::max(bound, total / static_cast<double>(loads.size()));
+    partition_place(loads, items, old, node_edges(inst, items, by_object), bound, opts, out);
   } else if (opts.inner == "greedy-refine") {
     greedy_refine_place(loads, items, old, opts.tolerance, out);
   } else {  // refine: arrivals greedily first, then refine the node

@@ -50,13 +50,43 @@ void refine_place(std::vector<double>& loads, const std::vector<item>& items, st
 void refine_with_retries(std::vector<double>& loads, const std::vector<item>& items,
                          std::vector<int>& bin, double limit, double tolerance);
 
+// An edge between two items of a caller's list (indices into it), with
+// the weight the partitioner sees: bytes, or messages where no bytes were
+// counted.
+struct weighted_edge {
+  std::uint32_t a, b;
+  double weight;
+};
+inline double edge_weight(const edge& e) {
+  return e.bytes > 0 ? double(e.bytes) : double(e.messages);
+}
+// The instance's edges between two of `items`, by their index there.
+std::vector<weighted_edge> item_edges(const instance& inst, const std::vector<item>& items);
+
+// comm on bins (comm.cpp): METIS partitions `items` into one part per bin
+// on `edges`, each bin's part sized for what it carries already (`loads`:
+// fixed loads, updated as items are placed); parts go to the bins that
+// hold most of their load now (old[k]: items[k]'s bin, -1: it arrives
+// from elsewhere), then a refine pass at bound * tolerance. out[k]: bin.
+void partition_place(std::vector<double>& loads, const std::vector<item>& items,
+                     const std::vector<int>& old, const std::vector<weighted_edge>& edges,
+                     double bound, const options& opts, std::vector<int>& out);
+
+// Per object, the indices of the instance's edges that touch it: built
+// once by a strategy whose node level is comm, so that each node reads its
+// own objects' edges only.
+std::vector<std::vector<std::uint32_t>> edges_by_object(const instance& inst);
+
 // Balances the objects `ids` (migratable, now assigned to the node whose
 // PEs are `pes`) across those PEs with strategy `inner` ("greedy",
-// "greedy-refine" or "refine"); an object already on one of `pes` counts as
-// there. `fixed` is fixed_loads(inst). Writes p[id].
+// "greedy-refine", "refine" or "comm": the instance's edges between `ids`,
+// others ignored; `by_object`, edges_by_object(inst), or null to scan
+// every edge); an object already on one of `pes` counts as there. `fixed`
+// is fixed_loads(inst). Writes p[id].
 void balance_node(const instance& inst, const std::vector<int>& pes,
                   const std::vector<std::uint32_t>& ids, const std::vector<double>& fixed,
-                  const options& opts, plan& p);
+                  const options& opts, plan& p,
+                  const std::vector<std::vector<std::uint32_t>>* by_object = nullptr);
 
 // The instance seen by node: each node's PEs, its load (background and
 // objects, summed over its PEs) and its PE count.

@@ -108,5 +108,5 @@ TEST(lb_registry_death, BadInnerStrategyIsAUsageError) {
   o.inner = "rotate";
   EXPECT_EXIT(lb::run("node-aware", inst, o), testing::ExitedWithCode(2),
               "node-aware: inner strategy 'rotate' is not accepted \\(accepted: greedy, "
-              "greedy-refine, refine\\)");
+              "greedy-refine, refine, comm\\)");
 }

@@ -2,7 +2,8 @@
 // answers (issue 27): identical objects divide evenly, greedy's LPT bound
 // against a brute-force optimum, refine leaves a balanced instance alone,
 // greedy-refine keeps objects at greedy's quality, node-aware balances
-// node totals, hierarchical stays close to greedy; empty and one-PE
+// node totals, hierarchical stays close to greedy (and with comm inside
+// its nodes keeps communicating objects together); empty and one-PE
 // instances; non-migratable objects stay.
 #include <gtest/gtest.h>
 #include <algorithm>
@@ -218,7 +219,7 @@ TEST(lb_hierarchical, EveryInnerStrategyAndOddGroups) {
   g.pes = 60;
   g.pes_per_node = 7;  // a last node of 4 PEs, 9 nodes in groups of 2
   const lb::instance inst = lb::generate(g);
-  for (const char* inner : {"greedy", "greedy-refine", "refine"}) {
+  for (const char* inner : {"greedy", "greedy-refine", "refine", "comm"}) {
     lb::options o;
     o.group_size = 2;
     o.inner = inner;
@@ -338,6 +339,73 @@ TEST(lb_comm, CommunicatingGroupsShareAPE) {
   // greedy ignores the graph: it leaves bytes between PEs.
   const lb::metrics greedy = lb::evaluate(inst, lb::run("greedy", inst).placement);
   EXPECT_GT(greedy.off_pe_bytes, after.off_pe_bytes);
+}
+
+// comm as the node level of hierarchical and node-aware (options::inner):
+// 2 nodes of 2 PEs, four groups of 6 objects (load 1), group g on node
+// g / 2 with its objects alternating between the node's PEs; heavy edges
+// inside each group, one light edge between groups 0 and 2 (across the
+// nodes). The nodes are balanced, so nothing crosses them; inside each
+// node the edges between its objects decide: a group per PE. The edge
+// across the nodes is not the node level's (it stays cut). refine, by
+// load only, moves nothing.
+TEST(lb_hierarchical, CommInsideANodeKeepsGroupsOnOnePE) {
+  constexpr int groups = 4, per_group = 6;
+  lb::instance inst;
+  inst.pes.resize(4);
+  for (int p = 0; p < 4; ++p) inst.pes[std::size_t(p)].node = p / 2;
+  for (int i = 0; i < groups * per_group; ++i) {
+    const int g = i / per_group;
+    inst.objects.push_back({1.0, 2 * (g / 2) + i % 2, true, 64});
+  }
+  for (int g = 0; g < groups; ++g)
+    for (int a = 0; a < per_group; ++a)
+      for (int b = a + 1; b < per_group; ++b)
+        inst.edges.push_back(
+            {std::uint32_t(g * per_group + a), std::uint32_t(g * per_group + b), 10, 10000});
+  inst.edges.push_back({0, std::uint32_t(2 * per_group), 1, 8});
+  ASSERT_GT(lb::evaluate(inst, lb::current_placement(inst)).off_pe_bytes, 8u);
+  for (const char* name : {"hierarchical", "node-aware"}) {
+    lb::options o;
+    o.inner = "comm";
+    const lb::result r = lb::run(name, inst, o);
+    const lb::metrics m = lb::evaluate(inst, r.placement);
+    EXPECT_EQ(m.off_pe_bytes, 8u) << name;
+    EXPECT_DOUBLE_EQ(m.max_load, 6.0) << name;
+    for (int g = 0; g < groups; ++g) {
+      const int pe = r.placement[std::size_t(g * per_group)];
+      EXPECT_EQ(pe / 2, g / 2) << name << " group " << g << " left its node";
+      for (int a = 1; a < per_group; ++a)
+        EXPECT_EQ(r.placement[std::size_t(g * per_group + a)], pe) << name << " group " << g;
+    }
+    o.inner = "refine";
+    EXPECT_EQ(lb::evaluate(inst, lb::run(name, inst, o).placement).migrations, 0u) << name;
+  }
+}
+
+// hierarchical with comm inside the nodes on an imbalanced mesh: objects
+// arrive at the light nodes from the heavy ones and the node level places
+// them with the node's own; the max load stays within the tolerance, and
+// fewer bytes cross PEs than with refine inside the nodes.
+TEST(lb_hierarchical, CommInsideNodesOnAnImbalancedMesh) {
+  lb::generator g;
+  g.objects = 4096;
+  g.pes = 32;
+  g.pes_per_node = 4;
+  g.graph = lb::graph_kind::mesh2d;
+  g.load = lb::load_kind::hotspot;
+  const lb::instance inst = lb::generate(g);
+  lb::options o;
+  o.group_size = 2;
+  o.inner = "comm";
+  const lb::metrics comm = lb::evaluate(inst, lb::run("hierarchical", inst, o).placement);
+  o.inner = "refine";
+  const lb::metrics refine = lb::evaluate(inst, lb::run("hierarchical", inst, o).placement);
+  EXPECT_LE(comm.quality(), 1.1);
+  EXPECT_LT(comm.off_pe_bytes, refine.off_pe_bytes);
+  std::printf("hotspot mesh: inner comm %.4f, %llu bytes off-PE; inner refine %.4f, %llu\n",
+              comm.quality(), (unsigned long long)comm.off_pe_bytes, refine.quality(),
+              (unsigned long long)refine.off_pe_bytes);
 }
 
 // On a generated mesh, comm keeps the max load within the tolerance of the

@@ -257,8 +257,8 @@ void define_runtime_options(base::option_set& set) {
               "element: every measured element counts the messages and bytes it sends to each "
               "element of an array, and strategies see those between the elements a step "
               "places as the instance's edges (one hash-table update per such message); auto: "
-              "element when --weft:lb=comm or --weft:lb-dump is given (not with "
-              "--weft:lb=hierarchical, which places by load only), else off (docs/lb.md)",
+              "element when --weft:lb=comm, --weft:lb-dump or --weft:lb-tree-inner=comm is "
+              "given, else off (docs/lb.md)",
               base::one_of({"auto", "off", "element"})});
   // Migration in a balancing step: a PE holds at most this many packed
   // bytes sent to other processes and not yet acknowledged (src/objects/sync.cpp).
@@ -293,6 +293,11 @@ void define_runtime_options(base::option_set& set) {
               "--weft:lb=hierarchical: nodes per group of the tree PE -> node -> group -> root; "
               "the root hears from the groups' leaders only (docs/lb.md)",
               base::integer_in(1, 1000000)});
+  set.define({"lb-tree-inner", "refine", "refine|greedy|greedy-refine|comm",
+              "--weft:lb=hierarchical: the strategy that places a node's elements on its PEs "
+              "(comm: by their communication records, METIS); default refine, or comm with "
+              "--weft:lb-comm=element (docs/lb.md)",
+              base::one_of({"refine", "greedy", "greedy-refine", "comm"})});
   // MPI ranks as logical threads (the mpi layer reads these: docs/mpi.md).
   set.define({"vp", "0", "integer 0..1000000 (0: one rank per PE)",
               "MPI programs linked by weft-mpicc: ranks in this process, each a logical "
@@ -419,10 +424,33 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
     if (comm == "element" && c.lb == "off")
       base::usage_error("%s needs a strategy: add --weft:lb=NAME (comm, for one)",
                         set.origin("lb-comm").c_str());
-    // auto: not where the step cannot use them (the hierarchical tree;
-    // asked for there, src/lb/runtime.cpp refuses them).
-    c.lb_comm = comm == "element" || (comm == "auto" && c.lb != "off" && c.lb != "hierarchical" &&
-                                      (c.lb == "comm" || !c.lb_dump.empty()));
+    // The tree's node level: only hierarchical has one. Records that no
+    // level reads are an error (a dump reads them whatever the node level).
+    const bool inner_given = set.given("lb-tree-inner");
+    if (inner_given && c.lb != "hierarchical")
+      base::usage_error("%s applies only with --weft:lb=hierarchical",
+                        set.origin("lb-tree-inner").c_str());
+    c.lb_tree_inner = set.get("lb-tree-inner");
+    if (c.lb == "hierarchical") {
+      if (!inner_given && comm == "element") c.lb_tree_inner = "comm";
+      if (c.lb_tree_inner == "comm" && comm == "off")
+        base::usage_error(
+            "%s needs communication records, which %s turns off; accepted: "
+            "--weft:lb-tree-inner=comm with --weft:lb-comm=auto|element",
+            set.origin("lb-tree-inner").c_str(), set.origin("lb-comm").c_str());
+      if (inner_given && c.lb_tree_inner != "comm" && comm == "element" && c.lb_dump.empty())
+        base::usage_error(
+            "%s places by load only, so the records of %s would go unread; accepted with "
+            "--weft:lb=hierarchical: --weft:lb-comm=element with --weft:lb-tree-inner=comm "
+            "(or without it: comm is then the default), or --weft:lb-tree-inner=%s with "
+            "--weft:lb-comm=auto|off",
+            set.origin("lb-tree-inner").c_str(), set.origin("lb-comm").c_str(),
+            c.lb_tree_inner.c_str());
+      if (!inner_given) set.set_computed("lb-tree-inner", c.lb_tree_inner);
+    }
+    c.lb_comm =
+        comm == "element" || (comm == "auto" && c.lb != "off" &&
+                              (c.lb == "comm" || !c.lb_dump.empty() || c.lb_tree_inner == "comm"));
     if (comm == "auto") set.set_computed("lb-comm", c.lb_comm ? "element" : "off");
   }
   if (set.given("trace-mode") && c.trace_dir.empty())

@@ -1,6 +1,7 @@
 // The built-in strategies' factories, one per file, which the registry
 // (registry.cpp) adds under their --weft:lb names at first use.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include "weft/lb/strategy.hpp"
 
@@ -24,5 +25,8 @@ std::unique_ptr<strategy> make_random();
 // The hierarchical tree's decisions at run time (tree_runtime.cpp), given
 // to the objects layer's balancing steps.
 void install_tree_runtime();
+// Whether --weft:lb-dump writes step `step` (runtime.cpp): the tree then
+// gathers that step's whole snapshot at the root.
+bool dumps_step(std::uint64_t step);
 
 }  // namespace weft::lb::detail

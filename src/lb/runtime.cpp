@@ -60,11 +60,7 @@ void open_dump_locked() {
     base::fatal_sys(errno, "fwrite", "--weft:lb-dump: cannot write %s", g_dump.path.c_str());
 }
 
-bool dumps_step(std::uint64_t step) {
-  const runtime_config& cfg = weft::config();
-  if (cfg.lb_dump.empty() || step < std::uint64_t(cfg.lb_dump_first)) return false;
-  return cfg.lb_dump_last < 0 || step <= std::uint64_t(cfg.lb_dump_last);
-}
+using detail::dumps_step;
 
 void dump_step(const dumped_step& s) {
   const std::string bytes = encode_step(s);
@@ -176,6 +172,9 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
   opts.tolerance = cfg.lb_tolerance;
   opts.seed = step + 1;
   opts.group_size = cfg.lb_tree_group;
+  // hierarchical placed here (a dumped step, arrays together): the tree's
+  // levels in one place, its node level the one the tree uses.
+  opts.inner = cfg.lb_tree_inner;
   result res = run(cfg.lb, inst, opts);
   if (dumps_step(step)) {
     dumped_step s;
@@ -213,21 +212,6 @@ od::balance_plan balance(const std::string& name, std::uint64_t step,
 void node_start() {
   const runtime_config& cfg = weft::config();
   const std::string& name = cfg.lb;
-  // At run time hierarchical is a tree (src/objects/sync_tree.cpp): no PE
-  // holds the whole snapshot that a dump or a joint step would need.
-  if (name == "hierarchical" && !cfg.lb_dump.empty())
-    base::usage_error(
-        "not implemented: --weft:lb-dump with --weft:lb=hierarchical (the tree keeps no "
-        "whole snapshot to write; dump with another strategy and replay with weft-lbsim "
-        "--lb=hierarchical)");
-  if (cfg.lb_comm && name == "hierarchical")
-    base::usage_error(
-        "not implemented: --weft:lb-comm=element with --weft:lb=hierarchical (its steps place "
-        "by load only)");
-  if (name == "hierarchical" && cfg.lb_together)
-    base::usage_error(
-        "not implemented: --weft:lb-arrays=together with --weft:lb=hierarchical (each array "
-        "is balanced by its own tree)");
   if (name == "off" || has_strategy(name)) return;
   std::string accepted = "off";
   for (const std::string& s : strategy_names()) accepted += "|" + s;
@@ -249,6 +233,12 @@ void node_stop() {
 }
 
 }  // namespace
+
+bool detail::dumps_step(std::uint64_t step) {
+  const runtime_config& cfg = weft::config();
+  if (cfg.lb_dump.empty() || step < std::uint64_t(cfg.lb_dump_first)) return false;
+  return cfg.lb_dump_last < 0 || step <= std::uint64_t(cfg.lb_dump_last);
+}
 
 void balance() {
   od::request_balance_everywhere();

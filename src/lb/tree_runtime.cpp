@@ -2,10 +2,15 @@
 // (objects' src/objects/sync_tree.cpp carries the tree out): what the
 // root asks each group to shed and a group each of its nodes, where the
 // shed records go, which records a node sheds, and how a node places its
-// records on its PEs -- the levels of the offline strategy
-// (hierarchical.cpp, tree.hpp), each run where the tree puts it.
+// records on its PEs (--weft:lb-tree-inner) -- the levels of the offline
+// strategy (hierarchical.cpp, tree.hpp), each run where the tree puts it
+// -- and which steps are dumped, for which the tree gathers the whole
+// snapshot at the root instead (runtime.cpp places it).
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <unordered_map>
+#include "lb/builtin.hpp"
 #include "lb/placement.hpp"
 #include "lb/tree.hpp"
 #include "weft/base/error.hpp"
@@ -57,9 +62,37 @@ std::vector<std::uint32_t> pick(const std::vector<od::sync_record>& records, dou
   return picked;
 }
 
+// The node's communication records as edges between the records it
+// places (--weft:lb-tree-inner=comm): those between two elements of the
+// step's array, summed per unordered pair. What an arriving element sent
+// was counted on its old node and is not here: only what this node's
+// elements sent to it joins it to them.
+std::vector<edge> node_edges(const std::vector<od::sync_record>& records,
+                             const std::vector<od::comm_record>& comm, std::uint64_t collection) {
+  std::unordered_map<index_key, std::uint32_t, index_key_hash> at;
+  at.reserve(records.size());
+  for (std::uint32_t i = 0; i < records.size(); ++i) at.emplace(records[i].key, i);
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> edge_of;
+  std::vector<edge> edges;
+  for (const od::comm_record& c : comm) {
+    if (c.from_collection != collection || c.to_collection != collection) continue;
+    auto from = at.find(c.from), to = at.find(c.to);
+    if (from == at.end() || to == at.end() || from->second == to->second) continue;
+    const std::pair<std::uint32_t, std::uint32_t> ab = std::minmax(from->second, to->second);
+    auto [it, fresh] = edge_of.try_emplace(ab, edges.size());
+    if (fresh) edges.push_back({ab.first, ab.second, 0, 0});
+    edges[it->second].messages += c.messages;
+    edges[it->second].bytes += c.bytes;
+  }
+  return edges;
+}
+
 // The node's PEs are 0..pes-1 of a small instance; one more PE stands for
 // "another node", where the records that arrive are now.
-od::balance_plan within(const std::vector<od::sync_record>& records, int first_pe, int pes) {
+od::balance_plan within(const std::vector<od::sync_record>& records,
+                        const std::vector<od::comm_record>& comm, std::uint64_t collection,
+                        int first_pe, int pes) {
+  const runtime_config& cfg = weft::config();
   instance inst;
   inst.pes.resize(std::size_t(pes) + 1);
   inst.objects.reserve(records.size());
@@ -79,6 +112,9 @@ od::balance_plan within(const std::vector<od::sync_record>& records, int first_p
     if (inst.objects[i].migratable) ids.push_back(i);
   options opts;
   opts.tolerance = tolerance();
+  opts.inner = cfg.lb_tree_inner;
+  opts.seed = std::uint64_t(first_pe) + 1;
+  if (opts.inner == "comm") inst.edges = node_edges(records, comm, collection);
   plan p = current_placement(inst);
   balance_node(inst, local, ids, fixed_loads(inst), opts, p);
   od::balance_plan out;
@@ -103,6 +139,7 @@ void install_tree_runtime() {
   t.share = &share;
   t.pick = &pick;
   t.within = &within;
+  t.whole = &dumps_step;
   od::set_tree_balancer(t);
 }
 

@@ -306,6 +306,7 @@ struct sync_tree_state {
   std::vector<sync_record> here;  // every PE: its elements' at_sync records
   // The node's first PE.
   std::vector<sync_record> node;
+  std::vector<comm_record> node_comm;  // what the node's PEs counted (--weft:lb-comm)
   int node_replies = 0;
   bool unassisted = false;
   std::vector<std::uint32_t> offered;  // indices into `node`, from both quota rounds

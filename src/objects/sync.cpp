@@ -46,6 +46,10 @@ bool g_balancing = false;  // --weft:lb is not off
 bool g_lb_stats = false;
 bool g_lb_together = false;  // --weft:lb-arrays=together
 bool g_tree = false;         // --weft:lb=hierarchical: the tree at run time (sync_tree.cpp)
+// The tree's at_sync steps keep their records (and what the elements
+// counted) on their PEs until the step starts; arrays balanced together
+// send them to the root as a flat step does (PE 0 places them).
+bool g_tree_keeps = false;
 std::uint64_t g_max_bytes = std::uint64_t(64) << 20;  // --weft:lb-max-bytes
 // The step's round gathers the records: registered at static
 // initialisation, as every reducer must be (its id is the same in every
@@ -164,6 +168,7 @@ void sync_node_start() {
   g_lb_stats = cfg.lb_stats;
   g_lb_together = cfg.lb_together;
   g_tree = cfg.lb == "hierarchical";
+  g_tree_keeps = g_tree && !g_lb_together;
   g_max_bytes = cfg.lb_max_bytes;
   if (g_balancing && g_balancer == nullptr)
     base::usage_error(
@@ -221,7 +226,7 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
   const bool contributed = rec.contributed_now;
   rec.contributed_now = false;
   std::vector<sync_record> mine{r};
-  if (g_tree) {
+  if (g_tree_keeps) {
     tree_state(lc).here.push_back(r);
     mine.clear();
   }
@@ -285,8 +290,10 @@ void receive_sync_count(message_ptr m) {
   // Each wave's reply also carries what the collection's elements sent
   // from this PE (to elements of any array) since the last reply: by the
   // last wave, everything they sent before the step (they are all in
-  // at_sync by the first).
-  const std::vector<comm_record> comm = take_comm(lc);
+  // at_sync by the first). In the tree they stay for the step's records
+  // (sync_tree.cpp).
+  std::vector<comm_record> comm;
+  if (!g_tree_keeps) comm = take_comm(lc);
   message_ptr r = new_control_message(lc.ref, index_key{}, op_sync_counts,
                                       sizeof counts + comm.size() * sizeof(comm_record));
   std::memcpy(args_of(*r), counts, sizeof counts);
@@ -336,15 +343,16 @@ void plan_step(local_collection& lc) {
   const std::uint64_t step = root.steps++;
   root.t_quiet = base::wall_ns();
   balance_plan plan;
-  if (g_balancing && g_tree) {
-    // The records are on their PEs: the tree places them (sync_tree.cpp).
-    start_tree_step(lc, step);
-    return;
-  }
   if (g_balancing && g_lb_together && !root.unassisted) {
     // Placed with the other arrays that call at_sync: the plan comes back
     // in carry_out_plan (sync_group.cpp).
     send_records_to_group(lc, step);
+    return;
+  }
+  if (g_balancing && g_tree) {
+    // The records are on their PEs: the tree places them, or gathers
+    // them here for a dumped step (sync_tree.cpp).
+    start_tree_step(lc, step);
     return;
   }
   if (g_balancing) {
@@ -461,12 +469,14 @@ std::vector<sync_record> records_between_entries(local_collection& lc) {
 void receive_lb_collect(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
-  // In the tree the records are taken when the step's plan starts (an
-  // empty answer counts this PE in).
+  // In the tree the records, and what this PE counted, are taken when
+  // the step's plan starts (an empty answer counts this PE in).
   std::vector<sync_record> out;
-  if (!g_tree) out = records_between_entries(lc);
-  // The records, then what this PE counted (--weft:lb-comm).
-  const std::vector<comm_record> comm = take_comm(lc);
+  std::vector<comm_record> comm;
+  if (!g_tree) {
+    out = records_between_entries(lc);
+    comm = take_comm(lc);  // after the records (--weft:lb-comm)
+  }
   const std::uint64_t n = out.size();
   message_ptr r = new_control_message(
       lc.ref, index_key{}, op_lb_records,

@@ -16,7 +16,9 @@
 //     them only (so an element migrating meanwhile is still counted once),
 //     and a step without at_sync takes them when the plan starts.
 //  2. op_tree_go (root -> every PE): each PE sends its records to its
-//     node's first PE, the node's leader.
+//     node's first PE, the node's leader, with what its elements sent
+//     (--weft:lb-comm=element: the node level may place by it,
+//     --weft:lb-tree-inner=comm).
 //  3. op_tree_summary (leader -> group leader): the node's load
 //     (background and elements), its max PE load, its number of records;
 //     op_tree_group_summary (group leader -> root): the same of the group.
@@ -44,6 +46,11 @@
 //     every PE and every group reported, the root broadcasts the resume
 //     with every move (end_step in sync.cpp).
 //
+// A step that --weft:lb-dump writes needs the whole snapshot: op_tree_go
+// then says so, every PE sends its records and communication records to
+// the root instead, and the balancer places them there as in a flat step
+// (the offline strategy's levels in one place), dumping them.
+//
 // Messages per step: O(P) inside nodes (records, plans, reports), O(nodes
 // in the group) at a group's leader, O(groups) summaries, offers and
 // moves at the root, plus the records that change node (three times:
@@ -67,6 +74,10 @@ namespace weft::objects::detail {
 namespace {
 
 tree_balancer g_tree_balancer;
+
+// op_tree_go's (and op_tree_records') round: a step without at_sync (the
+// records are taken now), and a dumped step (they go to the root).
+constexpr std::uint32_t go_unassisted = 1, go_whole = 2;
 
 int leader_of(int pe) {
   return node_of(pe) * node_size();
@@ -157,13 +168,23 @@ sync_tree_state& tree_state(local_collection& lc) {
   return *lc.sync_tree;
 }
 
-void start_tree_step(local_collection& lc, std::uint64_t) {
+void start_tree_step(local_collection& lc, std::uint64_t step) {
   check_balancer();
   sync_root& root = lc.sync;
   sync_tree_state& ts = tree_state(lc);
+  if (g_tree_balancer.whole != nullptr && g_tree_balancer.whole(step)) {
+    // A dumped step: every PE sends its records here, and the balancer
+    // places them as in a flat step (receive_tree_records).
+    root.records.clear();
+    root.comm.clear();
+    root.record_replies = 0;
+    message_ptr m = new_control_message(lc.ref, index_key{}, op_tree_go, 0);
+    header_of(*m).args.round = (root.unassisted ? go_unassisted : 0) | go_whole;
+    weft::broadcast(std::move(m));
+    return;
+  }
   root.moves.clear();
   root.kept.clear();
-  root.comm.clear();  // the tree places by load only
   // Every PE reports its moves done, every group (or node) its moves.
   root.pending = num_pes() + root_moves_expected();
   ts.load.assign(std::size_t(tree_groups()), 0.0);
@@ -176,36 +197,64 @@ void start_tree_step(local_collection& lc, std::uint64_t) {
   ts.predicted_max_all = 0;
   ts.crossing = 0;
   message_ptr m = new_control_message(lc.ref, index_key{}, op_tree_go, 0);
-  header_of(*m).args.round = root.unassisted ? 1 : 0;
+  header_of(*m).args.round = root.unassisted ? go_unassisted : 0;
   weft::broadcast(std::move(m));
 }
 
-// 2. Every PE: its records to its node's leader.
+// 2. Every PE: its records, and what its elements sent since they were
+// last taken (--weft:lb-comm; empty otherwise), to its node's leader, or
+// to the root in a dumped step: [record count][records][comm records],
+// the packing of the flat step's op_lb_records.
 void receive_tree_go(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
-  const bool unassisted = h.args.round != 0;
   std::vector<sync_record> out;
-  if (unassisted)
+  if ((h.args.round & go_unassisted) != 0)
     out = records_between_entries(lc);
   else
     out.swap(tree_state(lc).here);
+  const std::vector<comm_record> comm = take_comm(lc);
+  const std::uint64_t n = out.size();
   message_ptr r =
-      new_control_message(lc.ref, index_key{}, op_tree_records, out.size() * sizeof(sync_record));
+      new_control_message(lc.ref, index_key{}, op_tree_records,
+                          sizeof n + n * sizeof(sync_record) + comm.size() * sizeof(comm_record));
   header_of(*r).args.round = h.args.round;
-  append_bytes(*r, 0, out);
-  send_object_to_pe(leader_of(my_pe()), std::move(r));
+  std::memcpy(args_of(*r), &n, sizeof n);
+  append_bytes(*r, sizeof n, out);
+  append_bytes(*r, sizeof n + n * sizeof(sync_record), comm);
+  const bool whole = (h.args.round & go_whole) != 0;
+  send_object_to_pe(whole ? lc.ref.root_pe : leader_of(my_pe()), std::move(r));
 }
 
 // 3. The leader: once every PE of the node answered, its summary to the
-// group's leader.
+// group's leader. In a dumped step, the root: once every PE answered, the
+// balancer places the whole snapshot (and dumps it), and the plan is
+// carried out as a flat step's.
 void receive_tree_records(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
   sync_tree_state& ts = tree_state(lc);
-  const std::vector<sync_record> got = read_bytes<sync_record>(*m, 0);
+  std::uint64_t n = 0;
+  std::memcpy(&n, args_of(*m), sizeof n);
+  std::vector<sync_record> got(n);
+  if (n != 0) std::memcpy(got.data(), args_of(*m) + sizeof n, n * sizeof(sync_record));
+  const std::vector<comm_record> comm =
+      read_bytes<comm_record>(*m, sizeof n + n * sizeof(sync_record));
+  if ((h.args.round & go_whole) != 0) {
+    sync_root& root = lc.sync;
+    root.records.insert(root.records.end(), got.begin(), got.end());
+    root.comm.insert(root.comm.end(), comm.begin(), comm.end());
+    if (++root.record_replies < num_pes()) return;
+    root.record_replies = 0;
+    const std::uint64_t step = root.steps - 1;
+    balance_plan plan = balancer()(collection_name(lc.ref), step,
+                                   {{lc.ref.id, root.records.size()}}, root.records, root.comm);
+    carry_out_plan(lc, step, std::move(plan));
+    return;
+  }
   ts.node.insert(ts.node.end(), got.begin(), got.end());
-  ts.unassisted = h.args.round != 0;
+  ts.node_comm.insert(ts.node_comm.end(), comm.begin(), comm.end());
+  ts.unassisted = (h.args.round & go_unassisted) != 0;
   if (++ts.node_replies < node_size()) return;
   const int first = leader_of(my_pe());
   std::vector<double> pe_load(std::size_t(node_size()), 0.0);
@@ -271,7 +320,8 @@ void receive_tree_assign(message_ptr m) {
   const std::size_t own = place.size();
   place.insert(place.end(), ts.arriving.begin(), ts.arriving.end());
   const int first = leader_of(my_pe()), n = node_size();
-  const balance_plan plan = g_tree_balancer.within(place, first, n);
+  const balance_plan plan = g_tree_balancer.within(place, ts.node_comm, lc.ref.id, first, n);
+  ts.node_comm.clear();
   if (plan.pe.size() != place.size())
     base::fatal("lb: hierarchical placed %zu elements of %s on node %d, not the %zu it holds",
                 plan.pe.size(), collection_name(lc.ref).c_str(), my_node(), place.size());

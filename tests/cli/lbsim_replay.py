@@ -8,11 +8,13 @@ as '(dumped)', the compared strategies), as a table and as JSON lines;
 --steps and --lbaf with %s select and export steps; a truncated dump is
 exit 3 naming the file and byte; --weft:lb-dump-steps limits what the run
 writes; a run whose elements talk to their neighbours (--weft:lb-comm=auto:
-element with a dump) dumps its ring as edges, which the replay counts. With
-MPIEXEC, two processes over shm: node 0's file (FILE) holds the array's
-steps with PEs of both nodes and the ring's edges across them, node 1's
-(FILE.node1) none, its array root being on node 0. Exit 1 on any
-disagreement.
+element with a dump) dumps its ring as edges, which the replay counts;
+with --weft:lb=hierarchical the dumped steps are placed in one place (the
+others by the tree) and replay to the run's plan. With MPIEXEC, two
+processes over shm: node 0's file (FILE) holds the array's steps with PEs
+of both nodes and the ring's edges across them, node 1's (FILE.node1)
+none, its array root being on node 0; and the hierarchical case across
+them. Exit 1 on any disagreement.
 """
 import json
 import os
@@ -100,6 +102,32 @@ first = {r["strategy"]: r for r in lines[0]["results"]}
 assert first["(before)"]["off_pe_messages"] == 4 * 2, first  # 4 block boundaries
 out = run([sim, f"--replay={dump}"])
 assert out.count("instance: 24 objects on 4 PEs (1 nodes), 24 edges") == 2, out
+
+
+def check_hierarchical_replay(out, steps, pes, nodes):
+    """The dumped steps of a hierarchical run replay to the run's own plan:
+    the offline strategy with the run's options (group size, tolerance,
+    node level) places the dumped instance alike."""
+    lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    assert [l["step"] for l in lines] == steps, out
+    for l in lines:
+        assert l["dumped_strategy"] == "hierarchical", l
+        assert l["instance"]["pes"] == pes and l["instance"]["nodes"] == nodes, l
+        assert l["instance"]["edges"] == 24, l
+        rows = {r["strategy"]: r for r in l["results"]}
+        assert rows["(dumped)"]["max"] == rows["hierarchical"]["max"], rows
+        assert rows["(dumped)"]["migrations"] == rows["hierarchical"]["migrations"], rows
+
+
+# hierarchical: a dumped step (--weft:lb-dump-steps=1:2) gathers the whole
+# snapshot at the array's root and places it there with the offline
+# strategy (its stats line names the strategy alone); the others go through
+# the tree ("a tree over ...").
+out = run([stepper, "24", "4", "2", "--weft:threads=4", "--weft:lb=hierarchical",
+           f"--weft:lb-dump={dump}", "--weft:lb-dump-steps=1:2", "--weft:lb-stats"])
+assert re.findall(r"step (\d+): 24 elements, hierarchical \(a tree over 1 node", out) == ["0", "3"], out
+assert re.findall(r"step (\d+): 24 elements, hierarchical: max/avg", out) == ["1", "2"], out
+check_hierarchical_replay(run([sim, f"--replay={dump}", "--lb=hierarchical", "--json"]), [1, 2], 4, 1)
 mp = ""
 if len(sys.argv) > 4 and sys.argv[4]:
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -114,6 +142,18 @@ if len(sys.argv) > 4 and sys.argv[4]:
     assert all(l["instance"]["edges"] == 24 for l in lines), out
     out = run([sim, f"--replay={dump}.node1"], 3)
     assert "holds no balancing step" in out, out
-    mp = ", 2 processes: FILE and FILE.node1"
+    # hierarchical across the two processes: step 1 gathered and dumped,
+    # steps 0 and 2 a tree over both nodes.
+    p = subprocess.run([sys.argv[4], "--oversubscribe", "--bind-to", "none", "-n", "2", stepper, "24", "3", "2",
+                        "--weft:transport=shm", "--weft:threads=2", "--weft:lb=hierarchical",
+                        f"--weft:lb-dump={dump}", "--weft:lb-dump-steps=1", "--weft:lb-stats"],
+                       capture_output=True, text=True, timeout=100, env=env)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert sorted(re.findall(r"step (\d+): 24 elements, hierarchical \(a tree over 2 node", out)) == ["0", "2"], out
+    assert re.findall(r"step (\d+): 24 elements, hierarchical: max/avg", out) == ["1"], out
+    check_hierarchical_replay(run([sim, f"--replay={dump}", "--lb=hierarchical", "--json"]), [1], 4, 2)
+    mp = ", 2 processes: FILE and FILE.node1, hierarchical"
 print("lbsim_replay: 3 dumped steps replayed (table, JSON, --steps, --lbaf %s), "
-      "truncated dump refused, --weft:lb-dump-steps honoured, edges dumped" + mp)
+      "truncated dump refused, --weft:lb-dump-steps honoured, edges dumped, hierarchical's dumped "
+      "steps gathered and replayed" + mp)

@@ -1,7 +1,8 @@
 // --weft:lb-arrays=together: the arrays that call at_sync are placed in one
 // step, as one set of objects; with each (the default) every array is
 // placed alone. What the strategy sees (a strategy of the test's own that
-// records the instances it is given), where elements end, and that every
+// records the instances it is given), where elements end (greedy, and
+// hierarchical, whose levels then run in one place), and that every
 // element of both arrays resumes once per step on the PE the plan said.
 #include <atomic>
 #include <map>
@@ -154,6 +155,28 @@ TEST(ArraysTogether, GreedyPlacesTheArraysAsOneSet) {
   double max = 0;
   for (auto [pe, l] : per_pe) max = std::max(max, l);
   EXPECT_DOUBLE_EQ(max, 3.0);
+}
+
+// hierarchical, together: the joint step on PE 0 runs the offline
+// strategy there (the tree's levels in one place; one process is one
+// node, so its node level places all). The same instance as above: its
+// refine cannot fit a 3 beside a 1 within the tolerance and places the
+// node again as greedy-refine does, max 3, where array by array (each
+// array's own tree) array 1's two 3s each join a 1 of array 0: max 4.
+TEST(ArraysTogether, HierarchicalPlacesTheArraysAsOneSet) {
+  auto max_load = [] {
+    std::map<int, double> per_pe;
+    for (const auto& [id, at] : g_resumed.pes) per_pe[at.back()] += g_resumed.load[id];
+    double max = 0;
+    for (auto [pe, l] : per_pe) max = std::max(max, l);
+    return max;
+  };
+  reset_errors();
+  run_two_arrays(4, 4, 8, 2, {"--weft:lb=hierarchical", "--weft:lb-arrays=together"});
+  EXPECT_DOUBLE_EQ(max_load(), 3.0);
+  reset_errors();
+  run_two_arrays(4, 4, 8, 2, {"--weft:lb=hierarchical"});
+  EXPECT_DOUBLE_EQ(max_load(), 4.0);
 }
 
 using ArraysTogetherDeathTest = testing::Test;

@@ -56,6 +56,21 @@ foreach(t ${weft_mp_transports})
                       EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes"
                              "step 2: [^\n]*a tree over 4 node\\(s\\) in 2 group\\(s\\), 2 summaries at the root")
     endif()
+    # The tree with comm at the node level (--weft:lb-comm=element selects
+    # it): each PE's communication records go to its node's leader with
+    # its records, and METIS places the node's elements on its PEs.
+    mp_objects_test(net.objects.${t}.${lname}.lb_tree_comm CODE 0 NP ${np}
+                    ${run} --weft:lb=hierarchical --weft:lb-comm=element --weft:lb-stats
+                    --case=lb_tree
+                    EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes"
+                           "step 2: [^\n]*a tree over ${np} node\\(s\\) in 1 group\\(s\\)")
+    # hierarchical with two arrays in joint steps: PE 0 gathers both arrays'
+    # records and runs the offline strategy (the tree's levels in one place).
+    mp_objects_test(net.objects.${t}.${lname}.lb_tree_together CODE 0 NP ${np}
+                    ${run} --weft:lb=hierarchical --weft:lb-arrays=together --weft:lb-stats
+                    --case=lb_tree
+                    EXPECT "mp_objects: lb_tree passed on 4 PEs in ${np} processes"
+                           "step 2: [^\n]*, hierarchical: max/avg [^\n]*\\(over [0-9]+ elements of 2 arrays\\)")
     # Two arrays placed in joint steps on PE 0 (--weft:lb-arrays=together),
     # with the elements' communication records: each array's root gathers
     # its records from every process and sends them to PE 0, whose joint

@@ -1628,7 +1628,9 @@ weft::task<> case_lb_rotate() {
 // --weft:lb-tree-group (mp_objects.cmake) the heavy nodes' group offers it
 // to the others through the groups' leaders. Every element sends a
 // numbered message to its right neighbour per step: none lost or
-// overtaken; the nodes end within 1.25 of their share.
+// overtaken; the nodes end within 1.25 of their share. Also run with
+// --weft:lb-comm=element (comm places each node's elements on its PEs)
+// and with --weft:lb-arrays=together (two arrays, placed on PE 0).
 
 constexpr int tree_steps = 3;
 
@@ -1678,17 +1680,27 @@ struct Weighted : weft::array_element<Weighted, int> {
 weft::task<> case_lb_tree() {
   check(weft::config().lb == "hierarchical", "run lb_tree with --weft:lb=hierarchical (got %s)",
         weft::config().lb.c_str());
+  // With --weft:lb-arrays=together, two such arrays placed in joint steps
+  // on PE 0 (the offline strategy there): their loads on each node add up.
+  const int count = weft::config().lb_together ? 2 : 1;
   const int n = 4 * weft::num_pes();
-  auto a = weft::array<Weighted>::create(n);
-  a.broadcast<&Weighted::start>();
+  std::vector<weft::array<Weighted>> arrays;
+  for (int k = 0; k < count; ++k) arrays.push_back(weft::array<Weighted>::create(n));
+  for (auto& a : arrays) a.broadcast<&Weighted::start>();
   co_await quiescence();
-  auto f = weft::make_future<std::vector<double>>();
-  a.broadcast<&Weighted::report>(weft::callback<std::vector<double>>(f));
-  const std::vector<double> t = co_await f;
+  std::vector<double> t;
+  for (auto& a : arrays) {
+    auto f = weft::make_future<std::vector<double>>();
+    a.broadcast<&Weighted::report>(weft::callback<std::vector<double>>(f));
+    const std::vector<double> one = co_await f;
+    if (t.empty()) t.assign(one.size(), 0.0);
+    for (std::size_t k = 0; k < one.size(); ++k) t[k] += one[k];
+  }
   check(t[0] == 0, "%g messages arrived out of order", t[0]);
-  check(t[1] == double(n) * tree_steps, "%g messages arrived, expected %d", t[1], n * tree_steps);
+  check(t[1] == double(count * n) * tree_steps, "%g messages arrived, expected %d", t[1],
+        count * n * tree_steps);
   check(t[2] > 0, "no element changed node");
-  const double share = (3.0 * (n / 2) + 1.0 * (n - n / 2)) / weft::num_nodes();
+  const double share = count * (3.0 * (n / 2) + 1.0 * (n - n / 2)) / weft::num_nodes();
   for (int k = 0; k < weft::num_nodes(); ++k)
     check(t[3 + std::size_t(k)] <= 1.25 * share, "node %d ends with load %g, its share is %g", k,
           t[3 + std::size_t(k)], share);

@@ -70,13 +70,18 @@ struct runtime_config {
   std::string lb_dump;         // file the steps' load records are written to ("": none)
   long lb_dump_first = 0, lb_dump_last = -1;  // steps dumped (last -1: to the end)
   // --weft:lb-comm resolved: elements count what they send to arrays'
-  // elements, for the instance's edges (auto: with comm or --weft:lb-dump).
+  // elements, for the instance's edges (auto: with comm, --weft:lb-dump or
+  // --weft:lb-tree-inner=comm).
   bool lb_comm = false;
   std::uint64_t lb_max_bytes = std::uint64_t(64) << 20;  // packed bytes in flight per PE
   bool lb_load_cpu = false;  // loads are the thread's CPU time, not wall time
   double lb_average = 0;     // 0 <= A < 1: a step sees A x the last estimate + (1 - A) x now
   int lb_sample = 1;         // time one entry in this many per PE (1: all)
   int lb_tree_group = 16;    // hierarchical: nodes per group of the tree (PE, node, group, root)
+  // hierarchical: the strategy that places a node's elements on its PEs
+  // (refine|greedy|greedy-refine|comm), resolved: comm when --weft:lb-comm=element
+  // is given without it.
+  std::string lb_tree_inner = "refine";
   // Idle time is measured per PE (stats, or load balancing's background).
   bool measure_busy = false;  // --weft:counters set: refused counters are said
   std::string config_text;    // --weft:print-config text: values and their origins

@@ -365,8 +365,17 @@ struct tree_balancer {
                                      const std::vector<std::uint32_t>& offered) = nullptr;
   // At the node of PEs [first_pe, first_pe + pes): a PE of the node for
   // each record (one whose pe is outside arrives from another node), and
-  // the node's predicted max PE load.
-  balance_plan (*within)(const std::vector<sync_record>& records, int first_pe, int pes) = nullptr;
+  // the node's predicted max PE load. `comm`: what the node's PEs counted
+  // for array `collection`'s elements (--weft:lb-comm=element; empty
+  // otherwise), for a node level that places by communication.
+  balance_plan (*within)(const std::vector<sync_record>& records,
+                         const std::vector<comm_record>& comm, std::uint64_t collection,
+                         int first_pe, int pes) = nullptr;
+  // At the root as a step starts: whether step `step` needs the whole
+  // snapshot in one place (--weft:lb-dump): the root then gathers every
+  // record and communication record and places them through the balancer
+  // (balancer_fn), as a flat step does, instead of the tree.
+  bool (*whole)(std::uint64_t step) = nullptr;
 };
 WEFT_API void set_tree_balancer(const tree_balancer& t);
 // weft::lb::balance(): a step without at_sync for every array, now.

@@ -350,7 +350,24 @@ std::vector<comm_record> take_comm(local_collection& lc);
 // PE counts it in the step) and whether it waits in at_sync.
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer);
 void sync_node_start();
+// One of the paused messages that follow an element the step moved here
+// arrived (sync_pause.cpp): the PE's part of the step waits for them.
+void sync_follower_arrived(local_collection& lc);
 void receive_sync_plan(message_ptr m);
+
+// ---- pauses of steps without at_sync (sync_pause.cpp) ----------------------------
+
+// A message for an element here while lc is paused: it waits, in order.
+void pause_message(local_collection& lc, message_ptr m);
+// The element leaves for `to`: its paused messages, taken out (they go
+// after it, as many as its migration message says).
+std::vector<message*> take_paused(local_collection& lc, const index_key& key);
+// An element the step moved arrived with `n` paused messages behind it.
+void expect_followers(local_collection& lc, const index_key& key, std::uint32_t n);
+// The step ended: what waited is delivered (or forwarded), in order.
+void resume_paused(local_collection& lc);
+// Every case of an element message (location.cpp).
+void on_element_message_general(message_ptr m);
 // Packed elements the balancer sent from here arrived (their bytes).
 void sync_acked(local_collection& lc, std::uint64_t bytes);
 void receive_sync_done(message_ptr m);

@@ -247,6 +247,8 @@ void pe_stop() {
     if (undelivered > 0)
       base::warn("%zu message(s) to elements of %s that were never inserted were not delivered",
                  undelivered, collection_name(lc->ref).c_str());
+    for (auto& [k, msgs] : lc->paused_msgs)
+      for (message* w : msgs) message_ptr{w};
     for (message* w : lc->early) message_ptr{w};
     for (const auto& [k, rec] : lc->local) {
       element_base* obj = rec->obj;

@@ -271,6 +271,10 @@ void forward_or_keep(local_collection& lc, message_ptr m) {
     rec = find_local_record(lc, h.key);
   if (rec != nullptr && rec->obj != nullptr) [[likely]] {
     ++lc.msgs_taken;
+    if (lc.paused) [[unlikely]] {
+      pause_message(lc, std::move(m));
+      return;
+    }
     deliver_to_element(*rec, std::move(m));
     return;
   }
@@ -286,8 +290,8 @@ void on_element_message(message_ptr m) {
   const obj_header& h = header_of(*m);
   if (s != nullptr && !s->gated) [[likely]] {
     local_collection* lc = s->last;
-    if (lc != nullptr && lc->ref.id == h.collection && lc->created && (h.hops | h.op) == 0)
-        [[likely]] {
+    if (lc != nullptr && lc->ref.id == h.collection && lc->created && !lc->paused &&
+        (h.hops | h.op) == 0) [[likely]] {
       element_record* rec = lc->cache.rec(h.key);
       // More elements here than the cache holds (a burst of new chares):
       // the table, from here rather than through the general path.
@@ -325,7 +329,10 @@ void redeliver_kept(local_collection& lc, std::vector<message*> msgs) {
     auto it = lc.local.find(h.key);
     if (it != lc.local.end() && it->second->obj != nullptr) {
       ++lc.msgs_taken;
-      deliver_to_element(*it->second, std::move(m));
+      if (lc.paused)
+        pause_message(lc, std::move(m));
+      else
+        deliver_to_element(*it->second, std::move(m));
     } else
       forward_or_keep(lc, std::move(m));
   }

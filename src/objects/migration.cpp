@@ -78,6 +78,10 @@ std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balan
   // Taken here, they are in flight again (sync.cpp counts them).
   lc.msgs_taken -= follow.size();
   const index_key key = rec.key;
+  // Then those that waited while a step without at_sync paused the array
+  // (sync_pause.cpp): its new PE counts them in.
+  const std::vector<message*> paused = take_paused(lc, key);
+  header_of(*m).args.round = std::uint32_t(paused.size());
   const std::uint64_t had = rec.last_bcast;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
@@ -88,6 +92,7 @@ std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balan
   lc.cache.drop(key);
   send_object_to_pe(to, std::move(m));
   for (message* f : follow) send_object_to_pe(to, message_ptr(f));
+  for (message* f : paused) send_object_to_pe(to, message_ptr(f));
   reduction_flush(lc);
   return bytes;
 }
@@ -126,6 +131,7 @@ void receive_migrating_element(message_ptr m) {
   lc.cache.drop(h.key);
   tell_home(lc, h.key, my_pe(), rec.epoch, loc_moved);
   const index_key key = h.key;
+  if ((flags & 1) != 0) expect_followers(lc, key, h.args.round);
   sync_element_arrived(lc, rec, (flags & 1) != 0);
   obj->on_migrated();
   // Its sender may send the step's next elements in its room.
@@ -174,8 +180,11 @@ void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_
   const std::uint64_t raw = reinterpret_cast<std::uintptr_t>(owned.release());
   std::memcpy(args_of(*m), &raw, sizeof raw);
   header_of(*m).arg_pe = by_balancer ? 1 : 0;
+  const std::vector<message*> paused = take_paused(lc, key);  // as migrate_out
+  header_of(*m).args.round = std::uint32_t(paused.size());
   m->priority = migration_priority;
   send_object_to_pe(to, std::move(m));
+  for (message* f : paused) send_object_to_pe(to, message_ptr(f));
   reduction_flush(lc);
 }
 
@@ -188,6 +197,7 @@ void receive_element_by_pointer(message_ptr m) {
   element_record& rec = *owned;
   const bool by_balancer = h.arg_pe == 1;
   const int from = h.origin_pe;
+  const std::uint32_t followers = h.args.round;
   const index_key key = rec.key;
   rec.coll = &lc;
   if (trace::on()) [[unlikely]]
@@ -199,6 +209,7 @@ void receive_element_by_pointer(message_ptr m) {
   lc.known[key] = {my_pe(), rec.epoch, false};
   lc.cache.drop(key);
   tell_home(lc, key, my_pe(), rec.epoch, loc_moved);
+  if (by_balancer) expect_followers(lc, key, followers);
   sync_element_arrived(lc, rec, by_balancer);
   rec.obj->on_migrated();
   bcast_arrived(lc, rec, from);

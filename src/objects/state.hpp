@@ -415,11 +415,17 @@ struct local_collection {
   collection_ref ref;
   route_cache cache;     // in front of `local` and `known`: drop a key whenever they change for it
   bool created = false;  // the creation message was handled here
+  // A balancing step without at_sync is on (sync.cpp): messages for the
+  // elements here wait in `paused_msgs` (the element handler's fast path,
+  // which reads `created`, leaves them to the general path meanwhile).
+  bool paused = false;
   element_table local;
-  key_map<location> known;                 // where elements went or were last seen
-  key_map<location> home;                  // elements homed here: where they live, if not here
-  key_map<std::vector<message*>> waiting;  // homed here, not inserted yet
-  std::vector<message*> early;             // arrived before creation (broadcasts)
+  key_map<location> known;                     // where elements went or were last seen
+  key_map<location> home;                      // elements homed here: where they live, if not here
+  key_map<std::vector<message*>> waiting;      // homed here, not inserted yet
+  key_map<std::vector<message*>> paused_msgs;  // per element here, in arrival order (`paused`)
+  key_map<std::uint32_t> followers;  // paused messages still to come after an element that arrived
+  std::vector<message*> early;       // arrived before creation (broadcasts)
   // Chare collections: chares placed here by create_on, per creating PE,
   // the number (chare_id::seq) of the last whose insert arrived. One PE's
   // inserts arrive here in the order it sent them, with its numbers rising:

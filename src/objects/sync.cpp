@@ -469,6 +469,10 @@ std::vector<sync_record> records_between_entries(local_collection& lc) {
 void receive_lb_collect(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
+  // Until the resume, messages for the elements here wait (sync_pause.cpp):
+  // the records stay true, and the counting waves see when none is in
+  // flight.
+  lc.paused = true;
   // In the tree the records, and what this PE counted, are taken when
   // the step's plan starts (an empty answer counts this PE in).
   std::vector<sync_record> out;
@@ -500,7 +504,10 @@ void receive_lb_records(message_ptr m) {
   const std::vector<comm_record> comm = read_bytes<comm_record>(*m, comm_at);
   root.comm.insert(root.comm.end(), comm.begin(), comm.end());
   if (++root.record_replies < num_pes()) return;
-  plan_step(lc);
+  // Every PE is paused: nothing moves until no element message is in
+  // flight, as in an at_sync step.
+  root.last_sent = root.last_taken = ~0ull;
+  start_count_wave(lc);
 }
 
 void request_balance_everywhere() {
@@ -573,6 +580,11 @@ void sync_acked(local_collection& lc, std::uint64_t b) {
   report_if_done(lc);
 }
 
+void sync_follower_arrived(local_collection& lc) {
+  ++lc.sync_arrived;
+  report_if_done(lc);
+}
+
 void sync_element_arrived(local_collection& lc, element_record& rec, bool by_balancer) {
   if (rec.sync != sync_state::none) ++lc.sync_waiting;
   if (!by_balancer) return;
@@ -637,8 +649,11 @@ void receive_sync_resume(message_ptr m) {
   for (const sync_move& mv : read_bytes<sync_move>(*m, 0))
     if (!lc.local.contains(mv.key)) learn_location(lc, mv.key, mv.to, mv.epoch, loc_moved);
   // A step without at_sync resumes nobody (elements in at_sync wait for
-  // their own step).
-  if (h.args.round != 0) return;
+  // their own step): what waited for the elements here goes now.
+  if (h.args.round != 0) {
+    if (lc.paused) resume_paused(lc);
+    return;
+  }
   m.reset();
   start_pe_interval(lc);
   std::vector<index_key> keys;

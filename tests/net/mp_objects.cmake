@@ -32,6 +32,14 @@ foreach(t ${weft_mp_transports})
     mp_objects_test(net.objects.${t}.${lname}.lb_rotate CODE 0 NP ${np}
                     ${run} --weft:lb=rotate --case=lb_rotate
                     EXPECT "mp_objects: lb_rotate passed on 4 PEs in ${np} processes")
+    # Steps without at_sync (periodic, on demand) while the elements keep
+    # sending: every message in order per sender (sync_pause.cpp).
+    mp_objects_test(net.objects.${t}.${lname}.lb_periodic CODE 0 NP ${np}
+                    ${run} --weft:lb=rotate --weft:lb-period=0.002 --case=lb_unassisted
+                    EXPECT "mp_objects: lb_unassisted passed on 4 PEs in ${np} processes")
+    mp_objects_test(net.objects.${t}.${lname}.lb_on_demand CODE 0 NP ${np}
+                    ${run} --weft:lb=random --case=lb_unassisted
+                    EXPECT "mp_objects: lb_unassisted passed on 4 PEs in ${np} processes")
     # The hierarchical tree across processes: load leaves the heavy node.
     # One group (the default 16 nodes per group): the root leads it and
     # hears from every node.

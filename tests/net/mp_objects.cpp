@@ -1620,6 +1620,81 @@ weft::task<> case_lb_rotate() {
   passed();
 }
 
+// ---- lb_unassisted -----------------------------------------------------------------
+// Run with --weft:lb=rotate and --weft:lb-period (or on demand: element 0
+// calls weft::lb::balance() every few rounds): steps without at_sync move
+// the elements across processes while they keep sending. In each round
+// every element sends a numbered message to its two neighbours and goes on
+// once both of theirs came (so that at most a few rounds are in flight);
+// each carries 4.8 KB of ballast checked after every move. None lost,
+// duplicated or overtaken, per sender (src/objects/sync_pause.cpp).
+
+constexpr int unassisted_rounds = 600;
+
+struct Wanderer : weft::array_element<Wanderer, int> {
+  Wanderer() = default;
+  std::map<int, long> next_seq;
+  std::map<int, int> got;  // round -> neighbours' messages
+  long bad = 0, received = 0, moved = 0;
+  int round = 0;
+  std::vector<double> ballast;
+  void pup(weft::pupper& p) { p | next_seq | got | bad | received | moved | round | ballast; }
+  double ballast_value(std::size_t k) const { return this_index() * 1e4 + double(k); }
+  void on_migrated() override {
+    ++moved;
+    for (std::size_t k = 0; k < 600; ++k)
+      if (k >= ballast.size() || ballast[k] != ballast_value(k)) {
+        if (bad++ == 0)
+          std::fprintf(stderr, "mp_objects: lb_unassisted: element %d's ballast[%zu] is wrong\n",
+                       this_index(), k);
+        break;
+      }
+  }
+  void send_round() {
+    const int n = array_size(), i = this_index();
+    this_proxy()[(i + 1) % n].send<&Wanderer::msg>(i, long(round));
+    this_proxy()[(i + n - 1) % n].send<&Wanderer::msg>(i, long(round));
+    if (weft::config().lb_period_s <= 0 && i == 0 && round % 50 == 25) weft::lb::balance();
+  }
+  void start() {
+    ballast.resize(600);
+    for (std::size_t k = 0; k < ballast.size(); ++k) ballast[k] = ballast_value(k);
+    send_round();
+  }
+  void msg(int from, long seq) {
+    if (seq != next_seq[from] && bad++ == 0)
+      std::fprintf(stderr,
+                   "mp_objects: lb_unassisted: element %d got seq %ld from %d, expected %ld\n",
+                   this_index(), seq, from, next_seq[from]);
+    next_seq[from] = seq + 1;
+    ++received;
+    ++got[int(seq)];
+    while (round < unassisted_rounds && got[round] == 2) {
+      got.erase(round);
+      if (++round < unassisted_rounds) send_round();
+    }
+  }
+  void report(weft::callback<std::vector<long>> cb) {
+    contribute(std::vector<long>{bad, received, moved}, weft::op::sum, cb);
+  }
+};
+
+weft::task<> case_lb_unassisted() {
+  check(weft::config().lb != "off", "run lb_unassisted with a --weft:lb strategy");
+  const int n = 3 * weft::num_pes() + 1;
+  auto a = weft::array<Wanderer>::create(n);
+  a.broadcast<&Wanderer::start>();
+  co_await quiescence();
+  auto f = weft::make_future<std::vector<long>>();
+  a.broadcast<&Wanderer::report>(weft::callback<std::vector<long>>(f));
+  const std::vector<long> t = co_await f;
+  check(t[0] == 0, "%ld messages arrived out of order or elements with wrong state", t[0]);
+  check(t[1] == 2L * n * unassisted_rounds, "%ld messages arrived, expected %ld", t[1],
+        2L * n * unassisted_rounds);
+  check(t[2] > 0, "no element moved");
+  passed();
+}
+
 // ---- lb_tree -------------------------------------------------------------------------
 // Run with --weft:lb=hierarchical: the step is a tree over the processes
 // (src/objects/sync_tree.cpp). The elements on the first half of the PEs
@@ -1946,6 +2021,7 @@ const case_entry cases[] = {
     {"error", case_error},
     {"deleted", case_deleted},
     {"lb_rotate", case_lb_rotate},
+    {"lb_unassisted", case_lb_unassisted},
     {"lb_tree", case_lb_tree},
 };
 

@@ -200,8 +200,8 @@ weft::task<> drive(bool transient, const config_kind& c) {
   // of PE 0 (globals), so one process only.
   if (weft::num_nodes() > 1) {
     std::fprintf(stderr,
-                 "error: not implemented: lb_imbalance across processes (%d here); run one "
-                 "process with --weft:threads=N\n",
+                 "error: lb_imbalance runs in one process (its clock unit and model loads live "
+                 "in PE 0's process), not %d; run it with --weft:threads=N\n",
                  weft::num_nodes());
     std::fflush(stderr);
     weft::exit(2);

@@ -1629,7 +1629,7 @@ weft::task<> case_lb_rotate() {
 // each carries 4.8 KB of ballast checked after every move. None lost,
 // duplicated or overtaken, per sender (src/objects/sync_pause.cpp).
 
-constexpr int unassisted_rounds = 600;
+constexpr int unassisted_rounds = 2000;
 
 struct Wanderer : weft::array_element<Wanderer, int> {
   Wanderer() = default;
@@ -1654,7 +1654,11 @@ struct Wanderer : weft::array_element<Wanderer, int> {
     const int n = array_size(), i = this_index();
     this_proxy()[(i + 1) % n].send<&Wanderer::msg>(i, long(round));
     this_proxy()[(i + n - 1) % n].send<&Wanderer::msg>(i, long(round));
-    if (weft::config().lb_period_s <= 0 && i == 0 && round % 50 == 25) weft::lb::balance();
+    // On demand every 50 rounds; with a period, once half way as well, so
+    // that a fast run has a step too.
+    const bool periodic = weft::config().lb_period_s > 0;
+    if (i == 0 && (periodic ? round == unassisted_rounds / 2 : round % 50 == 25))
+      weft::lb::balance();
   }
   void start() {
     ballast.resize(600);

@@ -123,6 +123,7 @@ local_collection& make_local_collection(const collection_ref& ref) {
     lc->combiner = node_combiner_for(ref);
   // Chare collections have no creation step.
   lc->created = ref.kind == collection_kind::chare;
+  lc->deliver_fast = lc->created;
   local_collection* p = lc.get();
   s.collections.emplace(ref.id, std::move(lc));
   s.last = p;
@@ -257,6 +258,7 @@ namespace {
 
 void create_here(local_collection& lc, std::uint32_t ctor, const std::byte* args, std::size_t n) {
   lc.created = true;
+  lc.deliver_fast = !lc.paused;
   const int me = my_pe();
   const collection_ref& ref = lc.ref;
   std::vector<index_key> made;

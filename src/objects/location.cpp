@@ -290,8 +290,8 @@ void on_element_message(message_ptr m) {
   const obj_header& h = header_of(*m);
   if (s != nullptr && !s->gated) [[likely]] {
     local_collection* lc = s->last;
-    if (lc != nullptr && lc->ref.id == h.collection && lc->created && !lc->paused &&
-        (h.hops | h.op) == 0) [[likely]] {
+    if (lc != nullptr && lc->ref.id == h.collection && lc->deliver_fast && (h.hops | h.op) == 0)
+        [[likely]] {
       element_record* rec = lc->cache.rec(h.key);
       // More elements here than the cache holds (a burst of new chares):
       // the table, from here rather than through the general path.

@@ -415,10 +415,12 @@ struct local_collection {
   collection_ref ref;
   route_cache cache;     // in front of `local` and `known`: drop a key whenever they change for it
   bool created = false;  // the creation message was handled here
-  // A balancing step without at_sync is on (sync.cpp): messages for the
-  // elements here wait in `paused_msgs` (the element handler's fast path,
-  // which reads `created`, leaves them to the general path meanwhile).
+  // A balancing step without at_sync is on (sync_pause.cpp): messages for
+  // the elements here wait in `paused_msgs`.
   bool paused = false;
+  // Created and not paused: the one flag the element handler's fast path
+  // reads (location.cpp), set where either changes.
+  bool deliver_fast = false;
   element_table local;
   key_map<location> known;                     // where elements went or were last seen
   key_map<location> home;                      // elements homed here: where they live, if not here

@@ -473,6 +473,7 @@ void receive_lb_collect(message_ptr m) {
   // the records stay true, and the counting waves see when none is in
   // flight.
   lc.paused = true;
+  lc.deliver_fast = false;
   // In the tree the records, and what this PE counted, are taken when
   // the step's plan starts (an empty answer counts this PE in).
   std::vector<sync_record> out;

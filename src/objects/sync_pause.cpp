@@ -50,6 +50,7 @@ void expect_followers(local_collection& lc, const index_key& key, std::uint32_t 
 
 void resume_paused(local_collection& lc) {
   lc.paused = false;
+  lc.deliver_fast = lc.created;
   key_map<std::vector<message*>> all;
   all.swap(lc.paused_msgs);
   // Each entry may insert, destroy or move elements: look each up again.

@@ -386,6 +386,10 @@ struct sync_root {
   std::uint64_t steps = 0;  // steps started
   int pending = 0;          // PEs of the current step that have not reported their moves done
   std::uint64_t t_start = 0, t_quiet = 0, t_plan = 0;  // wall_ns: round done, quiet, plan sent
+  // wall_ns when the last step ended: a periodic one starts a period after
+  // it at the earliest, so that steps longer than the period (a paused
+  // array: sync_pause.cpp) leave the program that long between them.
+  std::uint64_t t_end = 0;
   std::uint64_t peak_in_flight = 0;  // the step's most packed bytes in flight on one PE
   double strategy_s = 0;
   // For --weft:lb-stats: the step's figures, printed when it ends.

@@ -535,6 +535,10 @@ void sync_pe_start() {
       if (ref.kind != collection_kind::array || !lc->created || ref.root_pe != my_pe() ||
           lc->sync.uses_at_sync || element_type(ref.type).pup == nullptr)
         continue;
+      // Not during a step, nor within a period of its end: the program
+      // runs at least a period between periodic steps, however long they
+      // take (on demand, a request during a step runs once it ends).
+      if (lc->sync.in_step || now < lc->sync.t_end + std::uint64_t(period_ns)) continue;
       start_unassisted_step(*lc);
     }
     return true;
@@ -633,6 +637,7 @@ void end_step(local_collection& lc) {
   root.moves.clear();
   weft::broadcast(std::move(r));
   root.in_step = false;
+  root.t_end = base::wall_ns();
   if (root.has_deferred) {
     root.has_deferred = false;
     sync_round_done(lc.ref, std::move(root.deferred));

@@ -55,7 +55,8 @@ std::vector<std::uint32_t> pick(const std::vector<od::sync_record>& records, dou
     return records[a].load > records[b].load || (records[a].load == records[b].load && a < b);
   });
   std::vector<item> out;
-  shed_heaviest(ids, [&](std::uint32_t id) { return records[id].load; }, amount, out);
+  shed_heaviest(
+      ids, [&](std::uint32_t id) { return records[id].load; }, amount, out);
   std::vector<std::uint32_t> picked;
   picked.reserve(out.size());
   for (const item& it : out) picked.push_back(it.id);

@@ -93,9 +93,7 @@ class spsc_pairs {
 
   // Consumer only, rings of pointers only: the element try_pop would take
   // next, left in place (null: none).
-  T peek() const noexcept
-    requires std::is_pointer_v<T>
-  {
+  T peek() const noexcept requires std::is_pointer_v<T> {
     const std::size_t n = slots_.size();
     for (std::size_t i = 0; i < n; ++i) {
       std::size_t k = next_ + i;

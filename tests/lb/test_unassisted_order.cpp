@@ -90,21 +90,21 @@ void run_walk(int pes, int n, std::vector<std::string> opts) {
   EXPECT_EQ(g_complete.load(), n);
 }
 
+// On one PE nothing moves, but every step still pauses and resumes the
+// array: nothing that waited may be lost or reordered.
 TEST_P(UnassistedOrder, PeriodicStepsKeepEachSendersOrder) {
-  if (pes() == 1) GTEST_SKIP() << "nothing to move on one PE";
   g_on_demand = false;
   g_rounds = int(scaled(6000, 2000));
   run_walk(pes(), 2 * pes() + 5, {"--weft:lb=rotate", "--weft:lb-period=0.0002"});
-  EXPECT_GT(g_moved.load(), 0);
+  if (pes() > 1) EXPECT_GT(g_moved.load(), 0);
 }
 
 TEST_P(UnassistedOrder, StepsOnDemandKeepEachSendersOrder) {
-  if (pes() == 1) GTEST_SKIP() << "nothing to move on one PE";
   g_on_demand = true;
   g_rounds = int(scaled(400, 150));
   run_walk(pes(), 2 * pes() + 5, {"--weft:lb=random"});
   EXPECT_GT(g_balances.load(), 0);
-  EXPECT_GT(g_moved.load(), 0);
+  if (pes() > 1) EXPECT_GT(g_moved.load(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pes, UnassistedOrder, testing::Values(1, 2, 4, 7), pes_name);

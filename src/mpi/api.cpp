@@ -63,31 +63,35 @@ const char* class_text(int c) {
 }  // namespace
 
 WEFT_MPI_API int MPI_Init(int*, char***) {
-  rank_state& me = self("MPI_Init");
-  if (me.initialized) fail("MPI_Init", MPI_ERR_OTHER, "MPI_Init was called before on this rank");
-  me.initialized = true;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    rank_state& me = self("MPI_Init");
+    if (me.initialized) fail("MPI_Init", MPI_ERR_OTHER, "MPI_Init was called before on this rank");
+    me.initialized = true;
+  });
 }
 
 // Ranks share their PE's OS thread and each runs on one logical thread:
 // MPI_THREAD_FUNNELED is what holds (a rank's other threads must not call
 // MPI), and what is reported whatever is asked.
 WEFT_MPI_API int MPI_Init_thread(int* argc, char*** argv, int, int* provided) {
-  MPI_Init(argc, argv);
-  *provided = MPI_THREAD_FUNNELED;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    MPI_Init(argc, argv);
+    *provided = MPI_THREAD_FUNNELED;
+  });
 }
 
 WEFT_MPI_API int MPI_Query_thread(int* provided) {
-  self("MPI_Query_thread");
-  *provided = MPI_THREAD_FUNNELED;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    self("MPI_Query_thread");
+    *provided = MPI_THREAD_FUNNELED;
+  });
 }
 
 WEFT_MPI_API int MPI_Is_thread_main(int* flag) {
-  self("MPI_Is_thread_main");
-  *flag = 1;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    self("MPI_Is_thread_main");
+    *flag = 1;
+  });
 }
 
 WEFT_MPI_API int MPI_Initialized(int* flag) {
@@ -97,17 +101,17 @@ WEFT_MPI_API int MPI_Initialized(int* flag) {
 }
 
 WEFT_MPI_API int MPI_Finalize(void) {
-  rank_state& me = self("MPI_Finalize");
-  if (!me.initialized || me.finalized)
-    fail("MPI_Finalize", MPI_ERR_OTHER, "%s",
-         me.finalized ? "MPI_Finalize was called before" : "MPI_Init was not called");
-  me.finalized = true;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    rank_state& me = self("MPI_Finalize");
+    if (!me.initialized || me.finalized)
+      fail("MPI_Finalize", MPI_ERR_OTHER, "%s",
+           me.finalized ? "MPI_Finalize was called before" : "MPI_Init was not called");
+    me.finalized = true;
+  });
 }
 
 WEFT_MPI_API int MPI_Finalized(int* flag) {
-  *flag = self("MPI_Finalized").finalized ? 1 : 0;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] { *flag = self("MPI_Finalized").finalized ? 1 : 0; });
 }
 
 WEFT_MPI_API int MPI_Abort(MPI_Comm comm, int errorcode) {
@@ -131,151 +135,161 @@ WEFT_MPI_API double MPI_Wtick(void) {
 }
 
 WEFT_MPI_API int MPI_Get_processor_name(char* name, int* resultlen) {
-  char host[MPI_MAX_PROCESSOR_NAME];
-  if (gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
-  host[sizeof host - 1] = '\0';
-  copy_out(host, name, resultlen, MPI_MAX_PROCESSOR_NAME);
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    char host[MPI_MAX_PROCESSOR_NAME];
+    if (gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
+    host[sizeof host - 1] = '\0';
+    copy_out(host, name, resultlen, MPI_MAX_PROCESSOR_NAME);
+  });
 }
 
 WEFT_MPI_API int MPI_Get_version(int* version, int* subversion) {
-  *version = MPI_VERSION;
-  *subversion = MPI_SUBVERSION;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    *version = MPI_VERSION;
+    *subversion = MPI_SUBVERSION;
+  });
 }
 
 WEFT_MPI_API int MPI_Get_library_version(char* version, int* resultlen) {
-  copy_out("weft MPI (ranks as logical threads; docs/mpi.md)", version, resultlen,
-           MPI_MAX_LIBRARY_VERSION_STRING);
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    copy_out("weft MPI (ranks as logical threads; docs/mpi.md)", version, resultlen,
+             MPI_MAX_LIBRARY_VERSION_STRING);
+  });
 }
 
 WEFT_MPI_API int MPI_Error_class(int errorcode, int* errorclass) {
-  if (class_text(errorcode) == nullptr)
-    fail("MPI_Error_class", MPI_ERR_ARG, "%d is not an error code", errorcode);
-  *errorclass = errorcode;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    if (class_text(errorcode) == nullptr)
+      fail("MPI_Error_class", MPI_ERR_ARG, "%d is not an error code", errorcode);
+    *errorclass = errorcode;
+  });
 }
 
 WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
-  const char* text = class_text(errorcode);
-  if (text == nullptr) fail("MPI_Error_string", MPI_ERR_ARG, "%d is not an error code", errorcode);
-  copy_out(text, string, resultlen, MPI_MAX_ERROR_STRING);
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    const char* text = class_text(errorcode);
+    if (text == nullptr)
+      fail("MPI_Error_string", MPI_ERR_ARG, "%d is not an error code", errorcode);
+    copy_out(text, string, resultlen, MPI_MAX_ERROR_STRING);
+  });
 }
 
 WEFT_MPI_API int MPI_Comm_rank(MPI_Comm comm, int* rank) {
-  rank_state& me = self("MPI_Comm_rank");
-  comm_size("MPI_Comm_rank", comm);
-  *rank = comm == MPI_COMM_WORLD ? me.rank : 0;
-  return MPI_SUCCESS;
+  return guard(comm, [&] {
+    rank_state& me = self("MPI_Comm_rank");
+    comm_size("MPI_Comm_rank", comm);
+    *rank = comm == MPI_COMM_WORLD ? me.rank : 0;
+  });
 }
 
 WEFT_MPI_API int MPI_Comm_size(MPI_Comm comm, int* size) {
-  self("MPI_Comm_size");
-  *size = comm_size("MPI_Comm_size", comm);
-  return MPI_SUCCESS;
+  return guard(comm, [&] {
+    self("MPI_Comm_size");
+    *size = comm_size("MPI_Comm_size", comm);
+  });
 }
 
 WEFT_MPI_API int MPI_Type_size(MPI_Datatype datatype, int* size) {
-  *size = int(type_bytes("MPI_Type_size", datatype));
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] { *size = int(type_bytes("MPI_Type_size", datatype)); });
 }
 
 WEFT_MPI_API int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
-  const long long unit = static_cast<long long>(type_bytes("MPI_Get_count", datatype));
-  *count = status->weft_bytes % unit == 0 ? int(status->weft_bytes / unit) : MPI_UNDEFINED;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    const long long unit = static_cast<long long>(type_bytes("MPI_Get_count", datatype));
+    *count = status->weft_bytes % unit == 0 ? int(status->weft_bytes / unit) : MPI_UNDEFINED;
+  });
 }
 
 WEFT_MPI_API int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                            MPI_Comm comm, MPI_Request* request) {
-  *request = isend("MPI_Isend", buf, count, datatype, dest, tag, comm);
-  return MPI_SUCCESS;
+  return guard(comm, [&] { *request = isend("MPI_Isend", buf, count, datatype, dest, tag, comm); });
 }
 
 WEFT_MPI_API int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
                            MPI_Comm comm, MPI_Request* request) {
-  *request = irecv("MPI_Irecv", buf, count, datatype, source, tag, comm);
-  return MPI_SUCCESS;
+  return guard(comm,
+               [&] { *request = irecv("MPI_Irecv", buf, count, datatype, source, tag, comm); });
 }
 
 WEFT_MPI_API int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                           MPI_Comm comm) {
-  int q = isend("MPI_Send", buf, count, datatype, dest, tag, comm);
-  finish("MPI_Send", &q, MPI_STATUS_IGNORE, true);
-  return MPI_SUCCESS;
+  return guard(comm, [&] {
+    int q = isend("MPI_Send", buf, count, datatype, dest, tag, comm);
+    finish("MPI_Send", &q, MPI_STATUS_IGNORE, true);
+  });
 }
 
 WEFT_MPI_API int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
                           MPI_Comm comm, MPI_Status* status) {
-  int q = irecv("MPI_Recv", buf, count, datatype, source, tag, comm);
-  finish("MPI_Recv", &q, status, true);
-  return MPI_SUCCESS;
+  return guard(comm, [&] {
+    int q = irecv("MPI_Recv", buf, count, datatype, source, tag, comm);
+    finish("MPI_Recv", &q, status, true);
+  });
 }
 
 WEFT_MPI_API int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
                               int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                               int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
-  int r = irecv("MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm);
-  int s = isend("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm);
-  finish("MPI_Sendrecv", &s, MPI_STATUS_IGNORE, true);
-  finish("MPI_Sendrecv", &r, status, true);
-  return MPI_SUCCESS;
+  return guard(comm, [&] {
+    int r = irecv("MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm);
+    int s = isend("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm);
+    finish("MPI_Sendrecv", &s, MPI_STATUS_IGNORE, true);
+    finish("MPI_Sendrecv", &r, status, true);
+  });
 }
 
 WEFT_MPI_API int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  finish("MPI_Wait", request, status, true);
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] { finish("MPI_Wait", request, status, true); });
 }
 
 WEFT_MPI_API int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  *flag = finish("MPI_Test", request, status, false) ? 1 : 0;
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] { *flag = finish("MPI_Test", request, status, false) ? 1 : 0; });
 }
 
 WEFT_MPI_API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  for (int i = 0; i < count; ++i)
-    finish("MPI_Waitall", &requests[i],
-           statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i], true);
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    for (int i = 0; i < count; ++i)
+      finish("MPI_Waitall", &requests[i],
+             statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i], true);
+  });
 }
 
 WEFT_MPI_API int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  for (int pass = 0; pass < 2; ++pass) {
-    bool all = true;
-    for (int i = 0; i < count && all; ++i) all = complete("MPI_Testall", requests[i]);
-    if (all) break;
-    if (pass == 1) {
-      *flag = 0;
-      return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    for (int pass = 0; pass < 2; ++pass) {
+      bool all = true;
+      for (int i = 0; i < count && all; ++i) all = complete("MPI_Testall", requests[i]);
+      if (all) break;
+      if (pass == 1) {
+        *flag = 0;
+        return;
+      }
+      yield_rank();  // let the PE deliver (see finish in p2p.cpp)
     }
-    yield_rank();  // let the PE deliver (see finish in p2p.cpp)
-  }
-  MPI_Waitall(count, requests, statuses);
-  *flag = 1;
-  return MPI_SUCCESS;
+    MPI_Waitall(count, requests, statuses);
+    *flag = 1;
+  });
 }
 
 WEFT_MPI_API int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  wait_any("MPI_Waitany", count, requests);
-  for (int i = 0; i < count; ++i)
-    if (requests[i] != MPI_REQUEST_NULL && complete("MPI_Waitany", requests[i])) {
-      finish("MPI_Waitany", &requests[i], status, true);
-      *index = i;
-      return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] {
+    wait_any("MPI_Waitany", count, requests);
+    for (int i = 0; i < count; ++i)
+      if (requests[i] != MPI_REQUEST_NULL && complete("MPI_Waitany", requests[i])) {
+        finish("MPI_Waitany", &requests[i], status, true);
+        *index = i;
+        return;
+      }
+    // Every request was null: MPI_UNDEFINED and an empty status.
+    *index = MPI_UNDEFINED;
+    if (status != MPI_STATUS_IGNORE) {
+      *status = MPI_Status{};
+      status->MPI_SOURCE = MPI_ANY_SOURCE;
+      status->MPI_TAG = MPI_ANY_TAG;
     }
-  // Every request was null: MPI_UNDEFINED and an empty status.
-  *index = MPI_UNDEFINED;
-  if (status != MPI_STATUS_IGNORE) {
-    *status = MPI_Status{};
-    status->MPI_SOURCE = MPI_ANY_SOURCE;
-    status->MPI_TAG = MPI_ANY_TAG;
-  }
-  return MPI_SUCCESS;
+  });
 }
 
 WEFT_MPI_API int MPI_Request_free(MPI_Request* request) {
-  free_request("MPI_Request_free", request);
-  return MPI_SUCCESS;
+  return guard(MPI_COMM_WORLD, [&] { free_request("MPI_Request_free", request); });
 }

@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #include "weft/core/message.hpp"
 #include "weft/mpi/mpi.h"
@@ -22,10 +23,11 @@
 namespace weft::mpi {
 
 // Communicator contexts: a message matches a receive of its context only.
-// MPI_COMM_WORLD and MPI_COMM_SELF have their own (the collectives of a
-// later increment get a hidden one beside each).
-inline constexpr int context_of(MPI_Comm comm) {
-  return comm;
+// Each communicator has two: one for the program's point-to-point messages
+// and a hidden one beside it for the collectives' own, so that a
+// collective never takes a message the program sent, whatever its tag.
+inline constexpr int context_of(MPI_Comm comm, bool collective = false) {
+  return comm * 2 + (collective ? 1 : 0);
 }
 
 struct request {
@@ -62,6 +64,8 @@ struct rank_state {
   const char* call = nullptr;
   int peer = 0, tag = 0;
   bool initialized = false, finalized = false;
+  // Collectives called so far, per communicator (next_collective).
+  std::unordered_map<MPI_Comm, std::uint32_t> collectives;
 };
 
 struct world_state {
@@ -79,25 +83,63 @@ rank_state* current_rank() noexcept;
 // weft-mpicc).
 rank_state& self(const char* call);
 
-// Reports an error of `call` by the calling rank as MPI_ERRORS_ARE_FATAL
-// does: the message names the call, the rank and the problem; the job
-// exits non-zero.
+// Raises an error of `call` on the calling rank (`raised`, caught by the
+// entry point's guard): the message names the call, the rank and the
+// problem. Only inside an entry point's guard, on the rank's own stack.
 [[noreturn]] void fail(const char* call, int error_class, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
-// The same for rank `rank`'s call, found by a handler working for it.
+// Ends the job for rank `rank`'s call with an error a handler working for
+// it found (MPI_ERRORS_ARE_FATAL: a handler cannot return to the rank).
 [[noreturn]] void fail_on(int rank, const char* call, int error_class, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-// The size of `comm` (MPI_COMM_WORLD or MPI_COMM_SELF); a fatal error
-// naming `call` for any other communicator.
+// The size of `comm`; an error (MPI_ERR_COMM) naming `call` if it is not
+// a communicator.
 int comm_size(const char* call, MPI_Comm comm);
+// The calling rank's rank in `comm`.
+int comm_rank(const char* call, MPI_Comm comm);
+// The sequence number of the calling rank's next collective on `comm`.
+// Every member calls a communicator's collectives in the same order, so
+// the n-th collective has number n at every member: collectives put it in
+// their tags, so that two of them in flight at once (a non-blocking one
+// and the next) never take each other's messages.
+std::uint32_t next_collective(rank_state& me, MPI_Comm comm);
+
+// An error raised by fail(): the entry point's guard hands it to the
+// communicator's error handler (MPI_ERRORS_ARE_FATAL: the job ends with
+// the message; MPI_ERRORS_RETURN: the call returns the class).
+struct raised {
+  const char* call;
+  int error_class;
+  char what[480];
+};
+// What an entry point returns for `e` under `comm`'s error handler (it
+// does not return under MPI_ERRORS_ARE_FATAL).
+int handle_error(MPI_Comm comm, const raised& e);
+
+// Runs an entry point's body: MPI_SUCCESS, or the error fail() raised in
+// it, as `comm`'s error handler wants it (MPI_COMM_WORLD's for calls that
+// name no communicator, as the standard says). Every MPI_* function is
+// written `return guard(comm, [&] { ... });`, so that fail() never
+// unwinds through the program's frames.
+template <class Body>
+int guard(MPI_Comm comm, Body body) {
+  try {
+    body();
+    return MPI_SUCCESS;
+  } catch (const raised& e) {
+    return handle_error(comm, e);
+  }
+}
 
 // The calls of p2p.cpp that api.cpp's entry points share: each returns a
 // request handle, or completes one.
+// `collective`: a collective's own message, in the communicator's hidden
+// context; its tag is not checked against the program's range.
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm);
+          MPI_Comm comm, bool collective = false);
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
-          MPI_Comm comm);
+          MPI_Comm comm, bool collective = false);
 bool finish(const char* call, int* handle, MPI_Status* status, bool block);
 bool complete(const char* call, int handle);
 void wait_any(const char* call, int count, const int* handles);
@@ -106,6 +148,13 @@ void free_request(const char* call, int* handle);
 inline void yield_rank() {
   threads::yield();
 }
+
+// The layout of MPI_FLOAT_INT, MPI_DOUBLE_INT, ... (MPI_MAXLOC's pairs).
+template <class T>
+struct value_int {
+  T value;
+  int index;
+};
 
 // Bytes of one element of a predefined datatype; a fatal error naming
 // `call` for any other handle.

@@ -135,11 +135,21 @@ int comm_size(const char* call, MPI_Comm comm) {
   return comm == MPI_COMM_WORLD ? world().size : 1;
 }
 
+int comm_rank(const char* call, MPI_Comm comm) {
+  rank_state& me = self(call);
+  comm_size(call, comm);
+  return comm == MPI_COMM_WORLD ? me.rank : 0;
+}
+
+std::uint32_t next_collective(rank_state& me, MPI_Comm comm) {
+  return me.collectives[comm]++;
+}
+
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm) {
+          MPI_Comm comm, bool collective) {
   rank_state& me = self(call);
   check_count(call, count);
-  check_tag(call, tag, false);
+  if (!collective) check_tag(call, tag, false);
   const int to = world_rank(call, me, comm, dest, false);
   const std::size_t bytes = std::size_t(count) * type_bytes(call, type);
   const int handle = new_request(me, request::send);
@@ -148,7 +158,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   if (to == MPI_PROC_NULL) return handle;
   if (bytes != 0 && buf == nullptr) fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   message_ptr m = make_message(h_message, sizeof(header) + bytes);
-  const header h{context_of(comm), comm == MPI_COMM_SELF ? 0 : me.rank, to, tag, bytes};
+  const header h{context_of(comm, collective), comm == MPI_COMM_SELF ? 0 : me.rank, to, tag, bytes};
   std::memcpy(m->data(), &h, sizeof h);
   if (bytes != 0) std::memcpy(reinterpret_cast<unsigned char*>(m->data()) + sizeof h, buf, bytes);
   weft::send(threads::job_pe(world().ranks[std::size_t(to)]->pe), std::move(m));
@@ -156,10 +166,10 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
 }
 
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
-          MPI_Comm comm) {
+          MPI_Comm comm, bool collective) {
   rank_state& me = self(call);
   check_count(call, count);
-  check_tag(call, tag, true);
+  if (!collective) check_tag(call, tag, true);
   const int from = world_rank(call, me, comm, source, true);
   const int handle = new_request(me, request::recv);
   request& q = at(me, handle);
@@ -172,7 +182,7 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
   // In MPI_COMM_SELF the only source is rank 0 (the caller itself).
   q.source = comm == MPI_COMM_SELF && from != MPI_ANY_SOURCE ? 0 : from;
   q.tag = tag;
-  q.context = context_of(comm);
+  q.context = context_of(comm, collective);
   if (q.capacity != 0 && buf == nullptr)
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", q.capacity);
   for (auto it = me.early.begin(); it != me.early.end(); ++it) {

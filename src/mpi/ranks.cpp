@@ -169,12 +169,20 @@ namespace {
 }  // namespace
 
 void fail(const char* call, int error_class, const char* fmt, ...) {
+  raised e{call, error_class, {}};
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(e.what, sizeof e.what, fmt, ap);
+  va_end(ap);
+  throw e;
+}
+
+int handle_error(MPI_Comm, const raised& e) {
   threads::ult* u = threads::current();
   const int rank =
       u != nullptr && u->body == &rank_body ? static_cast<rank_state*>(u->arg)->rank : -1;
-  va_list ap;
-  va_start(ap, fmt);
-  fail_v(rank, call, error_class, fmt, ap);
+  base::fatal("%s on rank %d: %s (error class %d; MPI_ERRORS_ARE_FATAL)", e.call, rank, e.what,
+              e.error_class);
 }
 
 void fail_on(int rank, const char* call, int error_class, const char* fmt, ...) {
@@ -217,6 +225,18 @@ std::size_t type_bytes(const char* call, MPI_Datatype type) {
       return 8;
     case MPI_LONG_DOUBLE:
       return sizeof(long double);
+    case MPI_FLOAT_INT:
+      return sizeof(value_int<float>);
+    case MPI_DOUBLE_INT:
+      return sizeof(value_int<double>);
+    case MPI_LONG_INT:
+      return sizeof(value_int<long>);
+    case MPI_2INT:
+      return sizeof(value_int<int>);
+    case MPI_SHORT_INT:
+      return sizeof(value_int<short>);
+    case MPI_LONG_DOUBLE_INT:
+      return sizeof(value_int<long double>);
     default:
       fail(call, MPI_ERR_TYPE,
            "datatype %d is not a predefined one (derived datatypes are not implemented yet: "

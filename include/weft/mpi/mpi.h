@@ -67,6 +67,13 @@ typedef struct MPI_Status {
 #define MPI_WCHAR ((MPI_Datatype)25)
 #define MPI_AINT ((MPI_Datatype)26)
 #define MPI_COUNT ((MPI_Datatype)27)
+/* The pairs of MPI_MAXLOC and MPI_MINLOC: a value, then an int. */
+#define MPI_FLOAT_INT ((MPI_Datatype)28)
+#define MPI_DOUBLE_INT ((MPI_Datatype)29)
+#define MPI_LONG_INT ((MPI_Datatype)30)
+#define MPI_2INT ((MPI_Datatype)31)
+#define MPI_SHORT_INT ((MPI_Datatype)32)
+#define MPI_LONG_DOUBLE_INT ((MPI_Datatype)33)
 
 #define MPI_ANY_SOURCE (-1)
 #define MPI_ANY_TAG (-1)

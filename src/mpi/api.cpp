@@ -174,21 +174,6 @@ WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
   });
 }
 
-WEFT_MPI_API int MPI_Comm_rank(MPI_Comm comm, int* rank) {
-  return guard(comm, [&] {
-    rank_state& me = self("MPI_Comm_rank");
-    comm_size("MPI_Comm_rank", comm);
-    *rank = comm == MPI_COMM_WORLD ? me.rank : 0;
-  });
-}
-
-WEFT_MPI_API int MPI_Comm_size(MPI_Comm comm, int* size) {
-  return guard(comm, [&] {
-    self("MPI_Comm_size");
-    *size = comm_size("MPI_Comm_size", comm);
-  });
-}
-
 WEFT_MPI_API int MPI_Type_size(MPI_Datatype datatype, int* size) {
   return guard(MPI_COMM_WORLD, [&] { *size = int(type_bytes("MPI_Type_size", datatype)); });
 }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -22,12 +23,33 @@
 
 namespace weft::mpi {
 
-// Communicator contexts: a message matches a receive of its context only.
-// Each communicator has two: one for the program's point-to-point messages
-// and a hidden one beside it for the collectives' own, so that a
-// collective never takes a message the program sent, whatever its tag.
-inline constexpr int context_of(MPI_Comm comm, bool collective = false) {
-  return comm * 2 + (collective ? 1 : 0);
+// A communicator as its members agree on it: its context and its members.
+// Messages match receives of their context only; a communicator has two
+// contexts, `context` for the program's point-to-point messages and
+// `context + 1`, hidden, for the collectives' own, so that a collective
+// never takes a message the program sent, whatever its tag. The ranks of a
+// process that are members share one (comm.cpp registers it by context);
+// it never changes once made.
+struct comm_core {
+  std::int64_t context = 0;
+  std::vector<int> members;  // world ranks, by rank in the communicator
+};
+
+// A rank's handle on a communicator: what MPI keeps per process (its name,
+// attributes and error handler are the rank's own, as they are a
+// process's own in MPI).
+struct comm_view {
+  std::shared_ptr<const comm_core> core;  // null: a freed handle
+  int rank = 0;                           // the rank's rank in it
+  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  std::string name;
+  std::map<int, void*> attributes;  // by keyval (attr.cpp)
+};
+
+// The context of `comm` for a message: the program's, or the hidden one
+// of the collectives.
+inline std::int64_t context_of(const comm_view& c, bool collective = false) {
+  return c.core->context + (collective ? 1 : 0);
 }
 
 struct request {
@@ -38,13 +60,15 @@ struct request {
   // A receive: where and what it takes.
   void* buf = nullptr;
   std::size_t capacity = 0;  // bytes
-  int source = 0, tag = 0, context = 0;
+  int source = 0, tag = 0;
+  std::int64_t context = 0;
   MPI_Status status{};
 };
 
 // A message that arrived before its receive was posted.
 struct unexpected {
-  int source, tag, context;
+  int source, tag;
+  std::int64_t context;
   message_ptr msg;  // its payload: the header, then the data
 };
 
@@ -66,6 +90,13 @@ struct rank_state {
   bool initialized = false, finalized = false;
   // Collectives called so far, per communicator (next_collective).
   std::unordered_map<MPI_Comm, std::uint32_t> collectives;
+  // Communicators by handle - 1 (MPI_COMM_WORLD and MPI_COMM_SELF first);
+  // groups by handle - 2 (MPI_GROUP_EMPTY is 1). Handles are the rank's
+  // own, as an MPI process's are its own.
+  std::vector<comm_view> comms;
+  std::vector<std::shared_ptr<const std::vector<int>>> groups;  // world ranks
+  // Contexts this rank has proposed for new communicators (comm.cpp).
+  std::uint32_t contexts_proposed = 0;
 };
 
 struct world_state {
@@ -93,6 +124,22 @@ rank_state& self(const char* call);
 [[noreturn]] void fail_on(int rank, const char* call, int error_class, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+// The calling rank's view of `comm`; an error (MPI_ERR_COMM) naming `call`
+// if it is not a communicator of the rank's.
+comm_view& view(const char* call, rank_state& me, MPI_Comm comm);
+// MPI_COMM_WORLD and MPI_COMM_SELF for a new rank (comm.cpp).
+void make_predefined_comms(rank_state& r, int world_size);
+// Drops the rank's handle `comm` (MPI_Comm_free).
+void drop_comm(rank_state& me, MPI_Comm comm);
+// The world ranks of `group`, in its order (group.cpp).
+std::vector<int> group_members(const char* call, rank_state& me, MPI_Group group);
+// The attributes of `from` that their keyvals' copy functions keep, set on
+// `to` (MPI_Comm_dup); every attribute of `comm` deleted through its
+// delete function (MPI_Comm_free). attr.cpp.
+void copy_attributes(const char* call, rank_state& me, MPI_Comm from, MPI_Comm to);
+void delete_attributes(const char* call, rank_state& me, MPI_Comm comm);
+// MPI_UNIVERSE_SIZE and the like, before the ranks start.
+void set_predefined_attributes(int world_size);
 // The size of `comm`; an error (MPI_ERR_COMM) naming `call` if it is not
 // a communicator.
 int comm_size(const char* call, MPI_Comm comm);

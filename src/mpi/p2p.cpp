@@ -23,13 +23,14 @@ namespace weft::mpi {
 namespace {
 
 struct header {
-  int context, source, dest, tag;
+  std::int64_t context;
+  int source, dest, tag;  // source: the sender's rank in the communicator
   std::uint64_t bytes;
 };
 
 handler_id h_message = 0;
 
-bool matches(const request& q, int source, int tag, int context) {
+bool matches(const request& q, int source, int tag, std::int64_t context) {
   return q.context == context && (q.source == MPI_ANY_SOURCE || q.source == source) &&
          (q.tag == MPI_ANY_TAG || q.tag == tag);
 }
@@ -93,13 +94,13 @@ const bool registered = [] {
   return true;
 }();
 
-// The world rank of `rank` in `comm` (rank checked against its size).
-int world_rank(const char* call, rank_state& me, MPI_Comm comm, int rank, bool any_ok) {
-  const int size = comm_size(call, comm);
+// The world rank of `rank` in communicator `c` (checked against its size).
+int world_rank(const char* call, const comm_view& c, int rank, bool any_ok) {
+  const int size = int(c.core->members.size());
   if (rank == MPI_PROC_NULL || (any_ok && rank == MPI_ANY_SOURCE)) return rank;
   if (rank < 0 || rank >= size)
     fail(call, MPI_ERR_RANK, "rank %d is not in the communicator (size %d)", rank, size);
-  return comm == MPI_COMM_SELF ? me.rank : rank;
+  return c.core->members[std::size_t(rank)];
 }
 
 void check_count(const char* call, int count) {
@@ -126,31 +127,13 @@ void proc_null_status(request& q) {
 
 }  // namespace
 
-int comm_size(const char* call, MPI_Comm comm) {
-  if (comm != MPI_COMM_WORLD && comm != MPI_COMM_SELF)
-    fail(call, MPI_ERR_COMM,
-         "communicator %d is not MPI_COMM_WORLD or MPI_COMM_SELF (others are not implemented "
-         "yet: docs/mpi.md)",
-         comm);
-  return comm == MPI_COMM_WORLD ? world().size : 1;
-}
-
-int comm_rank(const char* call, MPI_Comm comm) {
-  rank_state& me = self(call);
-  comm_size(call, comm);
-  return comm == MPI_COMM_WORLD ? me.rank : 0;
-}
-
-std::uint32_t next_collective(rank_state& me, MPI_Comm comm) {
-  return me.collectives[comm]++;
-}
-
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
           MPI_Comm comm, bool collective) {
   rank_state& me = self(call);
+  const comm_view& c = view(call, me, comm);
   check_count(call, count);
   if (!collective) check_tag(call, tag, false);
-  const int to = world_rank(call, me, comm, dest, false);
+  const int to = world_rank(call, c, dest, false);
   const std::size_t bytes = std::size_t(count) * type_bytes(call, type);
   const int handle = new_request(me, request::send);
   request& q = at(me, handle);
@@ -158,7 +141,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   if (to == MPI_PROC_NULL) return handle;
   if (bytes != 0 && buf == nullptr) fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   message_ptr m = make_message(h_message, sizeof(header) + bytes);
-  const header h{context_of(comm, collective), comm == MPI_COMM_SELF ? 0 : me.rank, to, tag, bytes};
+  const header h{context_of(c, collective), c.rank, to, tag, bytes};
   std::memcpy(m->data(), &h, sizeof h);
   if (bytes != 0) std::memcpy(reinterpret_cast<unsigned char*>(m->data()) + sizeof h, buf, bytes);
   weft::send(threads::job_pe(world().ranks[std::size_t(to)]->pe), std::move(m));
@@ -168,9 +151,10 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
           MPI_Comm comm, bool collective) {
   rank_state& me = self(call);
+  const comm_view& c = view(call, me, comm);
   check_count(call, count);
   if (!collective) check_tag(call, tag, true);
-  const int from = world_rank(call, me, comm, source, true);
+  const int from = world_rank(call, c, source, true);
   const int handle = new_request(me, request::recv);
   request& q = at(me, handle);
   if (from == MPI_PROC_NULL) {
@@ -179,10 +163,11 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
   }
   q.buf = buf;
   q.capacity = std::size_t(count) * type_bytes(call, type);
-  // In MPI_COMM_SELF the only source is rank 0 (the caller itself).
-  q.source = comm == MPI_COMM_SELF && from != MPI_ANY_SOURCE ? 0 : from;
+  // Matched by the sender's rank in the communicator, which the message
+  // carries.
+  q.source = source;
   q.tag = tag;
-  q.context = context_of(comm, collective);
+  q.context = context_of(c, collective);
   if (q.capacity != 0 && buf == nullptr)
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", q.capacity);
   for (auto it = me.early.begin(); it != me.early.end(); ++it) {

@@ -110,6 +110,7 @@ void start_world(int argc, char** argv) {
     pthread_attr_destroy(&attr);
   }
   g_running.store(n, std::memory_order_relaxed);
+  set_predefined_attributes(n);
   for (int i = 0; i < n; ++i) {
     auto r = std::make_unique<rank_state>();
     r->rank = i;
@@ -122,6 +123,7 @@ void start_world(int argc, char** argv) {
     r->u.arg = r.get();
     r->u.family = r.get();  // a family of its own: ranks share their PE's thread
     r->u.stack_bytes = stack;
+    make_predefined_comms(*r, n);
     g_world.ranks.push_back(std::move(r));
   }
   weft::on_quiescence(&report_deadlock);
@@ -175,14 +177,6 @@ void fail(const char* call, int error_class, const char* fmt, ...) {
   std::vsnprintf(e.what, sizeof e.what, fmt, ap);
   va_end(ap);
   throw e;
-}
-
-int handle_error(MPI_Comm, const raised& e) {
-  threads::ult* u = threads::current();
-  const int rank =
-      u != nullptr && u->body == &rank_body ? static_cast<rank_state*>(u->arg)->rank : -1;
-  base::fatal("%s on rank %d: %s (error class %d; MPI_ERRORS_ARE_FATAL)", e.call, rank, e.what,
-              e.error_class);
 }
 
 void fail_on(int rank, const char* call, int error_class, const char* fmt, ...) {

@@ -306,6 +306,16 @@ void define_runtime_options(base::option_set& set) {
   set.define({"rank-map", "block", "block|rr",
               "MPI ranks to PEs: block (rank r of n on PE r*P/n) or rr (rank r on PE r mod P)",
               base::one_of({"block", "rr"})});
+  set.define({"ult-stack", "0", "integer 0 or 16..16777216 (KiB)",
+              "the stack of each MPI rank (a logical thread), in KiB; 0: the C library's "
+              "default thread stack (ulimit -s), at least 4 MiB. An overflow is reported as "
+              "one, naming the rank",
+              [](const std::string& v) -> std::optional<std::string> {
+                if (auto bad = base::integer_in(0, 16777216)(v)) return bad;
+                if (const long k = std::stol(v); k != 0 && k < 16)
+                  return "is below 16 KiB (0 gives the default)";
+                return std::nullopt;
+              }});
   // The list is the tasks layer's tasks_scheme enum (weft/tasks/parallel_for.hpp).
   set.define({"tasks-scheme", "adaptive-idle",
               "split|broadcast|static|adaptive-idle|adaptive-history",
@@ -390,6 +400,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.tasks_scheme = set.get("tasks-scheme");
   c.mpi_vp = int(set.get_int("vp"));
   c.mpi_rank_map_rr = set.get("rank-map") == "rr";
+  c.ult_stack_kib = std::size_t(set.get_int("ult-stack"));
   c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.ult_isolate_all = set.get("ult-isolate") == "all";
   c.trace_dir = set.given("trace") ? set.get("trace") : "";

@@ -101,9 +101,12 @@ void start_world(int argc, char** argv) {
   // a rank gets the C library's default thread stack (`ulimit -s`, 8 MiB
   // as a rule), at least 4 MiB; its pages are reserved, not committed,
   // until used.
+  // --weft:ult-stack sets it.
   std::size_t stack = std::size_t(4) << 20;
   pthread_attr_t attr;
-  if (pthread_attr_init(&attr) == 0) {
+  if (cfg.ult_stack_kib != 0) {
+    stack = cfg.ult_stack_kib << 10;
+  } else if (pthread_attr_init(&attr) == 0) {
     std::size_t thread_default = 0;
     if (pthread_attr_getstacksize(&attr, &thread_default) == 0 && thread_default > stack)
       stack = thread_default;
@@ -123,6 +126,8 @@ void start_world(int argc, char** argv) {
     r->u.arg = r.get();
     r->u.family = r.get();  // a family of its own: ranks share their PE's thread
     r->u.stack_bytes = stack;
+    r->u.label = "MPI rank";
+    r->u.label_id = i;
     make_predefined_comms(*r, n);
     g_world.ranks.push_back(std::move(r));
   }

@@ -35,8 +35,7 @@ void carrier::start(ult* u) noexcept {
 
 void carrier::post() noexcept {
   tokens_.fetch_add(1, std::memory_order_seq_cst);
-  if (asleep_.exchange(false, std::memory_order_seq_cst))
-    weft::detail::add_pe_guests(pe_, +1);
+  if (asleep_.exchange(false, std::memory_order_seq_cst)) weft::detail::add_pe_guests(pe_, +1);
   tokens_.notify_one();
 }
 
@@ -75,6 +74,7 @@ void carrier::main(int cpu) {
 
 void carrier::run(ult* u) {
   u->f = fiber::create(&detail::ult_entry, u, u->stack_bytes);
+  u->f->set_label(u->label, u->label_id);
   detail::set_current(u);
   for (;;) {
     bool done = false;

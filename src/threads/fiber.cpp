@@ -159,7 +159,15 @@ struct fiber_access {
   static const void* stack_bottom(const fiber* f) {
     return static_cast<const char*>(f->stack_) + f->guard_bytes_;
   }
-  static std::size_t stack_size(const fiber* f) { return f->stack_bytes_ - f->guard_bytes_; }
+  static std::size_t stack_size(const fiber* f) {
+    return f->stack_bytes_ - f->guard_bytes_;
+  }
+  static const char* label(const fiber* f) {
+    return f->label_;
+  }
+  static long label_id(const fiber* f) {
+    return f->label_id_;
+  }
 
   // First code run on the fiber's stack.
   static void trampoline(bctx::transfer_t t) noexcept {
@@ -221,7 +229,16 @@ void on_segv(int sig, siginfo_t* info, void* context) {
       return p < bottom && bottom - p <= std::ptrdiff_t(reach);
     };
     if (below(sp) || below(addr)) {
-      put("weft: stack overflow in a logical thread (fiber) on PE ");
+      const char* label = fiber_access::label(f);
+      if (label != nullptr) {
+        put("weft: stack overflow in ");
+        put(label);
+        put(" ");
+        put(static_cast<unsigned long>(fiber_access::label_id(f)));
+        put(" (a logical thread) on PE ");
+      } else {
+        put("weft: stack overflow in a logical thread (fiber) on PE ");
+      }
       const int pe = weft::my_rank();
       if (pe >= 0)
         put(static_cast<unsigned long>(pe));
@@ -229,7 +246,9 @@ void on_segv(int sig, siginfo_t* info, void* context) {
         put("(none)");
       put(": its stack is ");
       put(static_cast<unsigned long>(fiber_access::stack_size(f) >> 10));
-      put(" KiB. An OpenMP thread's stack is OMP_STACKSIZE (e.g. OMP_STACKSIZE=64M).\n");
+      put(label != nullptr
+              ? " KiB. --weft:ult-stack=KiB sets it.\n"
+              : " KiB. An OpenMP thread's stack is OMP_STACKSIZE (e.g. OMP_STACKSIZE=64M).\n");
     }
   }
   // The previous action takes the fault again as the instruction reruns
@@ -241,7 +260,7 @@ void on_segv(int sig, siginfo_t* info, void* context) {
 // alternate stack (never freed: the thread may fault until it ends).
 void arm_overflow_report() noexcept {
   static const bool installed = [] {
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_sigaction = &on_segv;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);

@@ -234,6 +234,7 @@ void start_here(ult* u) {
   u->pe = me;
   u->host = nullptr;
   u->f = fiber::create(&detail::ult_entry, u, u->stack_bytes);
+  u->f->set_label(u->label, u->label_id);
   run_on_pe(d, u);
 }
 

@@ -6,10 +6,20 @@
  *   deadlock  every rank receives first: the deadlock report names each
  *             rank's call, peer and tag, and the job exits 4;
  *   abort     rank 1 (or 0 alone) calls MPI_Abort(MPI_COMM_WORLD, 7): exit 7;
- *   exitcode  rank 1 returns 5 from main, the others 0: exit 5. */
+ *   exitcode  rank 1 returns 5 from main, the others 0: exit 5;
+ *   overflow  rank 1 (or 0 alone) recurses until its stack overflows: the
+ *             report names the rank (run with a small --weft:ult-stack). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Deep enough to overflow any stack; the frame's bytes are used so that
+ * the compiler keeps them. */
+static int recurse(int depth) {
+  volatile char frame[4096];
+  frame[depth % 4096] = (char)depth;
+  return depth > (1 << 30) ? frame[0] : recurse(depth + 1) + frame[depth % 4096];
+}
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -34,6 +44,8 @@ int main(int argc, char** argv) {
   } else if (strcmp(what, "abort") == 0) {
     if (rank == (size > 1 ? 1 : 0)) MPI_Abort(MPI_COMM_WORLD, 7);
     MPI_Recv(&four, 1, MPI_INT, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (strcmp(what, "overflow") == 0) {
+    if (rank == (size > 1 ? 1 : 0)) printf("%d\n", recurse(0));
   } else if (strcmp(what, "exitcode") == 0) {
     MPI_Finalize();
     return rank == (size > 1 ? 1 : 0) ? 5 : 0;

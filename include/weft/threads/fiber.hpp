@@ -63,6 +63,12 @@ class WEFT_API fiber {
   static fiber* current() noexcept;
 
   bool finished() const noexcept { return done_; }
+  // What the fiber runs, for the report of an overflow of its stack: e.g.
+  // ("MPI rank", 3) reads "in MPI rank 3". Static text; null: unnamed.
+  void set_label(const char* what, long id) noexcept {
+    label_ = what;
+    label_id_ = id;
+  }
 
   static constexpr std::size_t default_stack_bytes = std::size_t(256) << 10;
 
@@ -77,6 +83,8 @@ class WEFT_API fiber {
   void* stack_ = nullptr;        // lowest address of the mapping (guard page included)
   std::size_t stack_bytes_ = 0;  // the mapping's size
   std::size_t guard_bytes_ = 0;  // the inaccessible part at its bottom
+  const char* label_ = nullptr;
+  long label_id_ = -1;
   bool started_ = false;
   bool done_ = false;
   // errno is per OS thread, and the code between a fiber's switches (its

@@ -62,6 +62,9 @@ struct ult {
   void (*finished)(ult* self) = nullptr;
   void* arg = nullptr;  // the owner's, for body and finished
   std::size_t stack_bytes = fiber::default_stack_bytes;
+  // What it is, for the report of a stack overflow (fiber::set_label).
+  const char* label = nullptr;
+  long label_id = -1;
   // Logical threads of one family never share an OS thread; of different
   // families they may share their PE's thread. Null: shares with none.
   const void* family = nullptr;

@@ -197,9 +197,9 @@ function(pkg_flags module what out)
   foreach(flag IN LISTS list)
     if(flag MATCHES "^-[IL](.*)$")
       get_filename_component(dir "${CMAKE_MATCH_1}" REALPATH)
-      if(dir MATCHES "^${real_prefix}/" AND NOT dir STREQUAL "${real_prefix}/include" AND
+      if(dir MATCHES "^${real_prefix}/" AND NOT dir MATCHES "^${real_prefix}/include(/|$)" AND
          NOT dir STREQUAL "${real_prefix}/lib")
-        message(FATAL_ERROR "pkg-config ${what} ${module}: ${flag} is not ${prefix}/include or /lib")
+        message(FATAL_ERROR "pkg-config ${what} ${module}: ${flag} is not in ${prefix}/include or /lib")
       endif()
     endif()
   endforeach()
@@ -271,6 +271,41 @@ run_program("run pkg-config weft-omp build" ${WORK_DIR}/plain_omp-pkgconfig
                 WEFT_QUIET=0
             EXPECT "weft: node 0: 2 PEs" "plain_omp ok: team of 2"
             NEEDED libweft-omp.so.${soversion} FORBID_NEEDED libgomp)
+
+# (e2) the installed MPI (where libweft-mpi is built): weft-mpicc, pkg-config
+# weft-mpi and CMake's FindMPI with MPI_C_COMPILER=weft-mpicc each build
+# tests/mpi/ring.c, which then runs as 3 ranks on 2 PEs.
+if(EXISTS ${prefix}/bin/weft-mpicc)
+  set(ring_source ${CONSUMER_DIR}/../../mpi/ring.c)
+  foreach(f lib/pkgconfig/weft-mpi.pc lib/libweft-mpi-main.a include/weft/mpi/mpi.h
+            bin/weft-mpicxx)
+    if(NOT EXISTS ${prefix}/${f})
+      message(FATAL_ERROR "install: ${prefix}/${f} is missing")
+    endif()
+  endforeach()
+  run_step("build with the installed weft-mpicc" ${prefix}/bin/weft-mpicc -O2 ${ring_source}
+           -o ${WORK_DIR}/ring-mpicc)
+  pkg_flags(weft-mpi --cflags mpi_cflags)
+  pkg_flags(weft-mpi --libs mpi_libs)
+  run_step("build with pkg-config weft-mpi" ${c_compiler} ${mpi_cflags} ${ring_source} ${mpi_libs}
+           -o ${WORK_DIR}/ring-pkgconfig)
+  set(mpi_configure_args -S ${CONSUMER_DIR}/../consumer_mpi -B ${WORK_DIR}/consumer-mpi-build
+      -G ${GENERATOR} -DMPI_C_COMPILER=${prefix}/bin/weft-mpicc -DRING_SOURCE=${ring_source})
+  if(MAKE_PROGRAM)
+    list(APPEND mpi_configure_args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+  endif()
+  if(C_COMPILER)
+    list(APPEND mpi_configure_args -DCMAKE_C_COMPILER=${C_COMPILER})
+  endif()
+  run_step("configure an MPI program with FindMPI and weft-mpicc" ${CMAKE_COMMAND}
+           ${mpi_configure_args})
+  run_step("build it" ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-mpi-build)
+  foreach(ring ring-mpicc ring-pkgconfig consumer-mpi-build/ring_findmpi)
+    run_program("run ${ring}" ${WORK_DIR}/${ring}
+                ARGS --weft:threads=2 --weft:bind=none --weft:quiet --weft:vp=3
+                ENV LD_LIBRARY_PATH=${prefix}/lib EXPECT "ring: ok 3 ranks")
+  endforeach()
+endif()
 
 # (f) the installed tool --------------------------------------------------------------
 if(EXISTS ${prefix}/bin/weft-topo)

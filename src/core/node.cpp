@@ -167,6 +167,13 @@ void exit(int code) {
   core::stop_pes(node);
 }
 
+void on_timeout_dump(void (*dump)(int fd)) {
+  core::node_ref ref("weft::on_timeout_dump");
+  core::node_state& node = *ref;
+  std::lock_guard<std::mutex> lock(node.wd_mutex);
+  node.wd_dumps.push_back(dump);
+}
+
 void on_quiescence(std::function<void()> fn) {
   core::node_ref ref("weft::on_quiescence");
   core::node_state& node = *ref;

@@ -310,7 +310,8 @@ struct node_state {
   // Watchdog.
   std::mutex wd_mutex;
   std::condition_variable wd_cv;
-  bool wd_done = false;  // guarded by wd_mutex
+  bool wd_done = false;                 // guarded by wd_mutex
+  std::vector<void (*)(int)> wd_dumps;  // weft::on_timeout_dump; guarded by wd_mutex
 
   std::uint64_t start_ns = 0;
 };

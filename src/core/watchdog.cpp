@@ -122,8 +122,10 @@ void watchdog_main(node_state* node) {
   std::unique_lock<std::mutex> lock(node->wd_mutex);
   auto limit = std::chrono::duration<double>(node->cfg.timeout_s);
   if (node->wd_cv.wait_for(lock, limit, [node] { return node->wd_done; })) return;
+  const std::vector<void (*)(int)> layers = node->wd_dumps;
   lock.unlock();
   dump(*node);
+  for (auto* layer_dump : layers) layer_dump(STDERR_FILENO);
   std::fflush(stdout);
   // What the PEs recorded is what a user needs to see the hang: the trace
   // writes it out and says the run timed out (the transport's abort does

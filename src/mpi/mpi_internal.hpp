@@ -9,6 +9,7 @@
 // handlers of messages for it -- and need no lock. A rank that waits
 // suspends; the handler that completes what it waits for resumes it.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -85,8 +86,11 @@ struct rank_state {
   std::deque<unexpected> early;
   bool blocked = false;  // suspended in a wait; a completion resumes it
   // What it waits in (the deadlock report).
-  const char* call = nullptr;
-  int peer = 0, tag = 0;
+  // Atomics (relaxed): --weft:timeout's dump reads them from its own
+  // thread while the rank may run.
+  std::atomic<const char*> call{nullptr};
+  std::atomic<int> peer{0}, tag{0};
+  std::atomic<bool> ended{false};  // its main returned
   bool initialized = false, finalized = false;
   // Collectives called so far, per communicator (next_collective).
   std::unordered_map<MPI_Comm, std::uint32_t> collectives;
@@ -211,13 +215,13 @@ std::size_t type_bytes(const char* call, MPI_Datatype type);
 template <class Done>
 void wait_until(rank_state& r, const char* call, int peer, int tag, Done done) {
   while (!done()) {
-    r.call = call;
-    r.peer = peer;
-    r.tag = tag;
+    r.call.store(call, std::memory_order_relaxed);
+    r.peer.store(peer, std::memory_order_relaxed);
+    r.tag.store(tag, std::memory_order_relaxed);
     r.blocked = true;
     threads::suspend();
   }
-  r.call = nullptr;
+  r.call.store(nullptr, std::memory_order_relaxed);
 }
 
 // Wakes `r` if it waits (on its PE). From a handler the rank runs at once,

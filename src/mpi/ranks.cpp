@@ -47,7 +47,8 @@ void rank_body(threads::ult* u) {
   }
 }
 
-void rank_finished(threads::ult*) {
+void rank_finished(threads::ult* u) {
+  static_cast<rank_state*>(u->arg)->ended.store(true, std::memory_order_relaxed);
   if (g_running.fetch_sub(1, std::memory_order_acq_rel) == 1)
     weft::exit(g_exit_code.load(std::memory_order_acquire));
 }
@@ -59,29 +60,57 @@ void on_start(message_ptr) {
     if (r->pe == pe && threads::claim(&r->u)) threads::start_here(&r->u);
 }
 
+// One line per rank: what it waits in, or that it runs (or is ready), or
+// that its main returned. For the deadlock report and --weft:timeout's
+// dump; write(2) only.
+void describe_ranks(int fd) {
+  char line[256];
+  for (auto& r : g_world.ranks) {
+    const char* call = r->call.load(std::memory_order_relaxed);
+    const int peer = r->peer.load(std::memory_order_relaxed);
+    const int tag = r->tag.load(std::memory_order_relaxed);
+    int n = std::snprintf(line, sizeof line, "  rank %d (PE %d): ", r->rank, r->pe);
+    if (call == nullptr) {
+      n += std::snprintf(line + n, sizeof line - std::size_t(n), "%s\n",
+                         r->ended.load(std::memory_order_relaxed)
+                             ? "its main returned"
+                             : "runs, or is ready to (waits in no MPI call)");
+    } else {
+      n += std::snprintf(line + n, sizeof line - std::size_t(n), "%s", call);
+      if (peer == MPI_ANY_SOURCE)
+        n += std::snprintf(line + n, sizeof line - std::size_t(n), " from any source");
+      else if (peer >= 0)
+        n += std::snprintf(line + n, sizeof line - std::size_t(n), " peer %d", peer);
+      if (tag == MPI_ANY_TAG)
+        n += std::snprintf(line + n, sizeof line - std::size_t(n), ", any tag\n");
+      else
+        n += std::snprintf(line + n, sizeof line - std::size_t(n), ", tag %d\n", tag);
+    }
+    const ssize_t w = ::write(fd, line, std::strlen(line));
+    (void)w;
+  }
+}
+
+// --weft:timeout: which rank waits in what (the PEs' states come before).
+void dump_ranks(int fd) {
+  static const char head[] = "  MPI ranks (what each waits in):\n";
+  const ssize_t w = ::write(fd, head, sizeof head - 1);
+  (void)w;
+  describe_ranks(fd);
+}
+
 // Every rank waits and nothing is in flight: none can go on.
 void report_deadlock() {
   int waiting = 0;
   for (auto& r : g_world.ranks)
-    if (r->call != nullptr) ++waiting;
+    if (r->call.load(std::memory_order_relaxed) != nullptr) ++waiting;
   std::fprintf(stderr,
                "weft: MPI deadlock: %d of %d rank(s) wait and no message is in flight; "
                "what each waits in:\n",
                waiting, g_world.size);
-  for (auto& r : g_world.ranks) {
-    if (r->call == nullptr) continue;
-    std::fprintf(stderr, "  rank %d (PE %d): %s", r->rank, r->pe, r->call);
-    if (r->peer == MPI_ANY_SOURCE)
-      std::fprintf(stderr, " from any source");
-    else if (r->peer >= 0)
-      std::fprintf(stderr, " peer %d", r->peer);
-    if (r->tag == MPI_ANY_TAG)
-      std::fprintf(stderr, ", any tag\n");
-    else
-      std::fprintf(stderr, ", tag %d\n", r->tag);
-  }
-  std::fflush(stdout);
   std::fflush(stderr);
+  describe_ranks(STDERR_FILENO);
+  std::fflush(stdout);
   // At once: the ranks are suspended for good, and none can end (their
   // stacks stay theirs), as no MPI process would go on.
   std::_Exit(base::exit_quiescent);
@@ -132,6 +161,7 @@ void start_world(int argc, char** argv) {
     g_world.ranks.push_back(std::move(r));
   }
   weft::on_quiescence(&report_deadlock);
+  weft::on_timeout_dump(&dump_ranks);
   for (int pe = 0; pe < pes; ++pe) weft::send(threads::job_pe(pe), make_message(h_start, 0));
 }
 

@@ -8,7 +8,9 @@
  *   abort     rank 1 (or 0 alone) calls MPI_Abort(MPI_COMM_WORLD, 7): exit 7;
  *   exitcode  rank 1 returns 5 from main, the others 0: exit 5;
  *   overflow  rank 1 (or 0 alone) recurses until its stack overflows: the
- *             report names the rank (run with a small --weft:ult-stack). */
+ *             report names the rank (run with a small --weft:ult-stack);
+ *   spin      rank 0 computes for ever while the others wait for it: with
+ *             --weft:timeout the dump lists each rank and what it waits in. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +48,12 @@ int main(int argc, char** argv) {
     MPI_Recv(&four, 1, MPI_INT, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else if (strcmp(what, "overflow") == 0) {
     if (rank == (size > 1 ? 1 : 0)) printf("%d\n", recurse(0));
+  } else if (strcmp(what, "spin") == 0) {
+    if (rank == 0) {
+      volatile unsigned long spins = 0;
+      for (;;) ++spins;
+    }
+    MPI_Recv(&four, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else if (strcmp(what, "exitcode") == 0) {
     MPI_Finalize();
     return rank == (size > 1 ? 1 : 0) ? 5 : 0;

@@ -43,6 +43,12 @@ WEFT_API void exit(int code = 0);
 // idle, calls `fn` once on PE 0 (quiescence detection). Timers pending count
 // as work; conditions (poll_while) do not. PE.
 WEFT_API void on_quiescence(std::function<void()> fn);
+// Adds lines to --weft:timeout's dump: after the PEs' states, `dump(fd)`
+// writes what a layer knows of the hang to `fd` (the MPI layer: each rank
+// and what it waits in). It runs on the watchdog's thread while the PEs
+// may still run, so it reads only what is safe to read racily (atomics)
+// and writes with write(2). Any thread of the node; for the node's life.
+WEFT_API void on_timeout_dump(void (*dump)(int fd));
 // Shorthand: weft::exit(code) at quiescence. PE.
 WEFT_API void exit_at_quiescence(int code = 0);
 

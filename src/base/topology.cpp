@@ -232,6 +232,46 @@ topology::~topology() {
   hwloc_topology_destroy(as_hwloc(hw_));
 }
 
+std::string topology::binding_map(int os_cpu) const {
+  hwloc_topology_t t = as_hwloc(hw_);
+  const std::optional<hwloc_obj_type_t> llc = last_level_cache(t);
+  std::string s;
+  int package = -1, core = -1;
+  for (int i = 0; i < pus_; ++i) {
+    hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, unsigned(i));
+    if (!pu) continue;
+    const cpu_info c = info_of(t, pu, llc);
+    if (s.empty() || c.package != package) {
+      s += s.empty() ? "[" : "][";
+      package = c.package;
+    } else if (c.core != core || c.core < 0) {
+      s += "/";
+    }
+    core = c.core;
+    s += c.os_index == os_cpu ? 'B' : '.';
+  }
+  return s.empty() ? s : s + "]";
+}
+
+std::string topology::binding_place(int os_cpu) const {
+  hwloc_topology_t t = as_hwloc(hw_);
+  const std::optional<hwloc_obj_type_t> llc = last_level_cache(t);
+  int hwt = 0, core = -2;
+  for (int i = 0; i < pus_; ++i) {
+    hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, unsigned(i));
+    if (!pu) continue;
+    const cpu_info c = info_of(t, pu, llc);
+    hwt = c.core == core ? hwt + 1 : 0;
+    core = c.core;
+    if (c.os_index != os_cpu) continue;
+    return "package " + (c.package >= 0 ? std::to_string(c.package) : std::string("?")) + "[core " +
+           (c.core >= 0 ? std::to_string(c.core) : std::string("?")) + "[hwt " +
+           std::to_string(hwt) + "]] (PU L#" + std::to_string(c.logical_index) + ", P#" +
+           std::to_string(c.os_index) + ")";
+  }
+  return "CPU " + std::to_string(os_cpu) + " (not in the topology)";
+}
+
 std::string topology::describe() const {
   hwloc_topology_t t = as_hwloc(hw_);
   const std::optional<hwloc_obj_type_t> llc = last_level_cache(t);

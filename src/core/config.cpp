@@ -150,6 +150,11 @@ void define_runtime_options(base::option_set& set) {
   set.define({"quiet", "0", "bool", "no startup line", base::boolean(), true});
   set.define({"print-config", "0", "bool", "print the effective configuration at startup",
               base::boolean(), true});
+  set.define({"report-bindings", "0", "bool",
+              "a line per PE on stderr with its binding drawn as Open MPI's --report-bindings "
+              "draws it ([B/./.][./././.]), with hwloc's logical and OS indices; printed even "
+              "with --weft:quiet",
+              base::boolean(), true});
   set.define({"timeout", "0", "seconds (0 = off)",
               "abort with a per-PE dump if the node still runs after this long",
               base::number_in(0, 1e7)});
@@ -395,6 +400,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.stats = set.get_bool("stats");
   c.quiet = set.get_bool("quiet");
   c.print_config = set.get_bool("print-config");
+  c.report_bindings = set.get_bool("report-bindings");
   c.timeout_s = set.get_double("timeout");
   c.quiescence_wait = set.get("on-quiescence") == "wait";
   c.tasks_scheme = set.get("tasks-scheme");

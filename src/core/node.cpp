@@ -150,6 +150,26 @@ void print_startup(const node_state& node) {
 
 }  // namespace
 
+// --weft:report-bindings: one line per PE, as Open MPI's --report-bindings
+// prints one per rank, so that users read weft's placement the way they
+// read their MPI's. On stderr, whole lines, and even with --weft:quiet
+// (it was asked for).
+void report_bindings(const node_state& node) {
+  const base::topology& topo = base::topology::get();
+  const runtime_config& c = node.cfg;
+  std::string text;
+  for (std::size_t i = 0; i < c.pe_cpus.size(); ++i) {
+    const int cpu = c.pe_cpus[i];
+    text += "weft: node " + std::to_string(node.node_id) + " PE " +
+            std::to_string(node.first_pe + int(i)) +
+            (cpu < 0 ? std::string(" not bound (bind=none): ")
+                     : " bound to " + topo.binding_place(cpu) + ": ") +
+            topo.binding_map(cpu) + "\n";
+  }
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
+}
+
 }  // namespace core
 
 // ---- public API ---------------------------------------------------------------
@@ -301,6 +321,7 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
 
   if (cfg.print_config && node->node_id == 0) std::fputs(cfg.config_text.c_str(), stdout);
   if (!cfg.quiet) core::print_startup(*node);
+  if (cfg.report_bindings) core::report_bindings(*node);
   const int cpus = int(base::topology::get().allowed().size());
   // net_start may have found the host oversubscribed by all its processes.
   if (cfg.oversubscribed) {

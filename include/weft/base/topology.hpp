@@ -108,6 +108,15 @@ class WEFT_API topology {
   // hardware threads, and the inherited CPU set).
   std::string describe() const;
 
+  // The machine as Open MPI's --report-bindings draws it, with OS CPU
+  // `os_cpu` marked: a bracket per package, cores apart by '/', a
+  // character per hardware thread, 'B' for the CPU and '.' for the others
+  // ("[B/./.][./././.]"); no 'B' for os_cpu < 0 (not bound).
+  std::string binding_map(int os_cpu) const;
+  // Where OS CPU `os_cpu` is, as Open MPI names it, with hwloc's logical
+  // and OS indices: "package 0[core 1[hwt 0]] (PU L#1, P#1)".
+  std::string binding_place(int os_cpu) const;
+
   // "0-3,6" style text for a list of OS CPU indices.
   static std::string format_cpus(std::vector<int> cpus);
 

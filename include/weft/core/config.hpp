@@ -28,6 +28,7 @@ struct runtime_config {
   double startup_timeout_s = 60;  // wait for the job's other processes
   bool stats = false;
   bool quiet = false;
+  bool report_bindings = false;  // --weft:report-bindings
   bool print_config = false;
   double timeout_s = 0;  // 0: no watchdog
   // --weft:on-quiescence=wait: a job that is quiescent without weft::exit

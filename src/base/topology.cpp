@@ -199,6 +199,10 @@ topology::topology(const host_share* share) {
 
   packages_ = count_of(t, HWLOC_OBJ_PACKAGE);
   numa_nodes_ = count_of(t, HWLOC_OBJ_NUMANODE);
+  for (int i = 0; i < numa_nodes_; ++i) {
+    hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, unsigned(i));
+    numa_os_.push_back(node ? int(node->os_index) : -1);
+  }
   const std::optional<hwloc_obj_type_t> llc = last_level_cache(t);
   l3_caches_ = llc ? count_of(t, *llc) : 0;
   cores_ = count_of(t, HWLOC_OBJ_CORE);

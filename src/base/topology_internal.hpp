@@ -4,6 +4,7 @@
 //                           from it (counts, the inherited set, describe())
 //   topology_placement.cpp  CPU lists, the PE map (compact, scatter, a list)
 //                           and binding a thread to its CPU
+//   topology_memory.cpp     --weft:mem: a thread's memory policy
 //   topology_share.cpp      one discovery per host: the file through which
 //                           local rank 0 shares the machine with the others
 // The split follows the design in topology.cpp's head: hwloc is asked once,

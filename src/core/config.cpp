@@ -107,6 +107,8 @@ auto reason_checker(Check check) {
 }
 }  // namespace
 
+constexpr const char* mem_accepted = "first-touch|local|interleave|bind:NODES (e.g. bind:0-1)";
+
 void define_runtime_options(base::option_set& set) {
   using base::option_spec;
   set.define({"threads", "", "integer 1..4096", "PEs (worker threads) in this node",
@@ -117,6 +119,12 @@ void define_runtime_options(base::option_set& set) {
               // The syntax only: a CPU list is checked against the machine
               // after parsing (parse_options), once the topology may be loaded.
               reason_checker(&base::topology::check_bind_syntax)});
+  set.define({"mem", "first-touch", mem_accepted,
+              "where the memory of the PEs (their pools, the runtime's structures, what the "
+              "program allocates on them) goes: the node of the CPU that first touches it "
+              "(first-touch), a bound PE's own NUMA node only (local), round robin over the "
+              "NUMA nodes (interleave), or only the nodes listed (bind:0-1)",
+              reason_checker(&base::topology::check_mem_syntax)});
   set.define(
       {"queue", "auto", "auto|mpsc|spsc-pairs",
        "PE message queue: one lock-free multi-producer queue, or one SPSC ring per "
@@ -370,6 +378,10 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   if (std::string err = topo.check_bind(set.get("bind")); !err.empty())
     base::usage_error("%s: %s; accepted: %s", set.origin("bind").c_str(), err.c_str(),
                       bind_accepted);
+
+  if (std::string err = topo.check_mem(set.get("mem")); !err.empty())
+    base::usage_error("%s: %s; accepted: %s", set.origin("mem").c_str(), err.c_str(), mem_accepted);
+  c.mem = set.get("mem");
 
   c.threads =
       set.given("threads") ? int(set.get_int("threads")) : std::max(1, topo.allowed_cores());

@@ -95,6 +95,10 @@ void pe_enter(node_state& node, pe_state& pe) {
   pe.tid.store(int(gettid()), std::memory_order_relaxed);
   pe.has_thread.store(true, std::memory_order_release);
   base::topology::get().bind_this_thread(node.cfg.pe_cpus[std::size_t(pe.rank)]);
+  // The default policy is the kernel's own: no call for it, so that a
+  // policy the program (or numactl) set stays.
+  if (node.cfg.mem != "first-touch")
+    base::topology::get().apply_mem(node.cfg.mem, node.cfg.pe_cpus[std::size_t(pe.rank)]);
   trace::begin_track(trace::track_kind::pe, node.first_pe + pe.rank, pe.rank);
   for (const auto& l : handlers().layers)
     if (l.pe_start) l.pe_start();
@@ -143,9 +147,11 @@ void print_startup(const node_state& node) {
                 ", comm=" + to_string(node.comm) + "), PEs " + std::to_string(node.first_pe) +
                 ".." + std::to_string(node.first_pe + c.threads - 1)
           : "node 0";
-  base::info("%s: %d PE%s, bind=%s, queue=%s, alloc=%s; PE->CPU:%s", who.c_str(), c.threads,
+  const std::string mem =
+      c.mem == "first-touch" ? "" : ", " + base::topology::get().describe_mem(c.mem);
+  base::info("%s: %d PE%s, bind=%s, queue=%s, alloc=%s%s; PE->CPU:%s", who.c_str(), c.threads,
              c.threads == 1 ? "" : "s", c.bind.c_str(), to_string(c.queue), to_string(c.alloc),
-             map.c_str());
+             mem.c_str(), map.c_str());
 }
 
 }  // namespace

@@ -16,17 +16,22 @@
 //               (exit 4, weft's message naming 'probe.forget'); the probe
 //               then leaves with _Exit, so the line shows only if weft
 //               flushed it
+//   mempolicy   each PE prints its memory policy and the NUMA node of a page
+//               it touched (--weft:mem), then exit at quiescence
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 #include <weft/weft.hpp>
 
 namespace {
 
-weft::handler_id h_ring, h_bounce, h_throw, h_noop, h_forget;
+weft::handler_id h_ring, h_bounce, h_throw, h_noop, h_forget, h_mempolicy;
 
 struct hop {
   int remaining;
@@ -64,6 +69,23 @@ void forget(weft::message_ptr) {
   std::printf("probe: forget: the last handler ran on PE %d\n", weft::my_pe());
 }
 
+// --weft:mem: the calling PE's memory policy as the kernel reports it, and
+// the NUMA node of a page it has just touched (get_mempolicy(2)).
+void mempolicy(weft::message_ptr) {
+  int mode = -1;
+  unsigned long mask[16] = {};
+  if (syscall(SYS_get_mempolicy, &mode, mask, 16 * 8 * sizeof(unsigned long), nullptr, 0) != 0)
+    mode = -1;
+  static const char* names[] = {"default", "preferred", "bind", "interleave", "local"};
+  std::vector<char> page(1 << 20, 1);
+  int node = -1;
+  if (syscall(SYS_get_mempolicy, &node, nullptr, 0ul, page.data() + 4096,
+              3ul /* F_NODE|F_ADDR */) != 0)
+    node = -1;
+  std::printf("probe: PE %d mempolicy=%s nodes=0x%lx page_node=%d\n", weft::my_pe(),
+              mode >= 0 && mode <= 4 ? names[mode] : "unknown", mask[0], node);
+}
+
 void program(weft::args a) {
   const std::string what = a.argc > 1 ? a.argv[1] : "";
   const int n = weft::num_pes();
@@ -91,6 +113,9 @@ void program(weft::args a) {
   } else if (what == "hang") {
     // Nothing to do and no exit: with --weft:on-quiescence=wait only
     // --weft:timeout ends this run.
+  } else if (what == "mempolicy") {
+    for (int pe = 0; pe < n; ++pe) weft::send(pe, weft::make_message(h_mempolicy, 8));
+    weft::exit_at_quiescence(0);
   } else if (what == "forget") {
     weft::send(n - 1, weft::make_message(h_forget, 8));
   } else {
@@ -107,6 +132,7 @@ int main(int argc, char** argv) {
   h_throw = weft::register_handler("probe.throw", thrower);
   h_noop = weft::register_handler("probe.noop", noop);
   h_forget = weft::register_handler("probe.forget", forget);
+  h_mempolicy = weft::register_handler("probe.mempolicy", mempolicy);
   const int code = weft::run(argc, argv, program);
   if (argc > 1 && std::strcmp(argv[1], "forget") == 0) std::_Exit(code);  // no flush of ours
   std::printf("probe: weft::run returned %d\n", code);

@@ -117,6 +117,23 @@ class WEFT_API topology {
   // and OS indices: "package 0[core 1[hwt 0]] (PU L#1, P#1)".
   std::string binding_place(int os_cpu) const;
 
+  // --weft:mem (topology_memory.cpp): where the memory a thread touches
+  // goes. "first-touch" (the kernel's default: the node of the CPU that
+  // first touches a page), "local" (a bound thread's pages on its own
+  // NUMA node only), "interleave" (round robin over the NUMA nodes of the
+  // CPU set) or "bind:NODES" (only on these NUMA nodes, hwloc logical
+  // indices "0-1,3"). check_mem_syntax needs no machine; check_mem names
+  // nodes that do not exist.
+  static std::string check_mem_syntax(const std::string& mem);
+  std::string check_mem(const std::string& mem) const;
+  // Applies `mem` to the calling thread (bound to `os_cpu`, or unbound if
+  // < 0), for the memory it allocates from now on and the threads it
+  // creates after; a fatal error naming the policy if the kernel refuses.
+  void apply_mem(const std::string& mem, int os_cpu) const;
+  // For the startup line: the policy and the nodes it means here, and, on
+  // a machine of one NUMA node, that every policy places memory alike.
+  std::string describe_mem(const std::string& mem) const;
+
   // "0-3,6" style text for a list of OS CPU indices.
   static std::string format_cpus(std::vector<int> cpus);
 
@@ -130,6 +147,7 @@ class WEFT_API topology {
   std::string origin_;
   int packages_ = 0, numa_nodes_ = 0, l3_caches_ = 0, cores_ = 0, pus_ = 0;
   std::vector<cpu_info> allowed_;
+  std::vector<int> numa_os_;  // the kernel's number of each NUMA node, by logical index
 };
 
 }  // namespace weft::base

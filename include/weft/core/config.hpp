@@ -14,10 +14,11 @@ enum class queue_kind { mpsc, spsc_pairs };
 enum class alloc_kind { mimalloc, system };
 
 struct runtime_config {
-  int threads = 1;               // PEs in this node
-  std::string bind = "compact";  // none | compact | scatter | CPU list
-  std::vector<int> pe_cpus;      // OS CPU per PE (-1: unbound)
-  bool oversubscribed = false;   // more PEs than CPUs in the inherited set
+  int threads = 1;                  // PEs in this node
+  std::string bind = "compact";     // none | compact | scatter | CPU list
+  std::string mem = "first-touch";  // --weft:mem (base::topology::apply_mem)
+  std::vector<int> pe_cpus;         // OS CPU per PE (-1: unbound)
+  bool oversubscribed = false;      // more PEs than CPUs in the inherited set
   queue_kind queue = queue_kind::mpsc;
   alloc_kind alloc = alloc_kind::mimalloc;
   bool msg_pool = true;  // per-PE size-class free lists for messages

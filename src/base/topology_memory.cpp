@@ -10,10 +10,13 @@
 // taken from the snapshot, asking nothing of hwloc.
 #include "weft/base/topology.hpp"
 
+#include <dirent.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -129,6 +132,40 @@ void topology::apply_mem(const std::string& mem, int os_cpu) const {
     for (int n : parse_nodes(mem.substr(5), error)) nodes.push_back(numa_os_[std::size_t(n)]);
     set_policy(mpol_bind, nodes, mem);
   }
+}
+
+int numa_node_of(const void* address) {
+  int node = -1;
+  constexpr unsigned long f_node = 1, f_addr = 2;  // MPOL_F_NODE | MPOL_F_ADDR
+  if (syscall(SYS_get_mempolicy, &node, nullptr, 0ul, address, f_node | f_addr) != 0) return -1;
+  return node;
+}
+
+std::vector<numa_counts> numa_counters() {
+  std::vector<numa_counts> out;
+  DIR* dir = ::opendir("/sys/devices/system/node");
+  if (dir == nullptr) return out;
+  while (const dirent* e = ::readdir(dir)) {
+    int n = -1;
+    if (std::sscanf(e->d_name, "node%d", &n) != 1 || n < 0) continue;
+    const std::string file = std::string("/sys/devices/system/node/") + e->d_name + "/numastat";
+    std::FILE* f = std::fopen(file.c_str(), "r");
+    if (f == nullptr) continue;
+    numa_counts c;
+    c.node = n;
+    char key[64];
+    unsigned long long value = 0;
+    while (std::fscanf(f, "%63s %llu", key, &value) == 2) {
+      if (std::string(key) == "local_node") c.local = value;
+      if (std::string(key) == "other_node") c.other = value;
+    }
+    std::fclose(f);
+    out.push_back(c);
+  }
+  ::closedir(dir);
+  std::sort(out.begin(), out.end(),
+            [](const numa_counts& x, const numa_counts& y) { return x.node < y.node; });
+  return out;
 }
 
 std::string topology::describe_mem(const std::string& mem) const {

@@ -109,6 +109,15 @@ void pe_leave(node_state& node, pe_state& pe) {
   detail::pe_local& local = detail::this_pe_local();
   pe.has_thread.store(false, std::memory_order_release);  // the watchdog must not signal it now
   pe.counter_values = trace::track_counters();
+  if (node.cfg.stats) {
+    // Where this PE's memory went (--weft:mem): a message block of its own,
+    // touched, asked of the kernel. A block from its pool, as its messages.
+    std::uint8_t size_class = 0;
+    void* block = base::block_alloc(4096, size_class);
+    static_cast<volatile char*>(block)[0] = 1;
+    pe.mem_node = base::numa_node_of(block);
+    base::block_free(block, size_class);
+  }
   trace::end_track();
   // Layers free their per-PE state in reverse order of registration.
   const auto& layers = handlers().layers;
@@ -309,6 +318,7 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
   node->main_fn = std::move(main_fn);
   node->main_args = {argc, argv};
   node->start_ns = base::wall_ns();
+  if (cfg.stats) node->numa_at_start = base::numa_counters();
   node->attached = attached;
   node->run_seq = core::g_runs.fetch_add(1) + 1;
   for (int i = 0; i < cfg.threads; ++i)

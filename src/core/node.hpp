@@ -18,6 +18,7 @@
 #include "weft/base/mpsc_queue.hpp"
 #include "weft/base/os.hpp"
 #include "weft/base/spsc_pairs.hpp"
+#include "weft/base/topology.hpp"
 #include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
 #include "weft/core/send.hpp"
@@ -117,6 +118,7 @@ struct pe_state {
   // Statistics (stats=on), in cycles.
   std::uint64_t busy_cycles = 0, idle_cycles = 0, start_cycles = 0, end_cycles = 0;
   std::uint64_t cpu_changes = 0;
+  int mem_node = -1;  // --weft:stats: the NUMA node of a block the PE allocated (-1: unknown)
   int last_cpu = -1;
   // perf_event counts of the PE's thread (stats or trace on), read as it ends.
   std::vector<std::uint64_t> counter_values;
@@ -314,6 +316,7 @@ struct node_state {
   std::vector<void (*)(int)> wd_dumps;  // weft::on_timeout_dump; guarded by wd_mutex
 
   std::uint64_t start_ns = 0;
+  std::vector<base::numa_counts> numa_at_start;  // --weft:stats
 };
 
 // The running node (null when none). Set by run before PEs start, cleared

@@ -21,8 +21,9 @@ void print_stats(node_state& node) {
   std::fprintf(out, "weft stats: node %d, %zu PEs, %.3f s\n", node.node_id, node.pes.size(),
                double(base::wall_ns() - node.start_ns) * 1e-9);
   std::fprintf(out, "topology: %s\n", base::topology::get().origin().c_str());
-  std::fprintf(out, "%4s %5s %10s %10s %10s %6s %12s %12s %s\n", "PE", "cpu", "busy_ms", "idle_ms",
-               "ovh_ms", "busy%", "sent", "handled", unbound ? "cpu_changes" : "");
+  std::fprintf(out, "%4s %5s %10s %10s %10s %6s %12s %12s %8s %s\n", "PE", "cpu", "busy_ms",
+               "idle_ms", "ovh_ms", "busy%", "sent", "handled", "mem_node",
+               unbound ? "cpu_changes" : "");
   std::uint64_t tot_sent = 0, tot_done = 0;
   for (auto& pe : node.pes) {
     double wall = base::cycles_to_ns(pe->end_cycles - pe->start_cycles) * 1e-6;
@@ -42,13 +43,33 @@ void print_stats(node_state& node) {
     char changes[32] = "";
     if (unbound)
       std::snprintf(changes, sizeof changes, "%llu", (unsigned long long)pe->cpu_changes);
-    std::fprintf(out, "%4d %5s %10.2f %10.2f %10.2f %6.1f %12llu %12llu %s\n",
+    char mem_node[16] = "?";
+    if (pe->mem_node >= 0) std::snprintf(mem_node, sizeof mem_node, "%d", pe->mem_node);
+    std::fprintf(out, "%4d %5s %10.2f %10.2f %10.2f %6.1f %12llu %12llu %8s %s\n",
                  node.first_pe + pe->rank, cpu_text, busy, idle, ovh,
                  wall > 0 ? 100.0 * busy / wall : 0.0, (unsigned long long)sent,
-                 (unsigned long long)done, changes);
+                 (unsigned long long)done, mem_node, changes);
   }
   std::fprintf(out, "total sent %llu, handled %llu (sends, timers and main count alike)\n",
                (unsigned long long)tot_sent, (unsigned long long)tot_done);
+  // NUMA: where the PEs' blocks are (mem_node above, under --weft:mem) and
+  // the kernel's page counters over the run, machine-wide (other
+  // processes count too), where it offers them.
+  std::fprintf(out, "memory: %s\n", base::topology::get().describe_mem(node.cfg.mem).c_str());
+  const std::vector<base::numa_counts> numa_now = base::numa_counters();
+  if (numa_now.empty() || node.numa_at_start.empty()) {
+    std::fprintf(out,
+                 "numa counters: not offered by this kernel (no "
+                 "/sys/devices/system/node/node*/numastat)\n");
+  } else {
+    for (const base::numa_counts& now : numa_now)
+      for (const base::numa_counts& then : node.numa_at_start)
+        if (then.node == now.node)
+          std::fprintf(out,
+                       "numa node %d: +%llu pages local_node, +%llu other_node (machine-wide, "
+                       "numastat)\n",
+                       now.node, now.local - then.local, now.other - then.other);
+  }
   const std::vector<std::string> names = trace::session_counter_names();
   if (!names.empty()) {
     std::size_t cycles = names.size(), instructions = names.size();

@@ -150,4 +150,19 @@ class WEFT_API topology {
   std::vector<int> numa_os_;  // the kernel's number of each NUMA node, by logical index
 };
 
+// The kernel's NUMA node (its number) of the page at `address`, which must
+// have been touched; -1 where the kernel does not say (topology_memory.cpp).
+WEFT_API int numa_node_of(const void* address);
+
+// The kernel's page allocation counters of one NUMA node
+// (/sys/devices/system/node/nodeN/numastat, machine-wide): pages allocated
+// for a process running on that node (local_node) and for one running
+// elsewhere (other_node).
+struct numa_counts {
+  int node = -1;
+  unsigned long long local = 0, other = 0;
+};
+// Every node's; empty where the kernel offers none.
+WEFT_API std::vector<numa_counts> numa_counters();
+
 }  // namespace weft::base

@@ -53,6 +53,8 @@ inline std::int64_t context_of(const comm_view& c, bool collective = false) {
   return c.core->context + (collective ? 1 : 0);
 }
 
+struct datatype;  // datatype.cpp
+
 struct request {
   enum kind_t : std::uint8_t { unused, send, recv };
   kind_t kind = unused;
@@ -64,6 +66,10 @@ struct request {
   int source = 0, tag = 0;
   std::int64_t context = 0;
   MPI_Status status{};
+  // A receive of a derived type that is not one contiguous run: its map
+  // (held until the receive is delivered) and count; null for the others.
+  const datatype* map = nullptr;
+  int count = 0;
 };
 
 // A message that arrived before its receive was posted.
@@ -207,9 +213,60 @@ struct value_int {
   int index;
 };
 
-// Bytes of one element of a predefined datatype; a fatal error naming
-// `call` for any other handle.
+// Bytes of one element of a predefined datatype in memory (its extent:
+// the pairs of MPI_MAXLOC with their padding); an error (MPI_ERR_TYPE)
+// naming `call` for any other handle (derived types: type_size,
+// type_extent, pack and unpack below).
 std::size_t type_bytes(const char* call, MPI_Datatype type);
+
+// Derived datatypes (datatype.cpp; docs/design/mpi.md "Datatypes"). Every
+// function takes any datatype, predefined or derived, and raises
+// MPI_ERR_TYPE naming `call` for MPI_DATATYPE_NULL, a freed handle, or a
+// derived type not committed (MPI_Type_commit).
+//
+// How `count` elements of `type` travel: `bytes` of data, packed in the
+// type map's order. map == null: the data lies in one run at buf + offset
+// (every predefined type, and derived types whose elements abut), a
+// memcpy; else pack_map/unpack_map walk the map. The MAXLOC pairs travel
+// whole, padding included (type_bytes), as they lie in memory.
+struct layout {
+  std::size_t bytes;
+  std::ptrdiff_t offset;
+  const datatype* map;
+};
+layout layout_of(const char* call, MPI_Datatype type, int count);
+// buf + offset, where buf may be MPI_BOTTOM (null) and offset an address.
+inline void* displaced(const void* buf, std::ptrdiff_t offset) {
+  return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(buf) + std::uintptr_t(offset));
+}
+// `count` elements of `map` at `buf` into `out` (layout.bytes bytes).
+void pack_map(const datatype* map, int count, const void* buf, unsigned char* out);
+// The first `bytes` (at most `count` elements' worth) of packed data into
+// `count` elements of `map` at `buf`: a shorter message fills the leading
+// elements, the rest of `buf` is left as it was.
+void unpack_map(const datatype* map, int count, const unsigned char* in, std::size_t bytes,
+                void* buf);
+// A pending receive keeps its map alive across MPI_Type_free.
+void retain(const datatype* map);
+void release(const datatype* map);
+
+// For gather- and scatter-like code: `count` elements of `type` at `src`
+// packed into `dst` (type_size * count bytes), and back.
+void pack(const char* call, MPI_Datatype type, int count, const void* src, void* dst);
+void unpack(const char* call, MPI_Datatype type, int count, const void* src, void* dst);
+// Bytes of data in one element of `type` (MPI_Type_size), and its extent
+// (the stride of consecutive elements in a buffer; MPI_Type_get_extent).
+std::size_t type_size(const char* call, MPI_Datatype type);
+std::ptrdiff_t type_extent(const char* call, MPI_Datatype type);
+// For reductions: true when every element of `type` is `*per_element`
+// values of one predefined type `*basic` (a predefined type itself, with
+// 1; MPI_DOUBLE_INT and the other MAXLOC pairs count as one value). Then
+// `count` elements packed (pack above) are count * per_element values of
+// `basic` side by side, type_bytes(basic) each, for the operation to
+// combine; false for a type mixing predefined types (a struct of an int
+// and a double). Raises as above for a handle that is not a committed
+// datatype.
+bool basic_of(const char* call, MPI_Datatype type, MPI_Datatype* basic, int* per_element);
 
 // Suspends the calling rank until `done()` (a completion resumes it).
 template <class Done>

@@ -277,11 +277,8 @@ long long elements_in(const datatype& d, long long bytes) {
   return rest == 0 ? n : -1;
 }
 
-layout layout_of(const char* call, MPI_Datatype type, int count) {
+layout derived_layout(const char* call, MPI_Datatype type, int count) {
   if (count < 0) fail(call, MPI_ERR_COUNT, "count %d is negative", count);
-  // The predefined types: one run at the buffer (the 8-byte ping-pong).
-  if (type > 0 && type <= kLastNamed)
-    return layout{std::size_t(count) * type_bytes(call, type), 0, nullptr};
   const datatype& d = lookup(call, type, true);
   const std::size_t bytes = std::size_t(count) * d.size;
   if (d.runs.empty() || count == 0) return layout{0, 0, nullptr};

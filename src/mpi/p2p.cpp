@@ -39,7 +39,8 @@ request& at(rank_state& r, int handle) {
   return r.requests[std::size_t(handle - 1)];
 }
 
-int new_request(rank_state& r, request::kind_t kind) {
+// Inline: the 8-byte ping-pong makes one per send and per receive.
+[[gnu::always_inline]] inline int new_request(rank_state& r, request::kind_t kind) {
   int handle;
   if (!r.unused.empty()) {
     handle = r.unused.back();
@@ -59,8 +60,10 @@ void release(rank_state& r, int handle) {
   r.unused.push_back(handle);
 }
 
-// Copies a message's data into receive `q` of rank `h.dest` and completes it.
-void deliver(const char* call, request& q, const header& h, const unsigned char* data) {
+// Copies a message's data into receive `q` of rank `h.dest` and completes
+// it. Inline in the handler (the 8-byte ping-pong).
+[[gnu::always_inline]] inline void deliver(const char* call, request& q, const header& h,
+                                           const unsigned char* data) {
   if (h.bytes > q.capacity)
     fail_on(h.dest, call, MPI_ERR_TRUNCATE,
             "a message of %llu bytes from rank %d, tag %d, is longer than the receive's %zu",

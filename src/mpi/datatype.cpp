@@ -88,6 +88,11 @@ std::uintptr_t address(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p);
 }
 
+// buf + offset, where buf may be MPI_BOTTOM (null) and offset an address.
+void* displaced(const void* buf, std::ptrdiff_t offset) {
+  return reinterpret_cast<void*>(address(buf) + std::uintptr_t(offset));
+}
+
 }  // namespace
 
 void retain(const datatype* d) {
@@ -280,14 +285,24 @@ long long elements_in(const datatype& d, long long bytes) {
 layout derived_layout(const char* call, MPI_Datatype type, int count) {
   if (count < 0) fail(call, MPI_ERR_COUNT, "count %d is negative", count);
   const datatype& d = lookup(call, type, true);
-  const std::size_t bytes = std::size_t(count) * d.size;
-  if (d.runs.empty() || count == 0) return layout{0, 0, nullptr};
-  if (d.runs.size() == 1 && (count == 1 || d.contiguous))
-    return layout{bytes, d.runs[0].offset, nullptr};
-  return layout{bytes, 0, &d};
+  return layout{std::size_t(count) * d.size, &d};
 }
 
+namespace {
+
+// One run for all `count` elements: they abut, or there is one.
+bool one_run(const datatype* map, int count) {
+  return map->runs.size() == 1 && (map->contiguous || count == 1);
+}
+
+}  // namespace
+
 void pack_map(const datatype* map, int count, const void* buf, unsigned char* out) {
+  if (map->runs.empty() || count == 0) return;
+  if (one_run(map, count)) {
+    std::memcpy(out, displaced(buf, map->runs[0].offset), std::size_t(count) * map->size);
+    return;
+  }
   std::uintptr_t base = address(buf);
   for (int k = 0; k < count; ++k, base += std::uintptr_t(map->extent()))
     for (const run& r : map->runs) {
@@ -298,6 +313,11 @@ void pack_map(const datatype* map, int count, const void* buf, unsigned char* ou
 
 void unpack_map(const datatype* map, int count, const unsigned char* in, std::size_t bytes,
                 void* buf) {
+  if (bytes == 0) return;
+  if (one_run(map, count)) {
+    std::memcpy(displaced(buf, map->runs[0].offset), in, bytes);
+    return;
+  }
   std::uintptr_t base = address(buf);
   for (int k = 0; k < count && bytes != 0; ++k, base += std::uintptr_t(map->extent()))
     for (const run& r : map->runs) {
@@ -314,7 +334,7 @@ void pack(const char* call, MPI_Datatype type, int count, const void* src, void*
   if (l.map != nullptr)
     pack_map(l.map, count, src, static_cast<unsigned char*>(dst));
   else if (l.bytes != 0)
-    std::memcpy(dst, displaced(src, l.offset), l.bytes);
+    std::memcpy(dst, src, l.bytes);
 }
 
 void unpack(const char* call, MPI_Datatype type, int count, const void* src, void* dst) {
@@ -322,7 +342,7 @@ void unpack(const char* call, MPI_Datatype type, int count, const void* src, voi
   if (l.map != nullptr)
     unpack_map(l.map, count, static_cast<const unsigned char*>(src), l.bytes, dst);
   else if (l.bytes != 0)
-    std::memcpy(displaced(dst, l.offset), src, l.bytes);
+    std::memcpy(dst, src, l.bytes);
 }
 
 std::size_t type_size(const char* call, MPI_Datatype type) {

@@ -225,13 +225,12 @@ std::size_t type_bytes(const char* call, MPI_Datatype type);
 // derived type not committed (MPI_Type_commit).
 //
 // How `count` elements of `type` travel: `bytes` of data, packed in the
-// type map's order. map == null: the data lies in one run at buf + offset
-// (every predefined type, and derived types whose elements abut), a
-// memcpy; else pack_map/unpack_map walk the map. The MAXLOC pairs travel
-// whole, padding included (type_bytes), as they lie in memory.
+// type map's order. map == null for the predefined types: the data lies
+// at buf, a memcpy (the MAXLOC pairs whole, padding included, as
+// type_bytes has them); else pack_map/unpack_map walk the map (one
+// memcpy too for a derived type whose elements abut).
 struct layout {
   std::size_t bytes;
-  std::ptrdiff_t offset;
   const datatype* map;
 };
 layout derived_layout(const char* call, MPI_Datatype type, int count);
@@ -239,12 +238,8 @@ inline layout layout_of(const char* call, MPI_Datatype type, int count) {
   // Predefined types inline: the 8-byte ping-pong pays no more than the
   // size's lookup it paid before derived types.
   if (type > 0 && type <= MPI_PACKED && count >= 0)
-    return layout{std::size_t(count) * type_bytes(call, type), 0, nullptr};
+    return layout{std::size_t(count) * type_bytes(call, type), nullptr};
   return derived_layout(call, type, count);
-}
-// buf + offset, where buf may be MPI_BOTTOM (null) and offset an address.
-inline void* displaced(const void* buf, std::ptrdiff_t offset) {
-  return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(buf) + std::uintptr_t(offset));
 }
 // `count` elements of `map` at `buf` into `out` (layout.bytes bytes).
 void pack_map(const datatype* map, int count, const void* buf, unsigned char* out);

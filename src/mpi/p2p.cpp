@@ -149,7 +149,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   request& q = at(me, handle);
   q.complete = true;
   if (to == MPI_PROC_NULL) return handle;
-  if (bytes != 0 && buf == nullptr && l.offset == 0 && l.map == nullptr)
+  if (bytes != 0 && buf == nullptr && l.map == nullptr)
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   message_ptr m = make_message(h_message, sizeof(header) + bytes);
   const header h{context_of(c, collective), c.rank, to, tag, bytes};
@@ -158,7 +158,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   if (l.map != nullptr)
     pack_map(l.map, count, buf, payload);
   else if (bytes != 0)
-    std::memcpy(payload, displaced(buf, l.offset), bytes);
+    std::memcpy(payload, buf, bytes);
   weft::send(threads::job_pe(world().ranks[std::size_t(to)]->pe), std::move(m));
   return handle;
 }
@@ -177,14 +177,14 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
     return handle;
   }
   const layout l = layout_of(call, type, count);
-  q.buf = l.map != nullptr ? buf : displaced(buf, l.offset);
+  q.buf = buf;
   q.capacity = l.bytes;
   // Matched by the sender's rank in the communicator, which the message
   // carries.
   q.source = source;
   q.tag = tag;
   q.context = context_of(c, collective);
-  if (q.capacity != 0 && buf == nullptr && l.offset == 0 && l.map == nullptr)
+  if (q.capacity != 0 && buf == nullptr && l.map == nullptr)
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", q.capacity);
   if (l.map != nullptr) {
     retain(l.map);

@@ -338,6 +338,25 @@ static void ring(int rank, int size, int* fails) {
             c * 6 + i);
   MPI_Type_free(&ix);
 
+  /* A type whose elements abut but start 3 ints into the buffer (one
+   * memcpy from buf + 12): 3 of them out as 6 ints, and back. */
+  MPI_Datatype late;
+  int two_len = 2, at3 = 3;
+  MPI_Type_indexed(1, &two_len, &at3, MPI_INT, &late);
+  MPI_Type_commit(&late);
+  int src9[9], got6[6], dst9[9];
+  for (int i = 0; i < 9; ++i) src9[i] = rank * 10 + i;
+  MPI_Send(src9, 3, late, next, 11, MPI_COMM_WORLD); /* src9[3..8] */
+  MPI_Recv(got6, 6, MPI_INT, prev, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  for (int i = 0; i < 6; ++i) CHECK(got6[i] == prev * 10 + 3 + i, "late[%d] = %d", i, got6[i]);
+  for (int i = 0; i < 9; ++i) dst9[i] = -7;
+  MPI_Send(got6, 6, MPI_INT, next, 12, MPI_COMM_WORLD);
+  MPI_Recv(dst9, 3, late, prev, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  const int pp = prev_of(prev, size);
+  for (int i = 0; i < 9; ++i)
+    CHECK(dst9[i] == (i < 3 ? -7 : pp * 10 + i), "late back [%d] = %d", i, dst9[i]);
+  MPI_Type_free(&late);
+
   /* A short message: 5 doubles into two elements of 4. */
   double five[5], recv8[8];
   for (int i = 0; i < 5; ++i) five[i] = rank + i / 8.0;

@@ -174,17 +174,6 @@ WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
   });
 }
 
-WEFT_MPI_API int MPI_Type_size(MPI_Datatype datatype, int* size) {
-  return guard(MPI_COMM_WORLD, [&] { *size = int(type_bytes("MPI_Type_size", datatype)); });
-}
-
-WEFT_MPI_API int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
-  return guard(MPI_COMM_WORLD, [&] {
-    const long long unit = static_cast<long long>(type_bytes("MPI_Get_count", datatype));
-    *count = status->weft_bytes % unit == 0 ? int(status->weft_bytes / unit) : MPI_UNDEFINED;
-  });
-}
-
 WEFT_MPI_API int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                            MPI_Comm comm, MPI_Request* request) {
   return guard(comm, [&] { *request = isend("MPI_Isend", buf, count, datatype, dest, tag, comm); });

@@ -53,17 +53,23 @@ inline std::int64_t context_of(const comm_view& c, bool collective = false) {
   return c.core->context + (collective ? 1 : 0);
 }
 
+struct datatype;  // datatype.cpp
+
 struct request {
   enum kind_t : std::uint8_t { unused, send, recv };
   kind_t kind = unused;
   bool complete = false;
   bool freed = false;  // MPI_Request_free: released when it completes
+  int count = 0;       // of `map`'s elements (in what was padding)
   // A receive: where and what it takes.
   void* buf = nullptr;
   std::size_t capacity = 0;  // bytes
   int source = 0, tag = 0;
   std::int64_t context = 0;
   MPI_Status status{};
+  // A receive of a derived type that is not one contiguous run: its map,
+  // held until the receive is delivered; null for the others.
+  const datatype* map = nullptr;
 };
 
 // A message that arrived before its receive was posted.
@@ -207,9 +213,62 @@ struct value_int {
   int index;
 };
 
-// Bytes of one element of a predefined datatype; a fatal error naming
-// `call` for any other handle.
+// Bytes of one element of a predefined datatype in memory (its extent:
+// the pairs of MPI_MAXLOC with their padding); an error (MPI_ERR_TYPE)
+// naming `call` for any other handle (derived types: type_size,
+// type_extent, pack and unpack below).
 std::size_t type_bytes(const char* call, MPI_Datatype type);
+
+// Derived datatypes (datatype.cpp; docs/design/mpi.md "Datatypes"). Every
+// function takes any datatype, predefined or derived, and raises
+// MPI_ERR_TYPE naming `call` for MPI_DATATYPE_NULL, a freed handle, or a
+// derived type not committed (MPI_Type_commit).
+//
+// How `count` elements of `type` travel: `bytes` of data, packed in the
+// type map's order. map == null for the predefined types: the data lies
+// at buf, a memcpy (the MAXLOC pairs whole, padding included, as
+// type_bytes has them); else pack_map/unpack_map walk the map (one
+// memcpy too for a derived type whose elements abut).
+struct layout {
+  std::size_t bytes;
+  const datatype* map;
+};
+layout derived_layout(const char* call, MPI_Datatype type, int count);
+inline layout layout_of(const char* call, MPI_Datatype type, int count) {
+  // Predefined types inline: the 8-byte ping-pong pays no more than the
+  // size's lookup it paid before derived types.
+  if (type > 0 && type <= MPI_PACKED && count >= 0)
+    return layout{std::size_t(count) * type_bytes(call, type), nullptr};
+  return derived_layout(call, type, count);
+}
+// `count` elements of `map` at `buf` into `out` (layout.bytes bytes).
+void pack_map(const datatype* map, int count, const void* buf, unsigned char* out);
+// The first `bytes` (at most `count` elements' worth) of packed data into
+// `count` elements of `map` at `buf`: a shorter message fills the leading
+// elements, the rest of `buf` is left as it was.
+void unpack_map(const datatype* map, int count, const unsigned char* in, std::size_t bytes,
+                void* buf);
+// A pending receive keeps its map alive across MPI_Type_free.
+void retain(const datatype* map);
+void release(const datatype* map);
+
+// For gather- and scatter-like code: `count` elements of `type` at `src`
+// packed into `dst` (type_size * count bytes), and back.
+void pack(const char* call, MPI_Datatype type, int count, const void* src, void* dst);
+void unpack(const char* call, MPI_Datatype type, int count, const void* src, void* dst);
+// Bytes of data in one element of `type` (MPI_Type_size), and its extent
+// (the stride of consecutive elements in a buffer; MPI_Type_get_extent).
+std::size_t type_size(const char* call, MPI_Datatype type);
+std::ptrdiff_t type_extent(const char* call, MPI_Datatype type);
+// For reductions: true when every element of `type` is `*per_element`
+// values of one predefined type `*basic` (a predefined type itself, with
+// 1; MPI_DOUBLE_INT and the other MAXLOC pairs count as one value). Then
+// `count` elements packed (pack above) are count * per_element values of
+// `basic` side by side, type_bytes(basic) each, for the operation to
+// combine; false for a type mixing predefined types (a struct of an int
+// and a double). Raises as above for a handle that is not a committed
+// datatype.
+bool basic_of(const char* call, MPI_Datatype type, MPI_Datatype* basic, int* per_element);
 
 // Suspends the calling rank until `done()` (a completion resumes it).
 template <class Done>

@@ -39,7 +39,8 @@ request& at(rank_state& r, int handle) {
   return r.requests[std::size_t(handle - 1)];
 }
 
-int new_request(rank_state& r, request::kind_t kind) {
+// Inline: the 8-byte ping-pong makes one per send and per receive.
+[[gnu::always_inline]] inline int new_request(rank_state& r, request::kind_t kind) {
   int handle;
   if (!r.unused.empty()) {
     handle = r.unused.back();
@@ -59,13 +60,21 @@ void release(rank_state& r, int handle) {
   r.unused.push_back(handle);
 }
 
-// Copies a message's data into receive `q` of rank `h.dest` and completes it.
-void deliver(const char* call, request& q, const header& h, const unsigned char* data) {
+// Copies a message's data into receive `q` of rank `h.dest` and completes
+// it. Inline in the handler (the 8-byte ping-pong).
+[[gnu::always_inline]] inline void deliver(const char* call, request& q, const header& h,
+                                           const unsigned char* data) {
   if (h.bytes > q.capacity)
     fail_on(h.dest, call, MPI_ERR_TRUNCATE,
             "a message of %llu bytes from rank %d, tag %d, is longer than the receive's %zu",
             static_cast<unsigned long long>(h.bytes), h.source, h.tag, q.capacity);
-  if (h.bytes != 0) std::memcpy(q.buf, data, h.bytes);
+  if (q.map != nullptr) {
+    unpack_map(q.map, q.count, data, h.bytes, q.buf);
+    release(q.map);
+    q.map = nullptr;
+  } else if (h.bytes != 0) {
+    std::memcpy(q.buf, data, h.bytes);
+  }
   q.status.MPI_SOURCE = h.source;
   q.status.MPI_TAG = h.tag;
   q.status.MPI_ERROR = MPI_SUCCESS;
@@ -134,16 +143,22 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   check_count(call, count);
   if (!collective) check_tag(call, tag, false);
   const int to = world_rank(call, c, dest, false);
-  const std::size_t bytes = std::size_t(count) * type_bytes(call, type);
+  const layout l = layout_of(call, type, count);
+  const std::size_t bytes = l.bytes;
   const int handle = new_request(me, request::send);
   request& q = at(me, handle);
   q.complete = true;
   if (to == MPI_PROC_NULL) return handle;
-  if (bytes != 0 && buf == nullptr) fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
+  if (bytes != 0 && buf == nullptr && l.map == nullptr)
+    fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   message_ptr m = make_message(h_message, sizeof(header) + bytes);
   const header h{context_of(c, collective), c.rank, to, tag, bytes};
   std::memcpy(m->data(), &h, sizeof h);
-  if (bytes != 0) std::memcpy(reinterpret_cast<unsigned char*>(m->data()) + sizeof h, buf, bytes);
+  unsigned char* payload = reinterpret_cast<unsigned char*>(m->data()) + sizeof h;
+  if (l.map != nullptr)
+    pack_map(l.map, count, buf, payload);
+  else if (bytes != 0)
+    std::memcpy(payload, buf, bytes);
   weft::send(threads::job_pe(world().ranks[std::size_t(to)]->pe), std::move(m));
   return handle;
 }
@@ -161,15 +176,21 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
     proc_null_status(q);
     return handle;
   }
+  const layout l = layout_of(call, type, count);
   q.buf = buf;
-  q.capacity = std::size_t(count) * type_bytes(call, type);
+  q.capacity = l.bytes;
   // Matched by the sender's rank in the communicator, which the message
   // carries.
   q.source = source;
   q.tag = tag;
   q.context = context_of(c, collective);
-  if (q.capacity != 0 && buf == nullptr)
+  if (q.capacity != 0 && buf == nullptr && l.map == nullptr)
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", q.capacity);
+  if (l.map != nullptr) {
+    retain(l.map);
+    q.map = l.map;
+    q.count = count;
+  }
   for (auto it = me.early.begin(); it != me.early.end(); ++it) {
     if (!matches(q, it->source, it->tag, it->context)) continue;
     header h;

@@ -21,6 +21,23 @@
 // matched before it from that source has been delivered. Other sources never
 // wait for it.
 //
+// Flow control. MPI does not promise to buffer messages that the receiver
+// has not matched yet, and a node that floods another (elements that never
+// wait, while the other node's PEs are paused or busy) would otherwise leave
+// any number of them inside MPI. Open MPI 4.1 shows why that matters: ob1
+// numbers the messages to one peer in 16 bits and keeps those that arrive
+// out of order in a list sorted by that number. Under such a burst some do
+// arrive out of order, and once more than 65536 of one peer's messages wait
+// there the numbers repeat and the one ob1 expects is never found again:
+// every PE of both nodes idle, ~70,000 messages inside MPI, until the
+// timeout (mp_objects case flood; ob1's own dump showed message 11382
+// expected, 68,626 waiting from 11413 on, 11382 among them twice). So at
+// most kMaxUnmatched messages to one node may be unmatched: every
+// kSyncEvery-th is an MPI_Issend, whose completion says the receiver matched
+// it and, since MPI matches one sender's messages in order, every one
+// before it; messages past the bound wait here, in order, and start as
+// those sends complete.
+//
 // Shutdown. finalize() must not leave a message in flight: nodes exchange how
 // many messages each sent to each other (MPI_Ialltoall) and progress until
 // every one of them has been delivered, then meet at a barrier.
@@ -51,10 +68,10 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#include "peer_watch.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
-#include "peer_watch.hpp"
 
 namespace weft::net {
 
@@ -70,6 +87,14 @@ constexpr int kTagHello = 2;
 // cost thousands of checks; the oldest kSendWindow are tested, the rest wait
 // in a backlog (MPI progresses them all the same: testing only reports).
 constexpr std::size_t kSendWindow = 256;
+// Flow control (top of the file): at most this many messages to one node
+// that it has not matched, a synchronous send every kSyncEvery-th. The
+// bound is far below ob1's 65536, and leaves 16 synchronous sends in flight
+// so that a receiver that keeps up never holds a sender back.
+constexpr std::uint64_t kSyncEvery = 256;
+constexpr std::uint64_t kMaxUnmatched = 4096;
+static_assert(kMaxUnmatched >= 2 * kSyncEvery && kMaxUnmatched < 32768,
+              "the bound must cover synchronous sends and stay far below 16-bit numbers");
 // Messages matched per progress() call, so that a flood from other nodes
 // cannot keep the caller (a PE, or the comm thread) inside progress().
 constexpr int kMatchesPerCall = 64;
@@ -167,16 +192,29 @@ class mpi_transport final : public transport {
     void* buffer;
     std::size_t bytes;
   };
-  // The receives matched from one source, oldest first. A vector with a
-  // moving head: the queue of a node that never sends costs no memory
-  // (std::deque allocates even when empty), and a drained queue keeps its
-  // capacity for the next large message.
-  struct receive_fifo {
-    std::vector<matched_receive> items;
+  // A synchronous send (flow control), and `count`: the messages to its
+  // node up to and including it, all matched once it completes.
+  struct sync_send {
+    MPI_Request request;
+    void* buffer;
+    std::uint64_t count;
+  };
+  // A message past the bound, not yet handed to MPI.
+  struct held_send {
+    void* buffer;
+    std::size_t bytes;
+  };
+  // A FIFO (matched receives per source, flow control per destination). A
+  // vector with a moving head: the queue of a node that never sends costs no
+  // memory (std::deque allocates even when empty), and a drained queue keeps
+  // its capacity for the next burst.
+  template <class T>
+  struct vector_fifo {
+    std::vector<T> items;
     std::size_t head = 0;
     bool empty() const { return head == items.size(); }
-    matched_receive& front() { return items[head]; }
-    void push(const matched_receive& r) { items.push_back(r); }
+    T& front() { return items[head]; }
+    void push(const T& r) { items.push_back(r); }
     void pop() {
       if (++head == items.size()) {
         items.clear();
@@ -186,6 +224,16 @@ class mpi_transport final : public transport {
         head = 0;
       }
     }
+  };
+  using receive_fifo = vector_fifo<matched_receive>;
+  // Flow control towards one node: how many of our messages it is known to
+  // have matched, its synchronous sends in flight and the messages held
+  // back, oldest first; `listed` while it is in syncing_nodes_.
+  struct peer_flow {
+    std::uint64_t matched = 0;
+    vector_fifo<sync_send> syncs;
+    vector_fifo<held_send> held;
+    bool listed = false;
   };
 
   void check(int rc, const char* call, int peer) {
@@ -204,7 +252,9 @@ class mpi_transport final : public transport {
                     double timeout_s);
   template <class Done>
   void progress_until(Done done);
+  void start_send(int node, void* buffer, std::size_t bytes);
   int complete_sends();
+  int complete_syncs();
   int complete_receives();
   int match_incoming();
   void deliver(int src, void* buffer, std::size_t bytes) {
@@ -229,6 +279,11 @@ class mpi_transport final : public transport {
   std::deque<std::pair<MPI_Request, sent_message>> backlog_;
   std::vector<int> done_indices_;
   std::vector<MPI_Status> done_statuses_;
+
+  // Flow control: per node, and the nodes with synchronous sends in flight
+  // (only those are looked at; a node with messages held back is one).
+  std::vector<peer_flow> flows_;
+  std::vector<int> syncing_nodes_;
 
   // Receives: one FIFO per source node, and the sources whose FIFO is not
   // empty, so that an idle progress() looks at none of them.
@@ -317,6 +372,7 @@ void mpi_transport::init(const launch_info& launch, const hooks& h, double start
   done_indices_.resize(kSendWindow);
   done_statuses_.resize(kSendWindow);
   fifos_.resize(std::size_t(size_));
+  flows_.resize(std::size_t(size_));
   sent_to_.assign(std::size_t(size_), 0);
   delivered_from_.assign(std::size_t(size_), 0);
 
@@ -413,10 +469,30 @@ void mpi_transport::send(int node, void* buffer, std::size_t bytes) {
   if (bytes > std::size_t(INT_MAX))
     base::fatal("message of %zu bytes to node %d: the mpi transport sends at most %d bytes", bytes,
                 node, INT_MAX);
+  peer_flow& f = flows_[std::size_t(node)];
+  if (!f.held.empty() || sent_to_[std::size_t(node)] - f.matched >= kMaxUnmatched) [[unlikely]] {
+    f.held.push({buffer, bytes});
+    return;
+  }
+  start_send(node, buffer, bytes);
+}
+
+void mpi_transport::start_send(int node, void* buffer, std::size_t bytes) {
   MPI_Request request;
+  const std::uint64_t count = ++sent_to_[std::size_t(node)];
+  if (count % kSyncEvery == 0) [[unlikely]] {
+    check(MPI_Issend(buffer, int(bytes), MPI_BYTE, node, kTagData, comm_, &request), "MPI_Issend",
+          node);
+    peer_flow& f = flows_[std::size_t(node)];
+    f.syncs.push({request, buffer, count});
+    if (!f.listed) {
+      f.listed = true;
+      syncing_nodes_.push_back(node);
+    }
+    return;
+  }
   check(MPI_Isend(buffer, int(bytes), MPI_BYTE, node, kTagData, comm_, &request), "MPI_Isend",
         node);
-  ++sent_to_[std::size_t(node)];
   if (window_requests_.size() < kSendWindow && backlog_.empty()) {
     window_requests_.push_back(request);
     window_messages_.push_back({buffer, node});
@@ -429,6 +505,8 @@ int mpi_transport::progress() {
   int did = complete_receives();
   did += match_incoming();
   did += complete_sends();
+  if (!syncing_nodes_.empty()) [[unlikely]]
+    did += complete_syncs();
   return did;
 }
 
@@ -469,6 +547,42 @@ int mpi_transport::complete_sends() {
     backlog_.pop_front();
   }
   return completed;
+}
+
+int mpi_transport::complete_syncs() {
+  int did = 0;
+  for (std::size_t k = 0; k < syncing_nodes_.size();) {
+    const int node = syncing_nodes_[k];
+    peer_flow& f = flows_[std::size_t(node)];
+    // They complete in order (the node matches our messages in order): only
+    // the oldest can free the bound.
+    while (!f.syncs.empty()) {
+      int done = 0;
+      check(MPI_Test(&f.syncs.front().request, &done, MPI_STATUS_IGNORE), "MPI_Issend (completion)",
+            node);
+      if (!done) break;
+      f.matched = f.syncs.front().count;
+      hooks_.release(f.syncs.front().buffer);
+      f.syncs.pop();
+      ++did;
+    }
+    while (!f.held.empty() && sent_to_[std::size_t(node)] - f.matched < kMaxUnmatched) {
+      const held_send h = f.held.front();
+      f.held.pop();
+      start_send(node, h.buffer, h.bytes);
+      ++did;
+    }
+    // Held messages imply a synchronous send in flight: past the bound, one
+    // of the unmatched messages is one.
+    if (f.syncs.empty()) {
+      f.listed = false;
+      syncing_nodes_[k] = syncing_nodes_.back();
+      syncing_nodes_.pop_back();
+    } else {
+      ++k;
+    }
+  }
+  return did;
 }
 
 int mpi_transport::complete_receives() {
@@ -565,7 +679,8 @@ void mpi_transport::abort(int code, const char* why) {
 void mpi_transport::finalize() {
   if (state_.load() != state::running) return;
   watch_.stop();
-  progress_until([this] { return window_requests_.empty() && backlog_.empty(); });
+  progress_until(
+      [this] { return window_requests_.empty() && backlog_.empty() && syncing_nodes_.empty(); });
 
   // Every message sent to us must be delivered before the communicator goes:
   // learn how many each node sent us, and progress until we have them all.

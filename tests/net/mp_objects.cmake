@@ -37,6 +37,12 @@ foreach(t ${weft_mp_transports})
     mp_objects_test(net.objects.${t}.${lname}.lb_periodic CODE 0 NP ${np}
                     ${run} --weft:lb=rotate --weft:lb-period=0.002 --case=lb_unassisted
                     EXPECT "mp_objects: lb_unassisted passed on 4 PEs in ${np} processes")
+    # Elements that never wait flood the network while periodic steps move
+    # them (4.8 KB each): every message is handled, no PE sleeps on a
+    # message that arrived.
+    mp_objects_test(net.objects.${t}.${lname}.flood CODE 0 NP ${np}
+                    ${run} --weft:lb=rotate --weft:lb-period=0.002 --case=flood
+                    EXPECT "mp_objects: flood passed on 4 PEs in ${np} processes")
     mp_objects_test(net.objects.${t}.${lname}.lb_on_demand CODE 0 NP ${np}
                     ${run} --weft:lb=random --case=lb_unassisted
                     EXPECT "mp_objects: lb_unassisted passed on 4 PEs in ${np} processes")

@@ -1699,6 +1699,42 @@ weft::task<> case_lb_unassisted() {
   passed();
 }
 
+// ---- flood ---------------------------------------------------------------------------
+// Run with --weft:lb=rotate --weft:lb-period=0.002: elements that never wait
+// (each tick sends a message to both neighbours and the next tick to itself)
+// flood the network while periodic steps move them, 4.8 KB of state each,
+// across processes. Every message must be handled: a PE that sleeps while
+// messages for it sit in a queue would leave the job idle until its timeout.
+
+constexpr int flood_rounds = 40000;
+
+struct Flooder : weft::array_element<Flooder, int> {
+  long received = 0;
+  std::vector<double> ballast = std::vector<double>(600, 1.0);
+  void pup(weft::pupper& p) { p | received | ballast; }
+  void msg(int, long) { ++received; }
+  void tick(int r) {
+    const int n = array_size(), i = this_index();
+    this_proxy()[(i + 1) % n].send<&Flooder::msg>(i, long(r));
+    this_proxy()[(i + n - 1) % n].send<&Flooder::msg>(i, long(r));
+    if (r + 1 < flood_rounds) this_proxy()[i].send<&Flooder::tick>(r + 1);
+  }
+  void report(weft::callback<long> cb) { contribute(received, weft::op::sum, cb); }
+};
+
+weft::task<> case_flood() {
+  const int n = 3 * weft::num_pes() + 1;
+  auto a = weft::array<Flooder>::create(n);
+  a.broadcast<&Flooder::tick>(0);
+  co_await quiescence();
+  auto f = weft::make_future<long>();
+  a.broadcast<&Flooder::report>(weft::callback<long>(f));
+  const long got = co_await f;
+  check(got == 2L * n * flood_rounds, "%ld messages arrived, expected %ld", got,
+        2L * n * flood_rounds);
+  passed();
+}
+
 // ---- lb_tree -------------------------------------------------------------------------
 // Run with --weft:lb=hierarchical: the step is a tree over the processes
 // (src/objects/sync_tree.cpp). The elements on the first half of the PEs
@@ -2026,6 +2062,7 @@ const case_entry cases[] = {
     {"deleted", case_deleted},
     {"lb_rotate", case_lb_rotate},
     {"lb_unassisted", case_lb_unassisted},
+    {"flood", case_flood},
     {"lb_tree", case_lb_tree},
 };
 

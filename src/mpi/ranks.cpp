@@ -178,20 +178,23 @@ world_state& world() {
 
 rank_state* current_rank() noexcept {
   threads::ult* u = threads::current();
-  return u != nullptr && u->body == &rank_body ? static_cast<rank_state*>(u->arg) : nullptr;
+  if (u == nullptr) return nullptr;
+  if (u->body == &rank_body) return static_cast<rank_state*>(u->arg);
+  if (u->body == &collective_helper) return static_cast<rank_state*>(u->local);
+  return nullptr;
 }
 
 rank_state& self(const char* call) {
-  threads::ult* u = threads::current();
-  if (u == nullptr || u->body != &rank_body)
+  rank_state* me = current_rank();
+  if (me == nullptr)
     base::fatal(
         "%s: called off an MPI rank: link the program with weft-mpicc or weft-mpicxx (they "
         "run its main as the ranks: -Wl,--wrap=main and libweft-mpi-main.a), and call MPI "
         "from the rank's own thread (docs/mpi.md)",
         call);
-  if (u->host != nullptr)
+  if (threads::current()->host != nullptr)
     base::fatal("not implemented: %s on a rank that runs on a carrier thread", call);
-  return *static_cast<rank_state*>(u->arg);
+  return *me;
 }
 
 namespace {

@@ -1,14 +1,10 @@
 // The collectives' algorithms, over isend/irecv in the communicator's
 // hidden context (coll.hpp). Each is O(log P) deep where the data allows:
-//  barrier      dissemination: ceil(log2 P) rounds, each rank sends to
-//               r + 2^k and receives from r - 2^k;
+//  barrier      fan-in to rank 0 along a binomial tree, then fan-out;
 //  bcast        binomial tree from the root;
 //  reduce       binomial tree to the root (to rank 0 in rank order, then
 //               to the root, for an op that does not commute);
-//  allreduce    recursive doubling; with P not a power of two, ranks
-//               2i and 2i+1 (i < P - 2^floor(log2 P)) first fold into one
-//               and the odd one hands the result back at the end -- the
-//               blocks stay in rank order, so non-commutative ops hold;
+//  allreduce    reduce to rank 0, then bcast;
 //  gather(v), scatter(v), alltoall(v,w)  every message posted at once
 //               (depth 1: the root's P-1 blocks are its work anyway);
 //  allgather(v) gather to rank 0, then bcast;
@@ -16,9 +12,18 @@
 //  scan, exscan recursive doubling (Hillis-Steele): ceil(log2 P) rounds.
 // Eager sends complete when posted, so a rank posts its receives, then
 // sends, then waits.
+//
+// Why trees to one rank rather than recursive doubling (allreduce) or
+// dissemination (barrier): ranks outnumber the PEs (vp > PEs is the normal
+// case), so what a collective costs is the messages each PE handles, not
+// the depth; P log P messages against 2(P - 1). 8 ranks on 2 PEs,
+// bench/mpi/allreduce_ranks.c: 64 KiB allreduce 64-95 us against 146-168
+// with recursive doubling, barrier 5.5 us against 6.3-10.3, 8 doubles
+// 5.7-7.1 against 6.4-8.5 (three alternated rounds, a loaded 2-core VM).
 #include "mpi/coll.hpp"
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace weft::mpi::coll {
@@ -73,11 +78,15 @@ void copy_own(const ctx& c, const void* from, int n_from, MPI_Datatype t_from, v
 }  // namespace
 
 void barrier(const ctx& c) {
-  for (int d = 1, k = 0; d < c.size; d <<= 1, ++k) {
-    const int h = post_recv(c, nullptr, 0, MPI_BYTE, (c.rank - d + c.size) % c.size, k);
-    send(c, nullptr, 0, MPI_BYTE, (c.rank + d) % c.size, k);
-    wait(c, h);
+  // Fan-in to rank 0 along the binomial tree, then fan-out (bcast).
+  for (int mask = 1; mask < c.size; mask <<= 1) {
+    if (c.rank & mask) {
+      send(c, nullptr, 0, MPI_BYTE, c.rank - mask, 0);
+      break;
+    }
+    if (c.rank + mask < c.size) recv(c, nullptr, 0, MPI_BYTE, c.rank + mask, 0);
   }
+  bcast(c.then(64), nullptr, 0, MPI_BYTE, 0);
 }
 
 void bcast(const ctx& c, void* buf, int count, MPI_Datatype type, int root) {
@@ -102,18 +111,28 @@ void reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Dat
   // ranks below its own with the block above, in rank order.
   const int top = op.commutative ? root : 0;
   const int v = (c.rank - top + p) % p;
-  std::vector<char> acc_v(bytes), tmp_v(bytes);
-  char *acc = acc_v.data(), *tmp = tmp_v.data();
-  copy(acc, sendbuf, bytes);
+  // What this rank holds: its own data until it first combines (a leaf
+  // sends sendbuf as it is), then one of two scratch buffers in turn.
+  const char* acc = static_cast<const char*>(sendbuf);
+  std::unique_ptr<char[]> scratch;
+  char* spare[2] = {nullptr, nullptr};
+  int next = 0;
   for (int mask = 1, k = 0; mask < p; mask <<= 1, ++k) {
     if (v & mask) {
       send(c, acc, count, type, (v - mask + top) % p, k);
       break;
     }
     if (v + mask < p) {
-      recv(c, tmp, count, type, (v + mask + top) % p, k);
-      apply(op, acc, tmp, count, type);  // tmp = mine op theirs (theirs: higher ranks)
-      std::swap(acc, tmp);
+      if (!scratch) {
+        scratch.reset(new char[2 * bytes + 1]);
+        spare[0] = scratch.get();
+        spare[1] = scratch.get() + bytes;
+      }
+      char* in = spare[next];
+      next ^= 1;
+      recv(c, in, count, type, (v + mask + top) % p, k);
+      apply(op, acc, in, count, type);  // in = mine op theirs (theirs: higher ranks)
+      acc = in;
     }
   }
   if (v == 0) {
@@ -128,47 +147,8 @@ void reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Dat
 
 void allreduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                const op_ref& op) {
-  const std::size_t bytes = std::size_t(count) * ext(c, type);
-  const int p = c.size, r = c.rank;
-  int pof2 = 1;
-  while (pof2 * 2 <= p) pof2 *= 2;
-  const int rem = p - pof2;
-  std::vector<char> acc_v(bytes), tmp_v(bytes);
-  char *acc = acc_v.data(), *tmp = tmp_v.data();
-  copy(acc, sendbuf, bytes);
-  int me = r - rem;  // rank among the pof2 that run the doubling, -1: folded away
-  if (r < 2 * rem) {
-    if (r % 2 == 0) {
-      send(c, acc, count, type, r + 1, 0);
-      me = -1;
-    } else {
-      recv(c, tmp, count, type, r - 1, 0);
-      apply(op, tmp, acc, count, type);  // acc = r-1's op mine
-      me = r / 2;
-    }
-  }
-  if (me >= 0) {
-    for (int mask = 1, k = 1; mask < pof2; mask <<= 1, ++k) {
-      const int other = me ^ mask;
-      const int peer = other < rem ? other * 2 + 1 : other + rem;
-      const int h = post_recv(c, tmp, count, type, peer, k);
-      send(c, acc, count, type, peer, k);
-      wait(c, h);
-      if (other < me) {
-        apply(op, tmp, acc, count, type);  // acc = theirs op mine
-      } else {
-        apply(op, acc, tmp, count, type);  // tmp = mine op theirs
-        std::swap(acc, tmp);
-      }
-    }
-  }
-  if (r < 2 * rem) {
-    if (r % 2 == 1)
-      send(c, acc, count, type, r - 1, 63);
-    else
-      recv(c, acc, count, type, r + 1, 63);
-  }
-  copy(recvbuf, acc, bytes);
+  reduce(c, sendbuf, recvbuf, count, type, op, 0);
+  bcast(c.then(64), recvbuf, count, type, 0);
 }
 
 void gatherv(const ctx& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,

@@ -82,10 +82,23 @@ void reduce_scatter(const ctx& c, const void* sendbuf, void* recvbuf, const int*
 void scan(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
           const op_ref& op, bool exclusive);
 
-// Runs `body` as the collective `c` of the calling rank: now, on the rank
-// (request null: a blocking call), or on a helper logical thread of the
-// rank's PE acting for it, *request then naming a request of the rank that
-// completes when `body` has returned (coll_nb.cpp).
-void launch(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body);
+// Starts `body` as the non-blocking collective `c` (its number taken) on a
+// helper logical thread of the rank's PE acting for it; *request names a
+// request of the rank that completes when `body` has returned
+// (coll_nb.cpp).
+void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body);
+
+// Runs `body` as the calling rank's next collective on c.comm: now, on the
+// rank (request null: a blocking call; no std::function on that path), or
+// on a helper.
+template <class Body>
+void launch(const ctx& c0, MPI_Request* request, Body body) {
+  ctx c = c0;
+  c.seq = next_collective(self(c.call), c.comm);
+  if (request == nullptr)
+    body(c);
+  else
+    launch_helper(c, request, std::move(body));
+}
 
 }  // namespace weft::mpi::coll

@@ -61,14 +61,8 @@ void collective_helper(threads::ult* u) {
 
 namespace coll {
 
-void launch(const ctx& c0, MPI_Request* request, std::function<void(const ctx&)> body) {
-  rank_state& me = self(c0.call);
-  ctx c = c0;
-  c.seq = next_collective(me, c.comm);
-  if (request == nullptr) {
-    body(c);
-    return;
-  }
+void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body) {
+  rank_state& me = self(c.call);
   auto* h = new helper{};
   h->rank = &me;
   h->handle = new_collective_request(me);

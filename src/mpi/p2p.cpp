@@ -277,7 +277,6 @@ void complete_collective_request(rank_state& r, int handle) {
   q.status.MPI_TAG = MPI_ANY_TAG;
   q.status.MPI_ERROR = MPI_SUCCESS;
   q.complete = true;
-  if (q.freed) release(r, handle);
   wake(r);
 }
 
@@ -288,6 +287,11 @@ void free_request(const char* call, int* handle) {
       at(me, *handle).kind == request::unused)
     fail(call, MPI_ERR_REQUEST, "request %d is not an active request of this rank", *handle);
   request& q = at(me, *handle);
+  if (q.kind == request::coll)
+    fail(call, MPI_ERR_REQUEST,
+         "request %d is a non-blocking collective's, which cannot be freed (MPI 3.1, 5.12): "
+         "complete it with MPI_Wait or MPI_Test",
+         *handle);
   if (q.complete)
     release(me, *handle);
   else

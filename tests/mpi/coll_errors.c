@@ -11,6 +11,8 @@
  *              MPI_ERR_BUFFER;
  *   count      a negative count: MPI_ERR_COUNT;
  *   type       a datatype that is none: MPI_ERR_TYPE;
+ *   free       MPI_Request_free of a non-blocking collective's request
+ *              (erroneous, MPI 3.1 5.12): MPI_ERR_REQUEST;
  *   deadlock   the last rank skips a barrier: the report names each
  *              other rank's MPI_Barrier, or MPI_Wait of an Ibarrier. */
 #include <mpi.h>
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
     MPI_Allreduce(&x, &y, -1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   } else if (strcmp(what, "type") == 0) {
     MPI_Bcast(&x, 1, (MPI_Datatype)555, 0, MPI_COMM_WORLD);
+  } else if (strcmp(what, "free") == 0) {
+    MPI_Request q;
+    MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
+    MPI_Request_free(&q);
   } else if (strcmp(what, "deadlock") == 0) {
     if (rank == 0) {
       MPI_Request q;

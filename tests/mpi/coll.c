@@ -12,7 +12,8 @@
  *    gaps between them (the gaps stay untouched); alltoall(v,w);
  *    reduce_scatter(_block); scan, exscan;
  *  - the non-blocking forms, and two of them outstanding on one
- *    communicator completed in reverse order;
+ *    communicator completed in reverse order, and a blocking collective
+ *    called while a non-blocking one is outstanding;
  *  - MPI_COMM_SELF.
  * Every failed check prints a line; rank 0 prints "coll: ok N ranks". */
 #include <mpi.h>
@@ -445,6 +446,17 @@ static void test_nonblocking(int rank, int size, int* failures) {
     CHECK(c[i] == val(7, i), "ibcast [%d]", i);
     if (*failures) break;
   }
+  /* A blocking collective while a non-blocking one is outstanding. */
+  long mine = rank, sum = -1;
+  MPI_Iallreduce(a, b, N, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &q[0]);
+  MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+  CHECK(sum == (long)size * (size - 1) / 2, "allreduce beside an iallreduce: %ld", sum);
+  for (int i = 0; i < N; ++i)
+    if (b[i] != val(size - 1, i)) {
+      CHECK(0, "iallreduce beside an allreduce [%d] = %g", i, b[i]);
+      break;
+    }
   /* Ibarrier completed by a Test loop; point-to-point between ranks while
    * a collective is outstanding. */
   int flag = 0, token = rank;

@@ -14,7 +14,8 @@
  *  - the non-blocking forms, and two of them outstanding on one
  *    communicator completed in reverse order, and a blocking collective
  *    called while a non-blocking one is outstanding;
- *  - MPI_COMM_SELF.
+ *  - MPI_COMM_SELF, the halves of MPI_COMM_WORLD (MPI_Comm_split) and a
+ *    dup at once, and MPI_ERRORS_RETURN.
  * Every failed check prints a line; rank 0 prints "coll: ok N ranks". */
 #include <mpi.h>
 #include <stdio.h>
@@ -532,6 +533,62 @@ static void test_self(int rank, int size, int* failures) {
   CHECK(g == rank, "gather on MPI_COMM_SELF: %d", g);
 }
 
+/* Collectives on communicators other than the predefined ones: the halves
+ * of MPI_COMM_WORLD (even and odd ranks, in reverse order) and a dup, at
+ * once; and MPI_ERRORS_RETURN giving a collective's error back. */
+static void test_comms(int rank, int size, int* failures) {
+  MPI_Comm half, dup;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  int hr, hs;
+  MPI_Comm_rank(half, &hr);
+  MPI_Comm_size(half, &hs);
+  /* World rank of half-rank i: the members of this parity, descending. */
+  int world_of[16], n = 0;
+  for (int q = size - 1; q >= 0; --q)
+    if (q % 2 == rank % 2) world_of[n++] = q;
+  CHECK(n == hs && world_of[hr] == rank, "split: rank %d of %d", hr, hs);
+  MPI_Request q[2];
+  long mine = rank, in_dup = -1, sum = -1;
+  MPI_Iallreduce(&mine, &in_dup, 1, MPI_LONG, MPI_SUM, dup, &q[0]);
+  MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, half);
+  long want = 0;
+  for (int i = 0; i < hs; ++i) want += world_of[i];
+  CHECK(sum == want, "allreduce on a half: %ld, not %ld", sum, want);
+  /* Bcast from the half's last rank, gather to its rank 0. */
+  int b = hr == hs - 1 ? 1000 + rank : -1, g[16];
+  MPI_Ibcast(&b, 1, MPI_INT, hs - 1, half, &q[1]);
+  MPI_Wait(&q[1], MPI_STATUS_IGNORE);
+  CHECK(b == 1000 + world_of[hs - 1], "bcast on a half: %d", b);
+  MPI_Gather(&rank, 1, MPI_INT, g, 1, MPI_INT, 0, half);
+  if (hr == 0)
+    for (int i = 0; i < hs; ++i) CHECK(g[i] == world_of[i], "gather on a half [%d] = %d", i, g[i]);
+  /* A non-commutative scan follows the half's rank order. */
+  MPI_Op op;
+  MPI_Op_create(matmul_op, 0, &op);
+  unsigned m[4], got[4], want_m[4], t[4];
+  rank_matrix(rank, 1, m);
+  MPI_Scan(m, got, 4, MPI_UNSIGNED, op, half);
+  want_m[0] = want_m[3] = 1;
+  want_m[1] = want_m[2] = 0;
+  for (int i = 0; i <= hr; ++i) {
+    rank_matrix(world_of[i], 1, t);
+    matmul(want_m, t, want_m);
+  }
+  CHECK(memcmp(got, want_m, sizeof got) == 0, "non-commutative scan on a half");
+  MPI_Op_free(&op);
+  MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+  CHECK(in_dup == (long)size * (size - 1) / 2, "iallreduce on a dup: %ld", in_dup);
+  /* MPI_ERRORS_RETURN: a bad root comes back as MPI_ERR_ROOT. */
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int err = MPI_Bcast(&b, 1, MPI_INT, size, dup), cls = -1;
+  MPI_Error_class(err, &cls);
+  CHECK(cls == MPI_ERR_ROOT, "bcast from root %d under MPI_ERRORS_RETURN: class %d", size, cls);
+  MPI_Barrier(dup); /* the failed call took no number: the next still matches */
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&dup);
+}
+
 int main(int argc, char** argv) {
   int rank, size, failures = 0;
   MPI_Init(&argc, &argv);
@@ -551,6 +608,7 @@ int main(int argc, char** argv) {
   test_reduce_scatter_scan(rank, size, &failures);
   test_nonblocking(rank, size, &failures);
   test_self(rank, size, &failures);
+  test_comms(rank, size, &failures);
   int total = 0;
   MPI_Reduce(&failures, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0 && total == 0) printf("coll: ok %d ranks\n", size);

@@ -76,6 +76,8 @@ void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const 
   // Algorithms keep their buffers on the heap; the stack holds frames and
   // a user op's locals.
   h->u.stack_bytes = std::size_t(1) << 20;
+  h->u.label = "the non-blocking collective helper of MPI rank";
+  h->u.label_id = me.rank;
   *request = h->handle;
   // Started by a message to the PE rather than from here: a ULT starts
   // from a handler of its PE, not from inside another ULT.

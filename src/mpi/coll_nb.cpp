@@ -30,6 +30,24 @@ struct helper {
 
 handler_id h_start = 0;
 
+// The helper's own handle on `comm`: the program may free its handle
+// while the collective is pending, which is to complete normally (MPI
+// 3.1, 6.4.3), and may get that handle back for another communicator
+// meanwhile. A view of the same communicator, in a free slot of the rank's
+// handles as comm.cpp fills them, dropped when the helper ends.
+MPI_Comm hold_comm(const char* call, rank_state& me, MPI_Comm comm) {
+  comm_view v = view(call, me, comm);
+  v.name.clear();
+  v.attributes.clear();
+  for (std::size_t i = 2; i < me.comms.size(); ++i)
+    if (me.comms[i].core == nullptr) {
+      me.comms[i] = std::move(v);
+      return MPI_Comm(i + 1);
+    }
+  me.comms.push_back(std::move(v));
+  return MPI_Comm(me.comms.size());
+}
+
 void helper_finished(threads::ult* u) {
   delete static_cast<helper*>(u->arg);
 }
@@ -56,6 +74,7 @@ void collective_helper(threads::ult* u) {
     // communicator's handler has it (fatal for now).
     handle_error(h->c.comm, e);
   }
+  drop_comm(*h->rank, h->c.comm);
   complete_collective_request(*h->rank, h->handle);
 }
 
@@ -67,6 +86,7 @@ void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const 
   h->rank = &me;
   h->handle = new_collective_request(me);
   h->c = c;
+  h->c.comm = hold_comm(c.call, me, c.comm);
   h->body = std::move(body);
   h->u.body = &collective_helper;
   h->u.finished = &helper_finished;

@@ -587,6 +587,22 @@ static void test_comms(int rank, int size, int* failures) {
   MPI_Barrier(dup); /* the failed call took no number: the next still matches */
   MPI_Comm_free(&half);
   MPI_Comm_free(&dup);
+  /* A communicator freed while a collective on it is pending: the
+   * collective completes (MPI 3.1, 6.4.3), even when a new communicator
+   * takes the freed handle meanwhile. */
+  MPI_Comm gone, next;
+  long x[3] = {rank + 1, rank + 1, rank + 1}, total[3] = {-1, -1, -1}, other = -1;
+  MPI_Comm_dup(MPI_COMM_WORLD, &gone);
+  MPI_Iallreduce(x, total, 3, MPI_LONG, MPI_SUM, gone, &q[0]);
+  MPI_Comm_free(&gone);
+  MPI_Comm_dup(MPI_COMM_WORLD, &next);
+  MPI_Allreduce(x, &other, 1, MPI_LONG, MPI_MAX, next);
+  MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+  for (int i = 0; i < 3; ++i)
+    CHECK(total[i] == (long)size * (size + 1) / 2, "iallreduce on a freed communicator: %ld",
+          total[i]);
+  CHECK(other == size, "allreduce on the next communicator: %ld", other);
+  MPI_Comm_free(&next);
 }
 
 int main(int argc, char** argv) {

@@ -30,6 +30,10 @@ namespace weft::mpi::coll {
 
 namespace {
 
+// Datatypes are the predefined ones here: contiguous, extent = size. With
+// derived ones, ext() is to be the extent (displacements, scratch sizes),
+// and copy() / copy_own() the only local copies, to pack and unpack;
+// messages go through isend/irecv, which take (buffer, count, type).
 std::size_t ext(const ctx& c, MPI_Datatype t) {
   return type_bytes(c.call, t);
 }

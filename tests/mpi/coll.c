@@ -14,6 +14,7 @@
  *  - the non-blocking forms, and two of them outstanding on one
  *    communicator completed in reverse order, and a blocking collective
  *    called while a non-blocking one is outstanding;
+ *  - every collective with zero elements and null buffers;
  *  - MPI_COMM_SELF, the halves of MPI_COMM_WORLD (MPI_Comm_split) and a
  *    dup at once, and MPI_ERRORS_RETURN.
  * Every failed check prints a line; rank 0 prints "coll: ok N ranks". */
@@ -521,6 +522,33 @@ static void test_nonblocking(int rank, int size, int* failures) {
   }
 }
 
+/* Zero elements everywhere, with null buffers: each call completes and
+ * writes nothing. */
+static void test_empty(int rank, int size, int* failures) {
+  int zeros[16] = {0}, displs[16] = {0};
+  MPI_Datatype types[16];
+  for (int i = 0; i < 16; ++i) types[i] = MPI_INT;
+  const int root = size - 1;
+  MPI_Gather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD);
+  MPI_Gatherv(NULL, 0, MPI_INT, NULL, zeros, displs, MPI_INT, root, MPI_COMM_WORLD);
+  MPI_Scatter(NULL, 0, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD);
+  MPI_Scatterv(NULL, zeros, displs, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD);
+  MPI_Allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgatherv(NULL, 0, MPI_INT, NULL, zeros, displs, MPI_INT, MPI_COMM_WORLD);
+  MPI_Alltoall(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD);
+  MPI_Alltoallv(NULL, zeros, displs, MPI_INT, NULL, zeros, displs, MPI_INT, MPI_COMM_WORLD);
+  MPI_Alltoallw(NULL, zeros, displs, types, NULL, zeros, displs, types, MPI_COMM_WORLD);
+  MPI_Reduce_scatter(NULL, NULL, zeros, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Reduce_scatter_block(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Scan(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Exscan(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Reduce(NULL, NULL, 0, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+  MPI_Bcast(NULL, 0, MPI_INT, root, MPI_COMM_WORLD);
+  int after = rank, sum = -1;
+  MPI_Allreduce(&after, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(sum == size * (size - 1) / 2, "allreduce after the empty ones: %d", sum);
+}
+
 static void test_self(int rank, int size, int* failures) {
   (void)size;
   double x = rank, y = -1;
@@ -623,6 +651,7 @@ int main(int argc, char** argv) {
   test_alltoall(rank, size, &failures);
   test_reduce_scatter_scan(rank, size, &failures);
   test_nonblocking(rank, size, &failures);
+  test_empty(rank, size, &failures);
   test_self(rank, size, &failures);
   test_comms(rank, size, &failures);
   int total = 0;

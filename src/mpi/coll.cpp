@@ -25,18 +25,52 @@
 #include <cstring>
 #include <memory>
 #include <vector>
+#include "mpi/datatype.hpp"
 
 namespace weft::mpi::coll {
 
 namespace {
 
-// Datatypes are the predefined ones here: contiguous, extent = size. With
-// derived ones, ext() is to be the extent (displacements, scratch sizes),
-// and copy() / copy_own() the only local copies, to pack and unpack;
-// messages go through isend/irecv, which take (buffer, count, type).
-std::size_t ext(const ctx& c, MPI_Datatype t) {
-  return type_bytes(c.call, t);
+bool predefined(MPI_Datatype t) {
+  return t > 0 && t <= MPI_PACKED;
 }
+
+// Bytes of data in one element of `t`.
+std::size_t size_of(const ctx& c, MPI_Datatype t) {
+  return predefined(t) ? type_bytes(c.call, t) : type_size(c.call, t);
+}
+
+// The stride of consecutive elements of `t` in a buffer (its extent):
+// what displacements counted in elements are multiplied by.
+std::size_t ext(const ctx& c, MPI_Datatype t) {
+  return predefined(t) ? type_bytes(c.call, t) : std::size_t(type_extent(c.call, t));
+}
+
+// Where the data of `count` elements of `t` at address 0 lies: [lo, hi).
+void span(const ctx& c, int count, MPI_Datatype t, std::ptrdiff_t& lo, std::ptrdiff_t& hi) {
+  lo = hi = 0;
+  if (count <= 0) return;
+  if (predefined(t)) {
+    hi = std::ptrdiff_t(std::size_t(count) * type_bytes(c.call, t));
+    return;
+  }
+  const datatype& d = lookup(c.call, t, true);
+  lo = d.true_lb;
+  hi = d.true_ub + std::ptrdiff_t(count - 1) * d.extent();
+}
+
+// Scratch room for `count` elements of `t`, laid out as `t` lays them out
+// (a user op combines them where they lie); `base` is element 0's address.
+struct elems {
+  std::unique_ptr<char[]> mem;
+  char* base = nullptr;
+  elems(const ctx& c, int count, MPI_Datatype t) {
+    std::ptrdiff_t lo, hi;
+    span(c, count, t, lo, hi);
+    mem.reset(new char[std::size_t(hi - lo) + 1]);
+    base = mem.get() - lo;
+  }
+};
 
 char* at(void* b, std::size_t off) {
   return static_cast<char*>(b) + off;
@@ -45,8 +79,17 @@ const char* at(const void* b, std::size_t off) {
   return static_cast<const char*>(b) + off;
 }
 
-void copy(void* to, const void* from, std::size_t bytes) {
-  if (bytes != 0 && to != from) std::memmove(to, from, bytes);
+// `count` elements of `t` from `from` to `to` (a derived type through its
+// packed form, so that only its data is written).
+void copy_elems(const ctx& c, void* to, const void* from, int count, MPI_Datatype t) {
+  if (count <= 0 || to == from) return;
+  if (predefined(t)) {
+    std::memmove(to, from, std::size_t(count) * type_bytes(c.call, t));
+    return;
+  }
+  std::vector<char> packed(std::size_t(count) * type_size(c.call, t));
+  pack(c.call, t, count, from, packed.data());
+  unpack(c.call, t, count, packed.data(), to);
 }
 
 int post_recv(const ctx& c, void* buf, int count, MPI_Datatype t, int from, int round) {
@@ -69,14 +112,23 @@ void wait_all(const ctx& c, const std::vector<int>& handles) {
   for (int h : handles) wait(c, h);
 }
 
-// A local block of a gather or a scatter: the root's own.
+// A local block of a gather or a scatter: the root's own (the types may
+// differ, as a message's may; their signatures match).
 void copy_own(const ctx& c, const void* from, int n_from, MPI_Datatype t_from, void* to, int n_to,
               MPI_Datatype t_to) {
-  const std::size_t bytes = std::size_t(n_from) * ext(c, t_from);
-  if (bytes > std::size_t(n_to) * ext(c, t_to))
+  const std::size_t bytes = std::size_t(n_from) * size_of(c, t_from);
+  const std::size_t room = std::size_t(n_to) * size_of(c, t_to);
+  if (bytes > room)
     fail(c.call, MPI_ERR_TRUNCATE, "rank %d's own block of %zu bytes is longer than its %zu",
-         c.rank, bytes, std::size_t(n_to) * ext(c, t_to));
-  copy(to, from, bytes);
+         c.rank, bytes, room);
+  if (bytes == 0 || to == from) return;
+  if (predefined(t_from) && predefined(t_to)) {
+    std::memmove(to, from, bytes);
+    return;
+  }
+  std::vector<char> packed(bytes);
+  pack(c.call, t_from, n_from, from, packed.data());
+  unpack(c.call, t_to, int(bytes / size_of(c, t_to)), packed.data(), to);
 }
 
 }  // namespace
@@ -108,7 +160,6 @@ void bcast(const ctx& c, void* buf, int count, MPI_Datatype type, int root) {
 
 void reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
             const op_ref& op, int root) {
-  const std::size_t bytes = std::size_t(count) * ext(c, type);
   const int p = c.size;
   // A commutative op may combine in any order: the tree hangs from the
   // root. Otherwise from rank 0, so that each node combines the block of
@@ -118,8 +169,7 @@ void reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Dat
   // What this rank holds: its own data until it first combines (a leaf
   // sends sendbuf as it is), then one of two scratch buffers in turn.
   const char* acc = static_cast<const char*>(sendbuf);
-  std::unique_ptr<char[]> scratch;
-  char* spare[2] = {nullptr, nullptr};
+  std::unique_ptr<elems> scratch[2];
   int next = 0;
   for (int mask = 1, k = 0; mask < p; mask <<= 1, ++k) {
     if (v & mask) {
@@ -127,12 +177,8 @@ void reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Dat
       break;
     }
     if (v + mask < p) {
-      if (!scratch) {
-        scratch.reset(new char[2 * bytes + 1]);
-        spare[0] = scratch.get();
-        spare[1] = scratch.get() + bytes;
-      }
-      char* in = spare[next];
+      if (!scratch[next]) scratch[next] = std::make_unique<elems>(c, count, type);
+      char* in = scratch[next]->base;
       next ^= 1;
       recv(c, in, count, type, (v + mask + top) % p, k);
       apply(op, acc, in, count, type);  // in = mine op theirs (theirs: higher ranks)
@@ -141,7 +187,7 @@ void reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Dat
   }
   if (v == 0) {
     if (c.rank == root)
-      copy(recvbuf, acc, bytes);
+      copy_elems(c, recvbuf, acc, count, type);
     else
       send(c, acc, count, type, root, 63);
   } else if (c.rank == root) {
@@ -225,14 +271,14 @@ void allgatherv(const ctx& c, const void* sendbuf, int sendcount, MPI_Datatype s
     sendcount = recvcounts[c.rank];
     sendtype = recvtype;
   }
-  std::vector<char> packed(std::size_t(total) * e);
-  gatherv(c, sendbuf, sendcount, sendtype, packed.data(), recvcounts, packed_displs.data(),
-          recvtype, 0, false);
-  bcast(c.then(64), packed.data(), total, recvtype, 0);
+  elems packed(c, total, recvtype);
+  gatherv(c, sendbuf, sendcount, sendtype, packed.base, recvcounts, packed_displs.data(), recvtype,
+          0, false);
+  bcast(c.then(64), packed.base, total, recvtype, 0);
   for (int i = 0; i < c.size; ++i)
-    copy(at(recvbuf, std::size_t(displs[i]) * e),
-         packed.data() + std::size_t(packed_displs[std::size_t(i)]) * e,
-         std::size_t(recvcounts[i]) * e);
+    copy_elems(c, at(recvbuf, std::size_t(displs[i]) * e),
+               packed.base + std::size_t(packed_displs[std::size_t(i)]) * e, recvcounts[i],
+               recvtype);
 }
 
 void alltoallw(const ctx& c, const void* sendbuf, const int* sendcounts, const int* sdispls,
@@ -241,13 +287,21 @@ void alltoallw(const ctx& c, const void* sendbuf, const int* sendcounts, const i
   std::vector<char> saved;
   if (sendbuf == recvbuf) {
     // MPI_IN_PLACE: what is sent is what recvbuf holds before any block
-    // arrives.
-    std::size_t end = 0;
-    for (int i = 0; i < c.size; ++i)
-      end = std::max(end,
-                     std::size_t(rdispls[i]) + std::size_t(recvcounts[i]) * ext(c, recvtypes[i]));
-    saved.assign(static_cast<const char*>(recvbuf), static_cast<const char*>(recvbuf) + end);
-    sendbuf = saved.data();
+    // arrives -- a snapshot of the bytes its blocks cover.
+    std::ptrdiff_t lo = 0, hi = 0;
+    bool any = false;
+    for (int i = 0; i < c.size; ++i) {
+      std::ptrdiff_t l, h;
+      span(c, recvcounts[i], recvtypes[i], l, h);
+      if (l == h) continue;
+      l += rdispls[i];
+      h += rdispls[i];
+      lo = any ? std::min(lo, l) : l;
+      hi = any ? std::max(hi, h) : h;
+      any = true;
+    }
+    saved.assign(static_cast<const char*>(recvbuf) + lo, static_cast<const char*>(recvbuf) + hi);
+    sendbuf = saved.data() - lo;
   }
   std::vector<int> handles;
   handles.reserve(std::size_t(c.size));
@@ -275,40 +329,39 @@ void reduce_scatter(const ctx& c, const void* sendbuf, void* recvbuf, const int*
     displs[std::size_t(i)] = total;
     total += recvcounts[i];
   }
-  std::vector<char> full(c.rank == 0 ? std::size_t(total) * ext(c, type) : 0);
-  reduce(c, sendbuf, full.data(), total, type, op, 0);
-  scatterv(c.then(64), full.data(), recvcounts, displs.data(), type, recvbuf, recvcounts[c.rank],
+  elems full(c, c.rank == 0 ? total : 0, type);
+  reduce(c, sendbuf, full.base, total, type, op, 0);
+  scatterv(c.then(64), full.base, recvcounts, displs.data(), type, recvbuf, recvcounts[c.rank],
            type, 0, false);
 }
 
 void scan(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
           const op_ref& op, bool exclusive) {
-  const std::size_t bytes = std::size_t(count) * ext(c, type);
   // part: the combination of ranks max(0, r - 2^k + 1) .. r after round k;
   // below: of the ranks before r seen so far (exscan's result).
-  std::vector<char> part(bytes), tmp(bytes), below(exclusive ? bytes : 0);
+  elems part(c, count, type), tmp(c, count, type), below(c, exclusive ? count : 0, type);
   bool have_below = false;
-  copy(part.data(), sendbuf, bytes);
+  copy_elems(c, part.base, sendbuf, count, type);
   for (int d = 1, k = 0; d < c.size; d <<= 1, ++k) {
     int h = MPI_REQUEST_NULL;
-    if (c.rank - d >= 0) h = post_recv(c, tmp.data(), count, type, c.rank - d, k);
-    if (c.rank + d < c.size) send(c, part.data(), count, type, c.rank + d, k);
+    if (c.rank - d >= 0) h = post_recv(c, tmp.base, count, type, c.rank - d, k);
+    if (c.rank + d < c.size) send(c, part.base, count, type, c.rank + d, k);
     if (h == MPI_REQUEST_NULL) continue;
     wait(c, h);
     // tmp: ranks r - 2d + 1 .. r - d, all before the ones combined so far.
     if (exclusive) {
       if (have_below)
-        apply(op, tmp.data(), below.data(), count, type);
+        apply(op, tmp.base, below.base, count, type);
       else
-        copy(below.data(), tmp.data(), bytes);
+        copy_elems(c, below.base, tmp.base, count, type);
       have_below = true;
     }
-    apply(op, tmp.data(), part.data(), count, type);
+    apply(op, tmp.base, part.base, count, type);
   }
   if (!exclusive)
-    copy(recvbuf, part.data(), bytes);
+    copy_elems(c, recvbuf, part.base, count, type);
   else if (have_below)
-    copy(recvbuf, below.data(), bytes);
+    copy_elems(c, recvbuf, below.base, count, type);
 }
 
 }  // namespace weft::mpi::coll

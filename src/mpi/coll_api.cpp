@@ -22,6 +22,61 @@ ctx begin(const char* call, MPI_Comm comm) {
   return c;
 }
 
+// Bytes of data in one element of `type`; MPI_ERR_TYPE for a handle that
+// is not a datatype, or a derived one not committed.
+std::size_t size_of(const char* call, MPI_Datatype type) {
+  return type > 0 && type <= MPI_PACKED ? type_bytes(call, type) : type_size(call, type);
+}
+
+// How a reduction combines `type`: as it is, or -- a predefined op on a
+// derived type -- as the predefined values it is made of (basic_of), the
+// collective then running on them packed (`per` a element), unpacked into
+// recvbuf where the result lands.
+struct reduction {
+  op_ref op;
+  MPI_Datatype type;
+  int per = 1;
+  bool packed = false;
+};
+
+reduction reduction_of(const char* call, MPI_Op op, MPI_Datatype type) {
+  reduction r{};
+  r.type = type;
+  if (type > MPI_PACKED && op > MPI_OP_NULL && op <= MPI_NO_OP) {
+    MPI_Datatype basic;
+    int per;
+    if (!basic_of(call, type, &basic, &per))
+      fail(call, MPI_ERR_OP,
+           "%s on datatype %d, which mixes predefined types: a predefined op takes a derived "
+           "type of one predefined type only (a user op takes any)",
+           op_name(op), type);
+    r.op = resolve_op(call, op, basic);
+    r.type = basic;
+    r.per = per;
+    r.packed = true;
+    return r;
+  }
+  r.op = resolve_op(call, op, type);
+  return r;
+}
+
+// Runs `run(in, out, n, type)` for reduction `r` of `count` elements of
+// `type` at `in`: on the program's buffers, or on their packed values,
+// unpacked into `recvbuf` (`count_out` elements) when `lands`.
+template <class Run>
+void reduce_on(const ctx& c, const reduction& r, const void* in, void* recvbuf, int count,
+               MPI_Datatype type, int count_out, bool lands, Run run) {
+  if (!r.packed) {
+    run(in, recvbuf, count, r.type);
+    return;
+  }
+  const std::size_t size = type_size(c.call, type);
+  std::vector<char> pin(std::size_t(count) * size + 1), pout(std::size_t(count) * size + 1);
+  pack(c.call, type, count, in, pin.data());
+  run(pin.data(), pout.data(), count * r.per, r.type);
+  if (lands) unpack(c.call, type, count_out, pout.data(), recvbuf);
+}
+
 void check_root(const ctx& c, int root) {
   if (root < 0 || root >= c.size)
     fail(c.call, MPI_ERR_ROOT, "root %d is not a rank of the communicator (0..%d)", root,
@@ -35,7 +90,7 @@ void check_count(const char* call, int count, const char* what) {
 // A buffer of `count` elements of `type`, where MPI_IN_PLACE is not
 // accepted (those that accept it are resolved before).
 void check_buf(const char* call, const void* buf, int count, MPI_Datatype type, const char* what) {
-  const std::size_t e = type_bytes(call, type);
+  const std::size_t e = size_of(call, type);
   check_count(call, count, what);
   if (buf == MPI_IN_PLACE)
     fail(call, MPI_ERR_BUFFER, "MPI_IN_PLACE is not accepted as %s here", what);
@@ -47,7 +102,7 @@ void check_buf(const char* call, const void* buf, int count, MPI_Datatype type, 
 // not negative, each block in a non-null buffer.
 void check_blocks(const ctx& c, const void* buf, const int* counts, const int* displs,
                   MPI_Datatype type, const char* what) {
-  type_bytes(c.call, type);
+  size_of(c.call, type);
   if (counts == nullptr || displs == nullptr)
     fail(c.call, MPI_ERR_ARG, "the counts or displacements of %s are null", what);
   for (int i = 0; i < c.size; ++i) {
@@ -80,23 +135,31 @@ void reduce_(const char* call, MPI_Request* req, const void* sendbuf, void* recv
              MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   const ctx c = begin(call, comm);
   check_root(c, root);
-  const op_ref o = resolve_op(call, op, type);
+  const reduction r = reduction_of(call, op, type);
   if (sendbuf == MPI_IN_PLACE && c.rank != root)
     fail(call, MPI_ERR_BUFFER, "MPI_IN_PLACE is accepted as the root's sendbuf only");
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   check_buf(call, in, count, type, "sendbuf");
   if (c.rank == root) check_buf(call, recvbuf, count, type, "recvbuf");
-  launch(c, req, [=](const ctx& c) { reduce(c, in, recvbuf, count, type, o, root); });
+  launch(c, req, [=](const ctx& c) {
+    reduce_on(
+        c, r, in, recvbuf, count, type, count, c.rank == root,
+        [&](const void* i, void* o, int n, MPI_Datatype t) { reduce(c, i, o, n, t, r.op, root); });
+  });
 }
 
 void allreduce_(const char* call, MPI_Request* req, const void* sendbuf, void* recvbuf, int count,
                 MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   const ctx c = begin(call, comm);
-  const op_ref o = resolve_op(call, op, type);
+  const reduction r = reduction_of(call, op, type);
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   check_buf(call, in, count, type, "sendbuf");
   check_buf(call, recvbuf, count, type, "recvbuf");
-  launch(c, req, [=](const ctx& c) { allreduce(c, in, recvbuf, count, type, o); });
+  launch(c, req, [=](const ctx& c) {
+    reduce_on(
+        c, r, in, recvbuf, count, type, count, true,
+        [&](const void* i, void* o, int n, MPI_Datatype t) { allreduce(c, i, o, n, t, r.op); });
+  });
 }
 
 // Equal blocks: counts n and displacements i*n for each rank.
@@ -198,7 +261,9 @@ struct w_blocks {
 };
 
 w_blocks to_w(const ctx& c, const int* counts, const int* displs, MPI_Datatype type) {
-  const std::size_t e = type_bytes(c.call, type);
+  size_of(c.call, type);
+  const std::size_t e =
+      type > MPI_PACKED ? std::size_t(type_extent(c.call, type)) : type_bytes(c.call, type);
   w_blocks w;
   w.counts.assign(counts, counts + c.size);
   w.types.assign(std::size_t(c.size), type);
@@ -211,7 +276,7 @@ w_blocks to_w(const ctx& c, const int* counts, const int* displs, MPI_Datatype t
 void check_w(const ctx& c, const void* buf, const int* counts, const int* displs,
              const MPI_Datatype* types, const char* what) {
   if (types == nullptr) fail(c.call, MPI_ERR_ARG, "the types of %s are null", what);
-  for (int i = 0; i < c.size; ++i) type_bytes(c.call, types[i]);
+  for (int i = 0; i < c.size; ++i) size_of(c.call, types[i]);
   check_blocks(c, buf, counts, displs, MPI_BYTE, what);
   for (int i = 0; i < c.size; ++i)
     if (displs[i] < 0)
@@ -281,7 +346,7 @@ void reduce_scatter_(const char* call, MPI_Request* req, const void* sendbuf, vo
                      const int* recvcounts, MPI_Datatype type, MPI_Op op, MPI_Comm comm, bool block,
                      int recvcount) {
   const ctx c = begin(call, comm);
-  const op_ref o = resolve_op(call, op, type);
+  const reduction r = reduction_of(call, op, type);
   std::vector<int> counts;
   if (block) {
     check_count(call, recvcount, "recvbuf");
@@ -301,17 +366,30 @@ void reduce_scatter_(const char* call, MPI_Request* req, const void* sendbuf, vo
   check_buf(call, in, int(total), type, sendbuf == MPI_IN_PLACE ? "recvbuf (in place)" : "sendbuf");
   if (sendbuf != MPI_IN_PLACE)
     check_buf(call, recvbuf, counts[std::size_t(c.rank)], type, "recvbuf");
-  launch(c, req, [=](const ctx& c) { reduce_scatter(c, in, recvbuf, counts.data(), type, o); });
+  std::vector<int> scaled(counts);  // in the values the op combines
+  for (int& n : scaled) n *= r.per;
+  launch(c, req, [=](const ctx& c) {
+    reduce_on(c, r, in, recvbuf, int(total), type, counts[std::size_t(c.rank)], true,
+              [&](const void* i, void* o, int, MPI_Datatype t) {
+                reduce_scatter(c, i, o, scaled.data(), t, r.op);
+              });
+  });
 }
 
 void scan_(const char* call, MPI_Request* req, const void* sendbuf, void* recvbuf, int count,
            MPI_Datatype type, MPI_Op op, MPI_Comm comm, bool exclusive) {
   const ctx c = begin(call, comm);
-  const op_ref o = resolve_op(call, op, type);
+  const reduction r = reduction_of(call, op, type);
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   check_buf(call, in, count, type, "sendbuf");
   check_buf(call, recvbuf, count, type, "recvbuf");
-  launch(c, req, [=](const ctx& c) { scan(c, in, recvbuf, count, type, o, exclusive); });
+  launch(c, req, [=](const ctx& c) {
+    // Exscan leaves rank 0's recvbuf as it was.
+    reduce_on(c, r, in, recvbuf, count, type, count, !exclusive || c.rank > 0,
+              [&](const void* i, void* o, int n, MPI_Datatype t) {
+                scan(c, i, o, n, t, r.op, exclusive);
+              });
+  });
 }
 
 }  // namespace

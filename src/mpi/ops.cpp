@@ -306,7 +306,12 @@ const char* op_name(MPI_Op op) {
 }
 
 op_ref resolve_op(const char* call, MPI_Op op, MPI_Datatype type) {
-  type_bytes(call, type);  // MPI_ERR_TYPE first: the type is not one
+  // MPI_ERR_TYPE first: the type is not one (or a derived one not
+  // committed).
+  if (type > 0 && type <= MPI_PACKED)
+    type_bytes(call, type);
+  else
+    type_size(call, type);
   op_ref r;
   r.op = op;
   if (op >= first_user_op) {

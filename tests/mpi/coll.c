@@ -15,6 +15,9 @@
  *    communicator completed in reverse order, and a blocking collective
  *    called while a non-blocking one is outstanding;
  *  - every collective with zero elements and null buffers;
+ *  - derived datatypes: a matrix column, mixed send and receive types, a
+ *    predefined op on a vector (gaps untouched), user ops on derived
+ *    types;
  *  - MPI_COMM_SELF, the halves of MPI_COMM_WORLD (MPI_Comm_split) and a
  *    dup at once, and MPI_ERRORS_RETURN.
  * Every failed check prints a line; rank 0 prints "coll: ok N ranks". */
@@ -49,9 +52,10 @@ static void matmul(const unsigned* a, const unsigned* b, unsigned* out) {
   t[3] = a[2] * b[1] + a[3] * b[3];
   memcpy(out, t, sizeof t);
 }
+/* On MPI_UNSIGNED (4 a matrix) or on a type that is one matrix. */
 static void matmul_op(void* in, void* inout, int* len, MPI_Datatype* type) {
-  (void)type;
-  for (int k = 0; k < *len / 4; ++k)
+  const int n = *type == MPI_UNSIGNED ? *len / 4 : *len;
+  for (int k = 0; k < n; ++k)
     matmul((unsigned*)in + 4 * k, (unsigned*)inout + 4 * k, (unsigned*)inout + 4 * k);
 }
 static void rank_matrix(int r, int k, unsigned* m) {
@@ -549,6 +553,93 @@ static void test_empty(int rank, int size, int* failures) {
   CHECK(sum == size * (size - 1) / 2, "allreduce after the empty ones: %d", sum);
 }
 
+/* vec2: MPI_Type_vector(2, 1, 2, MPI_DOUBLE), doubles at 0 and 16 of an
+ * element of extent 24: a user op that knows that layout. */
+static void vec2_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
+  (void)type;
+  for (int k = 0; k < *len; ++k) {
+    ((double*)inout)[3 * k] += ((double*)in)[3 * k];
+    ((double*)inout)[3 * k + 2] += ((double*)in)[3 * k + 2];
+  }
+}
+
+/* Derived datatypes in collectives: a matrix column in bcast, mixed
+ * send and receive types in gather and scatter, a predefined op on a
+ * vector (its doubles combined; the gaps untouched), user ops on a
+ * contiguous type (whole 2x2 matrices) and on a vector. */
+static void test_derived(int rank, int size, int* failures) {
+  MPI_Datatype column, three, vec2, mat;
+  MPI_Type_vector(4, 1, 4, MPI_INT, &column);
+  MPI_Type_contiguous(3, MPI_DOUBLE, &three);
+  MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &vec2);
+  MPI_Type_contiguous(4, MPI_UNSIGNED, &mat);
+  MPI_Type_commit(&column);
+  MPI_Type_commit(&three);
+  MPI_Type_commit(&vec2);
+  MPI_Type_commit(&mat);
+  /* Column 1 of a 4x4 matrix from the last rank. */
+  int m[16];
+  for (int i = 0; i < 16; ++i) m[i] = rank == size - 1 ? 100 + i : -i;
+  MPI_Bcast(m + 1, 1, column, size - 1, MPI_COMM_WORLD);
+  for (int i = 0; i < 16; ++i)
+    CHECK(m[i] == (i % 4 == 1 || rank == size - 1 ? 100 + i : -i), "bcast of a column [%d] = %d", i,
+          m[i]);
+  /* Gather one `three` from each into doubles at the root, scatter back. */
+  double mine[3] = {rank, rank + 0.25, rank + 0.5}, back[3] = {-1, -1, -1};
+  double* all = malloc(sizeof(double) * 3 * (size_t)size);
+  MPI_Gather(mine, 1, three, all, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (int i = 0; i < 3 * size; ++i)
+      CHECK(all[i] == i / 3 + (i % 3) * 0.25, "gather of contiguous types [%d] = %g", i, all[i]);
+  MPI_Scatter(all, 3, MPI_DOUBLE, back, 1, three, 0, MPI_COMM_WORLD);
+  for (int i = 0; i < 3; ++i) CHECK(back[i] == mine[i], "scatter to a contiguous type [%d]", i);
+  free(all);
+  /* MPI_SUM on 2 vec2 elements: doubles 0, 2, 3, 5 combine; 1 and 4 stay. */
+  double v[6], w[6];
+  for (int i = 0; i < 6; ++i) v[i] = rank + i, w[i] = -1;
+  MPI_Allreduce(v, w, 2, vec2, MPI_SUM, MPI_COMM_WORLD);
+  for (int i = 0; i < 6; ++i) {
+    const double want = i == 1 || i == 4 ? -1 : (double)size * (size - 1) / 2 + (double)size * i;
+    CHECK(w[i] == want, "allreduce SUM of a vector [%d] = %g, not %g", i, w[i], want);
+  }
+  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : v, v, 2, vec2, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (int i = 0; i < 6; ++i)
+      CHECK(v[i] == (i == 1 || i == 4 ? i : size - 1 + i), "reduce MAX in place of a vector [%d]",
+            i);
+  /* A user op on vec2, and on whole matrices. */
+  MPI_Op vsum, prod;
+  MPI_Op_create(vec2_sum, 1, &vsum);
+  MPI_Op_create(matmul_op, 0, &prod);
+  for (int i = 0; i < 6; ++i) v[i] = rank + i, w[i] = -1;
+  MPI_Allreduce(v, w, 2, vec2, vsum, MPI_COMM_WORLD);
+  for (int i = 0; i < 6; ++i) {
+    const double want = i == 1 || i == 4 ? -1 : (double)size * (size - 1) / 2 + (double)size * i;
+    CHECK(w[i] == want, "allreduce of a vector by a user op [%d] = %g, not %g", i, w[i], want);
+  }
+  unsigned mm[8], got[8], want[4];
+  rank_matrix(rank, 0, mm);
+  rank_matrix(rank, 1, mm + 4);
+  MPI_Scan(mm, got, 2, mat, prod, MPI_COMM_WORLD);
+  for (int k = 0; k < 2; ++k) {
+    product(0, rank + 1, k, want);
+    CHECK(memcmp(got + 4 * k, want, sizeof want) == 0, "scan of matrices as a type, matrix %d", k);
+  }
+  /* Reduce_scatter_block of vec2: one element each. */
+  double* rs = malloc(sizeof(double) * 3 * (size_t)size);
+  for (int i = 0; i < 3 * size; ++i) rs[i] = 1;
+  double one[3] = {-1, -1, -1};
+  MPI_Reduce_scatter_block(rs, one, 1, vec2, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(one[0] == size && one[1] == -1 && one[2] == size, "reduce_scatter_block of a vector");
+  free(rs);
+  MPI_Op_free(&vsum);
+  MPI_Op_free(&prod);
+  MPI_Type_free(&column);
+  MPI_Type_free(&three);
+  MPI_Type_free(&vec2);
+  MPI_Type_free(&mat);
+}
+
 static void test_self(int rank, int size, int* failures) {
   (void)size;
   double x = rank, y = -1;
@@ -652,6 +743,7 @@ int main(int argc, char** argv) {
   test_reduce_scatter_scan(rank, size, &failures);
   test_nonblocking(rank, size, &failures);
   test_empty(rank, size, &failures);
+  test_derived(rank, size, &failures);
   test_self(rank, size, &failures);
   test_comms(rank, size, &failures);
   int total = 0;

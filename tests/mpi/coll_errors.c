@@ -11,6 +11,8 @@
  *              MPI_ERR_BUFFER;
  *   count      a negative count: MPI_ERR_COUNT;
  *   type       a datatype that is none: MPI_ERR_TYPE;
+ *   op_mixed   MPI_SUM on a struct of an int and a double: MPI_ERR_OP;
+ *   uncommitted  a derived type not committed: MPI_ERR_TYPE;
  *   free       MPI_Request_free of a non-blocking collective's request
  *              (erroneous, MPI 3.1 5.12): MPI_ERR_REQUEST;
  *   deadlock   the last rank skips a barrier: the report names each
@@ -49,6 +51,18 @@ int main(int argc, char** argv) {
     MPI_Allreduce(&x, &y, -1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   } else if (strcmp(what, "type") == 0) {
     MPI_Bcast(&x, 1, (MPI_Datatype)555, 0, MPI_COMM_WORLD);
+  } else if (strcmp(what, "op_mixed") == 0 || strcmp(what, "uncommitted") == 0) {
+    struct {
+      int i;
+      double d;
+    } in = {1, 2}, out;
+    const int lengths[2] = {1, 1};
+    const MPI_Aint displs[2] = {0, 8};
+    const MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE};
+    MPI_Datatype pair;
+    MPI_Type_create_struct(2, lengths, displs, types, &pair);
+    if (strcmp(what, "op_mixed") == 0) MPI_Type_commit(&pair);
+    MPI_Allreduce(&in, &out, 1, pair, MPI_SUM, MPI_COMM_WORLD);
   } else if (strcmp(what, "free") == 0) {
     MPI_Request q;
     MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);

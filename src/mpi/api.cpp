@@ -41,6 +41,10 @@ const char* class_text(int c) {
       return "MPI_ERR_COMM: invalid communicator";
     case MPI_ERR_RANK:
       return "MPI_ERR_RANK: invalid rank";
+    case MPI_ERR_ROOT:
+      return "MPI_ERR_ROOT: invalid root";
+    case MPI_ERR_OP:
+      return "MPI_ERR_OP: invalid reduce operation";
     case MPI_ERR_REQUEST:
       return "MPI_ERR_REQUEST: invalid request";
     case MPI_ERR_ARG:

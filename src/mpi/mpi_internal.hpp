@@ -56,7 +56,8 @@ inline std::int64_t context_of(const comm_view& c, bool collective = false) {
 struct datatype;  // datatype.cpp
 
 struct request {
-  enum kind_t : std::uint8_t { unused, send, recv };
+  // coll: a non-blocking collective's, completed by its helper (coll_nb.cpp).
+  enum kind_t : std::uint8_t { unused, send, recv, coll };
   kind_t kind = unused;
   bool complete = false;
   bool freed = false;  // MPI_Request_free: released when it completes
@@ -107,6 +108,9 @@ struct rank_state {
   std::vector<std::shared_ptr<const std::vector<int>>> groups;  // world ranks
   // Contexts this rank has proposed for new communicators (comm.cpp).
   std::uint32_t contexts_proposed = 0;
+  // Helpers acting for the rank (non-blocking collectives, coll_nb.cpp)
+  // that wait: a completion resumes them as it resumes the rank.
+  std::vector<threads::ult*> helpers_waiting;
 };
 
 struct world_state {
@@ -270,9 +274,26 @@ std::ptrdiff_t type_extent(const char* call, MPI_Datatype type);
 // datatype.
 bool basic_of(const char* call, MPI_Datatype type, MPI_Datatype* basic, int* per_element);
 
-// Suspends the calling rank until `done()` (a completion resumes it).
+// The body of the logical threads that act for a rank (a non-blocking
+// collective's helper, coll_nb.cpp): their `local` is the rank_state.
+void collective_helper(threads::ult* u);
+// A request for a non-blocking collective of `r`, and its completion.
+int new_collective_request(rank_state& r);
+void complete_collective_request(rank_state& r, int handle);
+
+// Suspends the calling rank, or a helper acting for it, until `done()` (a
+// completion resumes it).
 template <class Done>
 void wait_until(rank_state& r, const char* call, int peer, int tag, Done done) {
+  if (threads::ult* u = threads::current(); u != &r.u) {
+    // A helper acting for r: r's own wait state (the deadlock report's)
+    // stays the rank's.
+    while (!done()) {
+      r.helpers_waiting.push_back(u);
+      threads::suspend();
+    }
+    return;
+  }
   while (!done()) {
     r.call.store(call, std::memory_order_relaxed);
     r.peer.store(peer, std::memory_order_relaxed);
@@ -290,6 +311,13 @@ inline void wake(rank_state& r) {
   if (r.blocked) {
     r.blocked = false;
     threads::resume_here(&r.u);
+  }
+  // Each helper looks again, and waits again if what it waits for is not
+  // there yet.
+  if (!r.helpers_waiting.empty()) {
+    std::vector<threads::ult*> waiting;
+    waiting.swap(r.helpers_waiting);
+    for (threads::ult* u : waiting) threads::resume_here(u);
   }
 }
 

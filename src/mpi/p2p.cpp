@@ -264,6 +264,22 @@ void wait_any(const char* call, int count, const int* handles) {
   });
 }
 
+int new_collective_request(rank_state& r) {
+  const int handle = new_request(r, request::coll);
+  at(r, handle).source = -3;  // no one peer (the deadlock report)
+  at(r, handle).tag = MPI_ANY_TAG;
+  return handle;
+}
+
+void complete_collective_request(rank_state& r, int handle) {
+  request& q = at(r, handle);
+  q.status.MPI_SOURCE = MPI_ANY_SOURCE;
+  q.status.MPI_TAG = MPI_ANY_TAG;
+  q.status.MPI_ERROR = MPI_SUCCESS;
+  q.complete = true;
+  wake(r);
+}
+
 void free_request(const char* call, int* handle) {
   rank_state& me = self(call);
   if (*handle == MPI_REQUEST_NULL) fail(call, MPI_ERR_REQUEST, "MPI_REQUEST_NULL");
@@ -271,6 +287,11 @@ void free_request(const char* call, int* handle) {
       at(me, *handle).kind == request::unused)
     fail(call, MPI_ERR_REQUEST, "request %d is not an active request of this rank", *handle);
   request& q = at(me, *handle);
+  if (q.kind == request::coll)
+    fail(call, MPI_ERR_REQUEST,
+         "request %d is a non-blocking collective's, which cannot be freed (MPI 3.1, 5.12): "
+         "complete it with MPI_Wait or MPI_Test",
+         *handle);
   if (q.complete)
     release(me, *handle);
   else

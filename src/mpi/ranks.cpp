@@ -176,14 +176,29 @@ world_state& world() {
   return g_world;
 }
 
-rank_state* current_rank() noexcept {
-  threads::ult* u = threads::current();
-  return u != nullptr && u->body == &rank_body ? static_cast<rank_state*>(u->arg) : nullptr;
+namespace {
+
+// The rank logical thread `u` is or acts for (a collective's helper), or
+// null.
+rank_state* rank_of(threads::ult* u) noexcept {
+  if (u == nullptr) return nullptr;
+  if (u->body == &rank_body) return static_cast<rank_state*>(u->arg);
+  if (u->body == &collective_helper) return static_cast<rank_state*>(u->local);
+  return nullptr;
 }
 
+}  // namespace
+
+rank_state* current_rank() noexcept {
+  return rank_of(threads::current());
+}
+
+// One thread-local lookup (threads::current) per call: every send,
+// receive and wait makes one.
 rank_state& self(const char* call) {
   threads::ult* u = threads::current();
-  if (u == nullptr || u->body != &rank_body)
+  rank_state* me = rank_of(u);
+  if (me == nullptr)
     base::fatal(
         "%s: called off an MPI rank: link the program with weft-mpicc or weft-mpicxx (they "
         "run its main as the ranks: -Wl,--wrap=main and libweft-mpi-main.a), and call MPI "
@@ -191,7 +206,7 @@ rank_state& self(const char* call) {
         call);
   if (u->host != nullptr)
     base::fatal("not implemented: %s on a rank that runs on a carrier thread", call);
-  return *static_cast<rank_state*>(u->arg);
+  return *me;
 }
 
 namespace {

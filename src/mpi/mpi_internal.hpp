@@ -32,13 +32,29 @@ inline constexpr int context_of(MPI_Comm comm, bool collective = false) {
 
 struct request {
   enum kind_t : std::uint8_t { unused, send, recv };
+  // A send's mode (a persistent send starts in it).
+  enum mode_t : std::uint8_t { standard, synchronous, buffered, ready };
   kind_t kind = unused;
   bool complete = false;
   bool freed = false;  // MPI_Request_free: released when it completes
-  // A receive: where and what it takes.
+  // Persistent (MPI_Send_init, MPI_Recv_init, ...): each MPI_Start starts
+  // an operation of its own, `inner`; completing it leaves this one
+  // inactive, not freed (requests.cpp).
+  bool persistent = false;
+  bool active = false;
+  mode_t mode = standard;
+  int inner = 0;
+  // A receive: where and what it takes (a send: its peer and tag, for the
+  // deadlock report; a persistent one: its arguments).
   void* buf = nullptr;
   std::size_t capacity = 0;  // bytes
   int source = 0, tag = 0, context = 0;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  // A truncated receive (status.MPI_ERROR MPI_ERR_TRUNCATE): the length of
+  // the message, of which the receive took what fitted.
+  std::uint64_t sent_bytes = 0;
   MPI_Status status{};
 };
 
@@ -66,6 +82,15 @@ struct rank_state {
   bool initialized = false, finalized = false;
   // Collectives called so far, per communicator (next_collective).
   std::unordered_map<MPI_Comm, std::uint32_t> collectives;
+  // Point-to-point extras (probe.cpp, modes.cpp). In MPI_Probe or
+  // MPI_Mprobe: a message that goes to `early` wakes the rank.
+  bool probing = false;
+  // The messages MPI_Mprobe took, by MPI_Message handle - 1 (null: free).
+  std::vector<message_ptr> matched;
+  // MPI_Buffer_attach's buffer (MPI_Bsend's space).
+  void* bsend_buffer = nullptr;
+  int bsend_size = 0;
+  bool bsend_attached = false;
 };
 
 struct world_state {
@@ -136,14 +161,68 @@ int guard(MPI_Comm comm, Body body) {
 // request handle, or completes one.
 // `collective`: a collective's own message, in the communicator's hidden
 // context; its tag is not checked against the program's range.
+// `synchronous`: MPI_Issend's: the request completes when the receiver has
+// matched the message (an acknowledgement from its PE).
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective = false);
+          MPI_Comm comm, bool collective = false, bool synchronous = false);
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
           MPI_Comm comm, bool collective = false);
+// Completes *handle (waiting when `block`); false: not complete (only
+// without `block`). A request that failed (a truncated receive) raises its
+// error with fail() once completed and freed.
 bool finish(const char* call, int* handle, MPI_Status* status, bool block);
+// As finish, but a failed request's error is left in st.MPI_ERROR (and a
+// truncated message's length in `sent`) for the caller to report: the
+// forms that complete several (MPI_ERR_IN_STATUS).
+bool settle(const char* call, int* handle, MPI_Status& st, std::uint64_t& sent, bool block);
+// Raises the error of a request settle() completed (`st`, `sent`), or
+// writes what it is into out[size].
+[[noreturn]] void raise_status(const char* call, const MPI_Status& st, std::uint64_t sent);
+void describe(const MPI_Status& st, std::uint64_t sent, char* out, std::size_t size);
+// Null, an inactive persistent request, or complete: what MPI_Testall
+// waits for.
 bool complete(const char* call, int handle);
+// Active (not null nor an inactive persistent request) and complete: what
+// the forms that complete any or some take.
+bool ready(const char* call, int handle);
+// Active: neither null nor an inactive persistent request.
+bool active(const char* call, int handle);
 void wait_any(const char* call, int count, const int* handles);
+// Completes all of `handles` (MPI_Waitall; MPI_Testall once all are
+// complete): a request that failed leaves its error in its status and
+// raises MPI_ERR_IN_STATUS once all are done (requests.cpp).
+void settle_all(const char* call, int count, int* handles, MPI_Status* statuses);
 void free_request(const char* call, int* handle);
+// An empty status (a null or inactive request's, MPI_PROC_NULL's without
+// its source).
+void empty_status(MPI_Status& st);
+
+// The request pool of p2p.cpp, for requests.cpp and probe.cpp.
+request& at(rank_state& r, int handle);
+int new_request(rank_state& r, request::kind_t kind);
+void release(rank_state& r, int handle);
+// A request handle of the calling rank that is in use; MPI_ERR_REQUEST
+// naming `call` otherwise.
+request& check_request(const char* call, rank_state& me, int handle);
+
+// The header of a point-to-point message; its data follows.
+struct header {
+  int context, source, dest, tag;
+  std::uint64_t bytes;
+  // A synchronous send: the world rank and request handle to acknowledge
+  // when a receive matches it (0: none).
+  int ack_rank, ack_handle;
+};
+// Completes receive `q` with the message (`h`, then its data): copies what
+// fits; a longer message leaves MPI_ERR_TRUNCATE in its status. Answers a
+// synchronous send's acknowledgement.
+void deliver(request& q, const header& h, const unsigned char* data);
+// Sends the acknowledgement a synchronous send waits for, if `h` asks one.
+void acknowledge(const header& h);
+// A send in `mode` (modes.cpp): MPI_Bsend's check of the attached buffer,
+// MPI_Ssend's acknowledgement; its request handle.
+int isend_mode(const char* call, request::mode_t mode, const void* buf, int count,
+               MPI_Datatype type, int dest, int tag, MPI_Comm comm);
 // Lets the calling rank's PE run its messages and other ranks for a moment.
 inline void yield_rank() {
   threads::yield();

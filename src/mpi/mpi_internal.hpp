@@ -49,6 +49,7 @@ struct request {
   void* buf = nullptr;
   std::size_t capacity = 0;  // bytes
   int source = 0, tag = 0, context = 0;
+  int dest = 0;  // a send: the world rank it goes to (MPI_Cancel asks there)
   int count = 0;
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Comm comm = MPI_COMM_NULL;

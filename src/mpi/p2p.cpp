@@ -195,6 +195,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   q.complete = to == MPI_PROC_NULL || !synchronous;
   q.source = dest;
   q.tag = tag;
+  q.dest = to;
   if (to == MPI_PROC_NULL) return handle;
   if (bytes != 0 && buf == nullptr) fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   message_ptr m = make_message(h_message, sizeof(header) + bytes);

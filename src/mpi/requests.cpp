@@ -11,12 +11,20 @@
 // as the standard says.
 //
 // Cancel: a receive still posted is taken off the rank's posted list and
-// completes cancelled. A send is never cancelled: its message (with its
-// data) has left when the send was made, and may have been received
-// already, so its request completes as it would have, and
-// MPI_Test_cancelled says false -- as Open MPI does for an eager send.
+// completes cancelled. A standard, buffered or ready send is complete once
+// made (its message, with its data, has left and may have been received
+// already): it is not cancelled, and MPI_Test_cancelled says false, as
+// Open MPI does for an eager send. A synchronous send that still waits for
+// its acknowledgement asks the receiver's PE to take its message back out
+// of the unexpected list: the answer is "cancelled", or "matched" -- the
+// acknowledgement then left before the answer, and one PE's messages to
+// another arrive in order. Either way MPI_Wait after MPI_Cancel returns
+// whatever the receiver does, as the standard requires.
 #include <algorithm>
+#include <cstring>
 #include "mpi/mpi_internal.hpp"
+#include "weft/core/handler.hpp"
+#include "weft/core/send.hpp"
 
 #define WEFT_MPI_API extern "C" __attribute__((visibility("default")))
 
@@ -26,6 +34,61 @@ using namespace weft::mpi;
 using op = weft::mpi::request;
 
 namespace {
+
+// A synchronous send's cancel: the question to the receiver's PE, and its
+// answer back.
+struct cancel_ask {
+  int sender, handle, dest, cancelled;
+};
+
+handler_id h_cancel_ask = 0;
+handler_id h_cancel_answer = 0;
+
+void post(handler_id handler, int rank, const cancel_ask& a) {
+  message_ptr m = make_message(handler, sizeof a);
+  std::memcpy(m->data(), &a, sizeof a);
+  weft::send(threads::job_pe(world().ranks[std::size_t(rank)]->pe), std::move(m));
+}
+
+void on_cancel_ask(message_ptr m) {
+  cancel_ask a;
+  std::memcpy(&a, m->data(), sizeof a);
+  rank_state& r = *world().ranks[std::size_t(a.dest)];
+  a.cancelled = 0;
+  for (auto it = r.early.begin(); it != r.early.end(); ++it) {
+    header h;
+    std::memcpy(&h, it->msg->data(), sizeof h);
+    if (h.ack_rank == a.sender && h.ack_handle == a.handle) {
+      r.early.erase(it);
+      a.cancelled = 1;
+      break;
+    }
+  }
+  post(h_cancel_answer, a.sender, a);
+}
+
+// "Matched": the acknowledgement came first and completed the request
+// (which may be another by now): nothing to do.
+void on_cancel_answer(message_ptr m) {
+  cancel_ask a;
+  std::memcpy(&a, m->data(), sizeof a);
+  if (a.cancelled == 0) return;
+  rank_state& r = *world().ranks[std::size_t(a.sender)];
+  request& q = at(r, a.handle);
+  q.status = MPI_Status{};
+  q.status.MPI_SOURCE = q.source;
+  q.status.MPI_TAG = q.tag;
+  q.status.weft_cancelled = 1;
+  q.complete = true;
+  if (q.freed) release(r, a.handle);
+  wake(r);
+}
+
+const bool registered = [] {
+  h_cancel_ask = register_handler("mpi.cancel_ask", &on_cancel_ask);
+  h_cancel_answer = register_handler("mpi.cancel_answer", &on_cancel_answer);
+  return true;
+}();
 
 // Checks what MPI_Send_init and the others are given (as the operation
 // would: each MPI_Start checks again) and makes the inactive request.
@@ -220,7 +283,11 @@ WEFT_MPI_API int MPI_Cancel(MPI_Request* request) {
            *request);
     const int h = q.persistent ? q.inner : *request;
     op& o = at(me, h);
-    if (o.kind != op::recv || o.complete) return;
+    if (o.complete) return;
+    if (o.kind == op::send) {
+      post(h_cancel_ask, o.dest, cancel_ask{me.rank, h, o.dest, 0});
+      return;
+    }
     const auto it = std::find(me.posted.begin(), me.posted.end(), h);
     if (it == me.posted.end()) return;
     me.posted.erase(it);

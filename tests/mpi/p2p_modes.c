@@ -15,8 +15,9 @@
  *    Test loops), each send mode's init, inactive requests in the
  *    completion calls, MPI_Request_free;
  *  - MPI_Cancel of a posted receive (cancelled; a later message goes to the
- *    next receive), of a started persistent receive, and of a send (not
- *    cancelled: it is received);
+ *    next receive), of a started persistent receive, of a standard send
+ *    (not cancelled: it is received), of a synchronous send nobody
+ *    received (cancelled: its message is gone) and of one received (not);
  *  - MPI_Waitsome, MPI_Testsome and MPI_Testany loops,
  *    MPI_Request_get_status, the status setters.
  * Every failed check prints a line; rank 0 prints "p2p_modes: ok N ranks". */
@@ -365,6 +366,27 @@ int main(int argc, char** argv) {
     CHECK(flag == 0, "a send reported cancelled");
     MPI_Recv(&w, 1, MPI_INT, prev, 72, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK(w == prev + 5, "the send cancel let through %d", w);
+
+    /* A synchronous send nobody receives is cancelled: its message is
+     * taken back from the next rank, which then finds nothing. */
+    MPI_Issend(&out, 1, MPI_INT, next, 75, MPI_COMM_WORLD, &r);
+    MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 1, "an unmatched synchronous send was not cancelled");
+    MPI_Send(&go, 1, MPI_INT, next, 76, MPI_COMM_WORLD);
+    MPI_Recv(&go, 1, MPI_INT, prev, 76, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Iprobe(prev, 75, MPI_COMM_WORLD, &flag, &st);
+    CHECK(flag == 0, "a cancelled synchronous send's message is still there");
+    /* One already received is not. */
+    MPI_Issend(&out, 1, MPI_INT, next, 77, MPI_COMM_WORLD, &r);
+    MPI_Recv(&w, 1, MPI_INT, prev, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(&go, 1, MPI_INT, prev, 78, MPI_COMM_WORLD);
+    MPI_Recv(&go, 1, MPI_INT, next, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 0 && w == prev + 5, "a received synchronous send: cancelled %d, got %d", flag, w);
 
     MPI_Status set;
     MPI_Status_set_elements(&set, MPI_DOUBLE, 3);

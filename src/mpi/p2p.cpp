@@ -44,35 +44,8 @@ bool matches(const request& q, int source, int tag, int context) {
 
 }  // namespace
 
-request& at(rank_state& r, int handle) {
-  return r.requests[std::size_t(handle - 1)];
-}
-
-int new_request(rank_state& r, request::kind_t kind) {
-  int handle;
-  if (!r.unused.empty()) {
-    handle = r.unused.back();
-    r.unused.pop_back();
-  } else {
-    r.requests.emplace_back();
-    handle = int(r.requests.size());
-  }
-  request& q = at(r, handle);
-  q = request{};
-  q.kind = kind;
-  return handle;
-}
-
-void release(rank_state& r, int handle) {
-  at(r, handle).kind = request::unused;
-  r.unused.push_back(handle);
-}
-
-request& check_request(const char* call, rank_state& me, int handle) {
-  if (handle <= 0 || std::size_t(handle) > me.requests.size() ||
-      at(me, handle).kind == request::unused || at(me, handle).freed)
-    fail(call, MPI_ERR_REQUEST, "request %d is not an active request of this rank", handle);
-  return at(me, handle);
+void bad_request(const char* call, int handle) {
+  fail(call, MPI_ERR_REQUEST, "request %d is not an active request of this rank", handle);
 }
 
 void acknowledge(const header& h) {
@@ -83,7 +56,10 @@ void acknowledge(const header& h) {
   weft::send(threads::job_pe(world().ranks[std::size_t(h.ack_rank)]->pe), std::move(m));
 }
 
-void deliver(request& q, const header& h, const unsigned char* data) {
+namespace {
+
+// deliver(), inlined where messages are matched.
+inline void deliver_here(request& q, const header& h, const unsigned char* data) {
   std::uint64_t bytes = h.bytes;
   q.status.MPI_ERROR = MPI_SUCCESS;
   if (bytes > q.capacity) {
@@ -99,6 +75,12 @@ void deliver(request& q, const header& h, const unsigned char* data) {
   acknowledge(h);
 }
 
+}  // namespace
+
+void deliver(request& q, const header& h, const unsigned char* data) {
+  deliver_here(q, h, data);
+}
+
 namespace {
 
 void on_message(message_ptr m) {
@@ -109,7 +91,7 @@ void on_message(message_ptr m) {
     request& q = at(r, *it);
     if (!matches(q, h.source, h.tag, h.context)) continue;
     r.posted.erase(it);
-    deliver(q, h, reinterpret_cast<const unsigned char*>(m->data()) + sizeof h);
+    deliver_here(q, h, reinterpret_cast<const unsigned char*>(m->data()) + sizeof h);
     if (q.freed) release(r, int(&q - r.requests.data()) + 1);
     wake(r);
     return;
@@ -192,16 +174,21 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   const std::size_t bytes = std::size_t(count) * type_bytes(call, type);
   const int handle = new_request(me, request::send);
   request& q = at(me, handle);
-  q.complete = to == MPI_PROC_NULL || !synchronous;
-  q.source = dest;
-  q.tag = tag;
-  q.dest = to;
+  q.complete = true;
   if (to == MPI_PROC_NULL) return handle;
   if (bytes != 0 && buf == nullptr) fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   message_ptr m = make_message(h_message, sizeof(header) + bytes);
-  const header h{
-      context_of(comm, collective), comm == MPI_COMM_SELF ? 0 : me.rank, to, tag, bytes, me.rank,
-      synchronous ? handle : 0};
+  header h{context_of(comm, collective), comm == MPI_COMM_SELF ? 0 : me.rank, to, tag, bytes, 0, 0};
+  if (synchronous) {
+    // Pending until the acknowledgement; what it waits for (the deadlock
+    // report) and where its message went (MPI_Cancel).
+    q.complete = false;
+    q.source = dest;
+    q.tag = tag;
+    q.dest = to;
+    h.ack_rank = me.rank;
+    h.ack_handle = handle;
+  }
   std::memcpy(m->data(), &h, sizeof h);
   if (bytes != 0) std::memcpy(reinterpret_cast<unsigned char*>(m->data()) + sizeof h, buf, bytes);
   weft::send(threads::job_pe(world().ranks[std::size_t(to)]->pe), std::move(m));
@@ -232,7 +219,7 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
     if (!matches(q, it->source, it->tag, it->context)) continue;
     header h;
     std::memcpy(&h, it->msg->data(), sizeof h);
-    deliver(q, h, reinterpret_cast<const unsigned char*>(it->msg->data()) + sizeof h);
+    deliver_here(q, h, reinterpret_cast<const unsigned char*>(it->msg->data()) + sizeof h);
     me.early.erase(it);
     return handle;
   }
@@ -248,20 +235,25 @@ void empty_status(MPI_Status& st) {
 
 namespace {
 
-// Completes plain (not persistent) request `h`, waiting when `block`, and
-// frees it. False: not complete (only without `block`).
-bool settle_one(const char* call, rank_state& me, int h, MPI_Status& st, std::uint64_t& sent,
-                bool block) {
-  if (!at(me, h).complete && !block) {
+// Whether plain (not persistent) request `h` is complete, waiting for it
+// when `block`.
+inline bool await(const char* call, rank_state& me, int h, bool block) {
+  if (at(me, h).complete) return true;
+  if (!block) {
     // A rank that polls (MPI_Test in a loop) lets its PE run its messages
     // and the other ranks between polls, or it would starve them.
     threads::yield();
-    if (!at(me, h).complete) return false;
+    return at(me, h).complete;
   }
-  if (!at(me, h).complete) {
-    const request& q = at(me, h);
-    wait_until(me, call, q.source, q.tag, [&] { return at(me, h).complete; });
-  }
+  const request& q = at(me, h);
+  wait_until(me, call, q.source, q.tag, [&] { return at(me, h).complete; });
+  return true;
+}
+
+// Completes plain request `h` (see await) and frees it.
+bool settle_one(const char* call, rank_state& me, int h, MPI_Status& st, std::uint64_t& sent,
+                bool block) {
+  if (!await(call, me, h, block)) return false;
   st = at(me, h).status;
   sent = at(me, h).sent_bytes;
   release(me, h);
@@ -311,6 +303,20 @@ void raise_status(const char* call, const MPI_Status& st, std::uint64_t sent) {
 }
 
 bool finish(const char* call, int* handle, MPI_Status* status, bool block) {
+  // A plain request that succeeds (every MPI_Send and MPI_Recv): the
+  // status straight from the request.
+  rank_state& me = self(call);
+  const int h = *handle;
+  if (h != MPI_REQUEST_NULL && !check_request(call, me, h).persistent) {
+    if (!await(call, me, h, block)) return false;
+    const request& q = at(me, h);
+    if (q.status.MPI_ERROR == MPI_SUCCESS) {
+      if (status != MPI_STATUS_IGNORE) *status = q.status;
+      release(me, h);
+      *handle = MPI_REQUEST_NULL;
+      return true;
+    }
+  }
   MPI_Status st;
   std::uint64_t sent = 0;
   if (!settle(call, handle, st, sent, block)) return false;

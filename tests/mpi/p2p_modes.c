@@ -388,6 +388,20 @@ int main(int argc, char** argv) {
     MPI_Test_cancelled(&st, &flag);
     CHECK(flag == 0 && w == prev + 5, "a received synchronous send: cancelled %d, got %d", flag, w);
 
+    /* Freed while pending: a synchronous send (released by its
+     * acknowledgement) and a started persistent send. */
+    MPI_Issend(&out, 1, MPI_INT, next, 79, MPI_COMM_WORLD, &r);
+    MPI_Request_free(&r);
+    MPI_Send_init(&out, 1, MPI_INT, next, 79, MPI_COMM_WORLD, &rp);
+    MPI_Start(&rp);
+    MPI_Request_free(&rp);
+    CHECK(r == MPI_REQUEST_NULL && rp == MPI_REQUEST_NULL, "freed requests not null");
+    for (int k = 0; k < 2; ++k) {
+      w = -1;
+      MPI_Recv(&w, 1, MPI_INT, prev, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(w == prev + 5, "freed send %d delivered %d", k, w);
+    }
+
     MPI_Status set;
     MPI_Status_set_elements(&set, MPI_DOUBLE, 3);
     MPI_Status_set_cancelled(&set, 1);

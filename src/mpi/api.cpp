@@ -225,11 +225,7 @@ WEFT_MPI_API int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 }
 
 WEFT_MPI_API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  return guard(MPI_COMM_WORLD, [&] {
-    for (int i = 0; i < count; ++i)
-      finish("MPI_Waitall", &requests[i],
-             statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i], true);
-  });
+  return guard(MPI_COMM_WORLD, [&] { settle_all("MPI_Waitall", count, requests, statuses); });
 }
 
 WEFT_MPI_API int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
@@ -244,8 +240,8 @@ WEFT_MPI_API int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_S
       }
       yield_rank();  // let the PE deliver (see finish in p2p.cpp)
     }
-    MPI_Waitall(count, requests, statuses);
     *flag = 1;
+    settle_all("MPI_Testall", count, requests, statuses);
   });
 }
 
@@ -253,18 +249,14 @@ WEFT_MPI_API int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_
   return guard(MPI_COMM_WORLD, [&] {
     wait_any("MPI_Waitany", count, requests);
     for (int i = 0; i < count; ++i)
-      if (requests[i] != MPI_REQUEST_NULL && complete("MPI_Waitany", requests[i])) {
-        finish("MPI_Waitany", &requests[i], status, true);
+      if (ready("MPI_Waitany", requests[i])) {
         *index = i;
+        finish("MPI_Waitany", &requests[i], status, true);
         return;
       }
-    // Every request was null: MPI_UNDEFINED and an empty status.
+    // Every request was null or inactive: MPI_UNDEFINED and an empty status.
     *index = MPI_UNDEFINED;
-    if (status != MPI_STATUS_IGNORE) {
-      *status = MPI_Status{};
-      status->MPI_SOURCE = MPI_ANY_SOURCE;
-      status->MPI_TAG = MPI_ANY_TAG;
-    }
+    if (status != MPI_STATUS_IGNORE) empty_status(*status);
   });
 }
 

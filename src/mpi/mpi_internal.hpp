@@ -58,15 +58,33 @@ struct datatype;  // datatype.cpp
 struct request {
   // coll: a non-blocking collective's, completed by its helper (coll_nb.cpp).
   enum kind_t : std::uint8_t { unused, send, recv, coll };
+  // A send's mode (a persistent send starts in it).
+  enum mode_t : std::uint8_t { standard, synchronous, buffered, ready };
   kind_t kind = unused;
   bool complete = false;
   bool freed = false;  // MPI_Request_free: released when it completes
-  int count = 0;       // of `map`'s elements (in what was padding)
-  // A receive: where and what it takes.
+  // Persistent (MPI_Send_init, MPI_Recv_init, ...): each MPI_Start starts
+  // an operation of its own, `inner`; completing it leaves this one
+  // inactive, not freed (requests.cpp).
+  bool persistent = false;
+  bool active = false;
+  mode_t mode = standard;
+  int inner = 0;
+  // A receive: where and what it takes (a send: its peer and tag, for the
+  // deadlock report; a persistent one: its arguments).
   void* buf = nullptr;
   std::size_t capacity = 0;  // bytes
   int source = 0, tag = 0;
   std::int64_t context = 0;
+  int dest = 0;  // a send: the world rank it goes to (MPI_Cancel asks there)
+  // Elements: of `map` for a receive of a derived type; a persistent
+  // request's argument.
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  // A truncated receive (status.MPI_ERROR MPI_ERR_TRUNCATE): the length of
+  // the message, of which the receive took what fitted.
+  std::uint64_t sent_bytes = 0;
   MPI_Status status{};
   // A receive of a derived type that is not one contiguous run: its map,
   // held until the receive is delivered; null for the others.
@@ -111,6 +129,15 @@ struct rank_state {
   // Helpers acting for the rank (non-blocking collectives, coll_nb.cpp)
   // that wait: a completion resumes them as it resumes the rank.
   std::vector<threads::ult*> helpers_waiting;
+  // Point-to-point extras (probe.cpp, modes.cpp). In MPI_Probe or
+  // MPI_Mprobe: a message that goes to `early` wakes the rank.
+  bool probing = false;
+  // The messages MPI_Mprobe took, by MPI_Message handle - 1 (null: free).
+  std::vector<message_ptr> matched;
+  // MPI_Buffer_attach's buffer (MPI_Bsend's space).
+  void* bsend_buffer = nullptr;
+  int bsend_size = 0;
+  bool bsend_attached = false;
 };
 
 struct world_state {
@@ -197,14 +224,99 @@ int guard(MPI_Comm comm, Body body) {
 // request handle, or completes one.
 // `collective`: a collective's own message, in the communicator's hidden
 // context; its tag is not checked against the program's range.
+// `synchronous`: MPI_Issend's: the request completes when the receiver has
+// matched the message (an acknowledgement from its PE).
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective = false);
+          MPI_Comm comm, bool collective = false, bool synchronous = false);
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
           MPI_Comm comm, bool collective = false);
+// Completes *handle (waiting when `block`); false: not complete (only
+// without `block`). A request that failed (a truncated receive) raises its
+// error with fail() once completed and freed.
 bool finish(const char* call, int* handle, MPI_Status* status, bool block);
+// As finish, but a failed request's error is left in st.MPI_ERROR (and a
+// truncated message's length in `sent`) for the caller to report: the
+// forms that complete several (MPI_ERR_IN_STATUS).
+bool settle(const char* call, int* handle, MPI_Status& st, std::uint64_t& sent, bool block);
+// Raises the error of a request settle() completed (`st`, `sent`), or
+// writes what it is into out[size].
+[[noreturn]] void raise_status(const char* call, const MPI_Status& st, std::uint64_t sent);
+void describe(const MPI_Status& st, std::uint64_t sent, char* out, std::size_t size);
+// Null, an inactive persistent request, or complete: what MPI_Testall
+// waits for.
 bool complete(const char* call, int handle);
+// Active (not null nor an inactive persistent request) and complete: what
+// the forms that complete any or some take.
+bool ready(const char* call, int handle);
+// Active: neither null nor an inactive persistent request.
+bool active(const char* call, int handle);
 void wait_any(const char* call, int count, const int* handles);
+// Completes all of `handles` (MPI_Waitall; MPI_Testall once all are
+// complete): a request that failed leaves its error in its status and
+// raises MPI_ERR_IN_STATUS once all are done (requests.cpp).
+void settle_all(const char* call, int count, int* handles, MPI_Status* statuses);
 void free_request(const char* call, int* handle);
+// An empty status (a null or inactive request's, MPI_PROC_NULL's without
+// its source).
+void empty_status(MPI_Status& st);
+
+// The rank's request pool (inline: every send and receive takes one).
+inline request& at(rank_state& r, int handle) {
+  return r.requests[std::size_t(handle - 1)];
+}
+inline int new_request(rank_state& r, request::kind_t kind) {
+  int handle;
+  if (!r.unused.empty()) {
+    handle = r.unused.back();
+    r.unused.pop_back();
+  } else {
+    r.requests.emplace_back();
+    handle = int(r.requests.size());
+  }
+  // Reset: what any request reads before the call that takes it sets it
+  // (isend, irecv, the persistent inits, MPI_Imrecv set the rest they
+  // read). Not `q = request{}`: 96 bytes compile to `rep stos`, whose
+  // start-up cost showed in the 8-byte ping-pong.
+  request& q = at(r, handle);
+  q.kind = kind;
+  q.complete = q.freed = q.persistent = q.active = false;
+  q.map = nullptr;
+  q.status = MPI_Status{};
+  return handle;
+}
+inline void release(rank_state& r, int handle) {
+  at(r, handle).kind = request::unused;
+  r.unused.push_back(handle);
+}
+// Raises MPI_ERR_REQUEST: `handle` is not a request of the rank in use.
+[[noreturn]] void bad_request(const char* call, int handle);
+// Request `handle` of the calling rank, in use (not free, nor freed).
+inline request& check_request(const char* call, rank_state& me, int handle) {
+  if (handle <= 0 || std::size_t(handle) > me.requests.size() ||
+      at(me, handle).kind == request::unused || at(me, handle).freed)
+    bad_request(call, handle);
+  return at(me, handle);
+}
+
+// The header of a point-to-point message; its data follows.
+struct header {
+  std::int64_t context;
+  int source, dest, tag;  // source: the sender's rank in the communicator
+  std::uint64_t bytes;
+  // A synchronous send: the world rank and request handle to acknowledge
+  // when a receive matches it (0: none).
+  int ack_rank, ack_handle;
+};
+// Completes receive `q` with the message (`h`, then its data): copies what
+// fits; a longer message leaves MPI_ERR_TRUNCATE in its status. Answers a
+// synchronous send's acknowledgement.
+void deliver(request& q, const header& h, const unsigned char* data);
+// Sends the acknowledgement a synchronous send waits for, if `h` asks one.
+void acknowledge(const header& h);
+// A send in `mode` (modes.cpp): MPI_Bsend's check of the attached buffer,
+// MPI_Ssend's acknowledgement; its request handle.
+int isend_mode(const char* call, request::mode_t mode, const void* buf, int count,
+               MPI_Datatype type, int dest, int tag, MPI_Comm comm);
 // Lets the calling rank's PE run its messages and other ranks for a moment.
 inline void yield_rank() {
   threads::yield();

@@ -11,7 +11,14 @@
 // delivers the messages of one PE to another in order, so two messages of
 // one sender that a receive could both match are matched in the order
 // sent (tests/mpi/p2p.c checks it across PEs).
+//
+// A synchronous send's message names its request; whatever matches it (a
+// receive, MPI_Mprobe) sends an acknowledgement back to the sender's PE,
+// which completes the request. A receive the message is too long for takes
+// what fits and completes with MPI_ERR_TRUNCATE in its status: the handler
+// cannot raise an error on the rank, so the rank's wait or test does.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include "mpi/mpi_internal.hpp"
 #include "weft/base/error.hpp"
@@ -22,65 +29,65 @@ namespace weft::mpi {
 
 namespace {
 
-struct header {
-  std::int64_t context;
-  int source, dest, tag;  // source: the sender's rank in the communicator
-  std::uint64_t bytes;
-};
-
 handler_id h_message = 0;
+handler_id h_ack = 0;
+
+// What a synchronous send's acknowledgement carries.
+struct ack {
+  int rank, handle;
+};
 
 bool matches(const request& q, int source, int tag, std::int64_t context) {
   return q.context == context && (q.source == MPI_ANY_SOURCE || q.source == source) &&
          (q.tag == MPI_ANY_TAG || q.tag == tag);
 }
 
-request& at(rank_state& r, int handle) {
-  return r.requests[std::size_t(handle - 1)];
+}  // namespace
+
+void bad_request(const char* call, int handle) {
+  fail(call, MPI_ERR_REQUEST, "request %d is not an active request of this rank", handle);
 }
 
-// Inline: the 8-byte ping-pong makes one per send and per receive.
-[[gnu::always_inline]] inline int new_request(rank_state& r, request::kind_t kind) {
-  int handle;
-  if (!r.unused.empty()) {
-    handle = r.unused.back();
-    r.unused.pop_back();
-  } else {
-    r.requests.emplace_back();
-    handle = int(r.requests.size());
+void acknowledge(const header& h) {
+  if (h.ack_handle == 0) return;
+  message_ptr m = make_message(h_ack, sizeof(ack));
+  const ack a{h.ack_rank, h.ack_handle};
+  std::memcpy(m->data(), &a, sizeof a);
+  weft::send(threads::job_pe(world().ranks[std::size_t(h.ack_rank)]->pe), std::move(m));
+}
+
+namespace {
+
+// deliver(), inlined where messages are matched.
+inline void deliver_here(request& q, const header& h, const unsigned char* data) {
+  std::uint64_t bytes = h.bytes;
+  q.status.MPI_ERROR = MPI_SUCCESS;
+  if (bytes > q.capacity) {
+    q.sent_bytes = bytes;
+    bytes = q.capacity;
+    q.status.MPI_ERROR = MPI_ERR_TRUNCATE;
   }
-  request& q = at(r, handle);
-  q = request{};
-  q.kind = kind;
-  return handle;
-}
-
-void release(rank_state& r, int handle) {
-  at(r, handle).kind = request::unused;
-  r.unused.push_back(handle);
-}
-
-// Copies a message's data into receive `q` of rank `h.dest` and completes
-// it. Inline in the handler (the 8-byte ping-pong).
-[[gnu::always_inline]] inline void deliver(const char* call, request& q, const header& h,
-                                           const unsigned char* data) {
-  if (h.bytes > q.capacity)
-    fail_on(h.dest, call, MPI_ERR_TRUNCATE,
-            "a message of %llu bytes from rank %d, tag %d, is longer than the receive's %zu",
-            static_cast<unsigned long long>(h.bytes), h.source, h.tag, q.capacity);
   if (q.map != nullptr) {
-    unpack_map(q.map, q.count, data, h.bytes, q.buf);
+    unpack_map(q.map, q.count, data, bytes, q.buf);
     release(q.map);
     q.map = nullptr;
-  } else if (h.bytes != 0) {
-    std::memcpy(q.buf, data, h.bytes);
+  } else if (bytes != 0) {
+    std::memcpy(q.buf, data, bytes);
   }
   q.status.MPI_SOURCE = h.source;
   q.status.MPI_TAG = h.tag;
-  q.status.MPI_ERROR = MPI_SUCCESS;
-  q.status.weft_bytes = static_cast<long long>(h.bytes);
+  q.status.weft_bytes = static_cast<long long>(bytes);
   q.complete = true;
+  acknowledge(h);
 }
+
+}  // namespace
+
+void deliver(request& q, const header& h, const unsigned char* data) {
+  deliver_here(q, h, data);
+}
+
+namespace {
 
 void on_message(message_ptr m) {
   header h;
@@ -90,16 +97,29 @@ void on_message(message_ptr m) {
     request& q = at(r, *it);
     if (!matches(q, h.source, h.tag, h.context)) continue;
     r.posted.erase(it);
-    deliver("MPI_Recv", q, h, reinterpret_cast<const unsigned char*>(m->data()) + sizeof h);
+    deliver_here(q, h, reinterpret_cast<const unsigned char*>(m->data()) + sizeof h);
     if (q.freed) release(r, int(&q - r.requests.data()) + 1);
     wake(r);
     return;
   }
   r.early.push_back(unexpected{h.source, h.tag, h.context, std::move(m)});
+  if (r.probing) wake(r);
+}
+
+// A synchronous send's receive matched: its request completes.
+void on_ack(message_ptr m) {
+  ack a;
+  std::memcpy(&a, m->data(), sizeof a);
+  rank_state& r = *world().ranks[std::size_t(a.rank)];
+  request& q = at(r, a.handle);
+  q.complete = true;
+  if (q.freed) release(r, a.handle);
+  wake(r);
 }
 
 const bool registered = [] {
   h_message = register_handler("mpi.message", &on_message);
+  h_ack = register_handler("mpi.ack", &on_ack);
   return true;
 }();
 
@@ -122,10 +142,6 @@ void check_tag(const char* call, int tag, bool any_ok) {
          any_ok ? " (or MPI_ANY_TAG)" : "");
 }
 
-void fill(MPI_Status* status, const request& q) {
-  if (status != MPI_STATUS_IGNORE) *status = q.status;
-}
-
 void proc_null_status(request& q) {
   q.status.MPI_SOURCE = MPI_PROC_NULL;
   q.status.MPI_TAG = MPI_ANY_TAG;
@@ -137,7 +153,7 @@ void proc_null_status(request& q) {
 }  // namespace
 
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective) {
+          MPI_Comm comm, bool collective, bool synchronous) {
   rank_state& me = self(call);
   const comm_view& c = view(call, me, comm);
   check_count(call, count);
@@ -152,7 +168,17 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   if (bytes != 0 && buf == nullptr && l.map == nullptr)
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   message_ptr m = make_message(h_message, sizeof(header) + bytes);
-  const header h{context_of(c, collective), c.rank, to, tag, bytes};
+  header h{context_of(c, collective), c.rank, to, tag, bytes, 0, 0};
+  if (synchronous) {
+    // Pending until the acknowledgement; what it waits for (the deadlock
+    // report) and where its message went (MPI_Cancel).
+    q.complete = false;
+    q.source = dest;
+    q.tag = tag;
+    q.dest = to;
+    h.ack_rank = me.rank;
+    h.ack_handle = handle;
+  }
   std::memcpy(m->data(), &h, sizeof h);
   unsigned char* payload = reinterpret_cast<unsigned char*>(m->data()) + sizeof h;
   if (l.map != nullptr)
@@ -195,7 +221,7 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
     if (!matches(q, it->source, it->tag, it->context)) continue;
     header h;
     std::memcpy(&h, it->msg->data(), sizeof h);
-    deliver(call, q, h, reinterpret_cast<const unsigned char*>(it->msg->data()) + sizeof h);
+    deliver_here(q, h, reinterpret_cast<const unsigned char*>(it->msg->data()) + sizeof h);
     me.early.erase(it);
     return handle;
   }
@@ -203,64 +229,137 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
   return handle;
 }
 
-// Completes request *handle (waiting when `block`), fills `status` and
-// frees it (*handle = MPI_REQUEST_NULL). False: not complete (only
-// without `block`).
-bool finish(const char* call, int* handle, MPI_Status* status, bool block) {
-  rank_state& me = self(call);
-  if (*handle == MPI_REQUEST_NULL) {
-    if (status != MPI_STATUS_IGNORE) {
-      *status = MPI_Status{};
-      status->MPI_SOURCE = MPI_ANY_SOURCE;
-      status->MPI_TAG = MPI_ANY_TAG;
-    }
-    return true;
-  }
-  if (*handle < 0 || std::size_t(*handle) > me.requests.size() ||
-      at(me, *handle).kind == request::unused || at(me, *handle).freed)
-    fail(call, MPI_ERR_REQUEST, "request %d is not an active request of this rank", *handle);
-  const int h = *handle;
-  if (!at(me, h).complete && !block) {
+void empty_status(MPI_Status& st) {
+  st = MPI_Status{};
+  st.MPI_SOURCE = MPI_ANY_SOURCE;
+  st.MPI_TAG = MPI_ANY_TAG;
+}
+
+namespace {
+
+// Whether plain (not persistent) request `h` is complete, waiting for it
+// when `block`.
+inline bool await(const char* call, rank_state& me, int h, bool block) {
+  if (at(me, h).complete) return true;
+  if (!block) {
     // A rank that polls (MPI_Test in a loop) lets its PE run its messages
     // and the other ranks between polls, or it would starve them.
     threads::yield();
-    if (!at(me, h).complete) return false;
+    return at(me, h).complete;
   }
-  if (!at(me, h).complete) {
-    const request& q = at(me, h);
-    wait_until(me, call, q.source, q.tag, [&] { return at(me, h).complete; });
-  }
-  fill(status, at(me, h));
-  release(me, h);
-  *handle = MPI_REQUEST_NULL;
+  const request& q = at(me, h);
+  wait_until(me, call, q.source, q.tag, [&] { return at(me, h).complete; });
   return true;
 }
 
-bool complete(const char* call, int handle) {
+// Completes plain request `h` (see await) and frees it.
+bool settle_one(const char* call, rank_state& me, int h, MPI_Status& st, std::uint64_t& sent,
+                bool block) {
+  if (!await(call, me, h, block)) return false;
+  st = at(me, h).status;
+  sent = at(me, h).sent_bytes;
+  release(me, h);
+  return true;
+}
+
+}  // namespace
+
+bool settle(const char* call, int* handle, MPI_Status& st, std::uint64_t& sent, bool block) {
   rank_state& me = self(call);
-  return handle == MPI_REQUEST_NULL || at(me, handle).complete;
+  const int h = *handle;
+  if (h == MPI_REQUEST_NULL) {
+    empty_status(st);
+    return true;
+  }
+  request& q = check_request(call, me, h);
+  if (!q.persistent) {
+    if (!settle_one(call, me, h, st, sent, block)) return false;
+    *handle = MPI_REQUEST_NULL;
+    return true;
+  }
+  // A persistent request: inactive, or its operation completes and leaves
+  // it inactive; the handle stays the program's.
+  if (!q.active) {
+    empty_status(st);
+    return true;
+  }
+  if (!settle_one(call, me, q.inner, st, sent, block)) return false;
+  at(me, h).active = false;
+  at(me, h).inner = 0;
+  return true;
+}
+
+void describe(const MPI_Status& st, std::uint64_t sent, char* out, std::size_t size) {
+  if (st.MPI_ERROR == MPI_ERR_TRUNCATE)
+    std::snprintf(out, size,
+                  "a message of %llu bytes from rank %d, tag %d, is longer than the receive's %lld",
+                  static_cast<unsigned long long>(sent), st.MPI_SOURCE, st.MPI_TAG, st.weft_bytes);
+  else
+    std::snprintf(out, size, "the request completed with error class %d", st.MPI_ERROR);
+}
+
+void raise_status(const char* call, const MPI_Status& st, std::uint64_t sent) {
+  char what[320];
+  describe(st, sent, what, sizeof what);
+  fail(call, st.MPI_ERROR, "%s", what);
+}
+
+bool finish(const char* call, int* handle, MPI_Status* status, bool block) {
+  // A plain request that succeeds (every MPI_Send and MPI_Recv): the
+  // status straight from the request.
+  rank_state& me = self(call);
+  const int h = *handle;
+  if (h != MPI_REQUEST_NULL && !check_request(call, me, h).persistent) {
+    if (!await(call, me, h, block)) return false;
+    const request& q = at(me, h);
+    if (q.status.MPI_ERROR == MPI_SUCCESS) {
+      if (status != MPI_STATUS_IGNORE) *status = q.status;
+      release(me, h);
+      *handle = MPI_REQUEST_NULL;
+      return true;
+    }
+  }
+  MPI_Status st;
+  std::uint64_t sent = 0;
+  if (!settle(call, handle, st, sent, block)) return false;
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  if (st.MPI_ERROR != MPI_SUCCESS) raise_status(call, st, sent);
+  return true;
+}
+
+bool active(const char* call, int handle) {
+  if (handle == MPI_REQUEST_NULL) return false;
+  const request& q = check_request(call, self(call), handle);
+  return !q.persistent || q.active;
+}
+
+bool ready(const char* call, int handle) {
+  if (!active(call, handle)) return false;
+  rank_state& me = self(call);
+  const request& q = at(me, handle);
+  return q.persistent ? at(me, q.inner).complete : q.complete;
+}
+
+bool complete(const char* call, int handle) {
+  return !active(call, handle) || ready(call, handle);
 }
 
 // Waits for any of `handles` (at least one active) to complete.
 void wait_any(const char* call, int count, const int* handles) {
   rank_state& me = self(call);
-  int peer = MPI_ANY_SOURCE, tag = MPI_ANY_TAG, active = 0;
+  int peer = MPI_ANY_SOURCE, tag = MPI_ANY_TAG, live = 0;
   for (int i = 0; i < count; ++i)
-    if (handles[i] != MPI_REQUEST_NULL) {
-      if (handles[i] < 0 || std::size_t(handles[i]) > me.requests.size() ||
-          at(me, handles[i]).kind == request::unused)
-        fail(call, MPI_ERR_REQUEST, "request %d (index %d) is not an active request", handles[i],
-             i);
-      if (active++ == 0) {
-        peer = at(me, handles[i]).source;
-        tag = at(me, handles[i]).tag;
-      }
+    if (active(call, handles[i]) && live++ == 0) {
+      const request& q = at(me, handles[i]);
+      const request& op = q.persistent ? at(me, q.inner) : q;
+      peer = op.source;
+      tag = op.tag;
     }
-  if (active != 1) peer = -3;  // several: no one peer to name
+  if (live != 1) peer = -3;  // several: no one peer to name
   wait_until(me, call, peer, tag, [&] {
     for (int i = 0; i < count; ++i)
-      if (handles[i] != MPI_REQUEST_NULL && at(me, handles[i]).complete) return true;
-    return active == 0;
+      if (ready(call, handles[i])) return true;
+    return live == 0;
   });
 }
 
@@ -283,19 +382,25 @@ void complete_collective_request(rank_state& r, int handle) {
 void free_request(const char* call, int* handle) {
   rank_state& me = self(call);
   if (*handle == MPI_REQUEST_NULL) fail(call, MPI_ERR_REQUEST, "MPI_REQUEST_NULL");
-  if (*handle < 0 || std::size_t(*handle) > me.requests.size() ||
-      at(me, *handle).kind == request::unused)
-    fail(call, MPI_ERR_REQUEST, "request %d is not an active request of this rank", *handle);
-  request& q = at(me, *handle);
+  request& q = check_request(call, me, *handle);
   if (q.kind == request::coll)
     fail(call, MPI_ERR_REQUEST,
          "request %d is a non-blocking collective's, which cannot be freed (MPI 3.1, 5.12): "
          "complete it with MPI_Wait or MPI_Test",
          *handle);
-  if (q.complete)
+  if (q.persistent && q.active) {
+    // Its operation goes on, and is released when it completes.
+    request& op = at(me, q.inner);
+    if (op.complete)
+      release(me, q.inner);
+    else
+      op.freed = true;
     release(me, *handle);
-  else
+  } else if (q.complete || q.persistent) {
+    release(me, *handle);
+  } else {
     q.freed = true;
+  }
   *handle = MPI_REQUEST_NULL;
 }
 

@@ -65,17 +65,18 @@ int main(int argc, char** argv) {
   if (pr == 0)
     for (int j = 0; j < stride; ++j) u[j] = v[j] = 1.0; /* the hot top edge */
   const int up = pr > 0 ? rank - py : MPI_PROC_NULL, down = pr < px - 1 ? rank + py : MPI_PROC_NULL;
-  const int left = pc > 0 ? rank - 1 : MPI_PROC_NULL, right = pc < py - 1 ? rank + 1 : MPI_PROC_NULL;
+  const int left = pc > 0 ? rank - 1 : MPI_PROC_NULL,
+            right = pc < py - 1 ? rank + 1 : MPI_PROC_NULL;
 
   const double t0 = MPI_Wtime();
   int done = 0;
   double change = 0;
   while (done < iters) {
     /* Halos: rows straight from the array, columns through buffers. */
-    MPI_Sendrecv(&u[1 * stride + 1], w, MPI_DOUBLE, up, 1, &u[(h + 1) * stride + 1], w,
-                 MPI_DOUBLE, down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Sendrecv(&u[h * stride + 1], w, MPI_DOUBLE, down, 2, &u[0 * stride + 1], w, MPI_DOUBLE,
-                 up, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&u[1 * stride + 1], w, MPI_DOUBLE, up, 1, &u[(h + 1) * stride + 1], w, MPI_DOUBLE,
+                 down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&u[h * stride + 1], w, MPI_DOUBLE, down, 2, &u[0 * stride + 1], w, MPI_DOUBLE, up,
+                 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     for (int i = 0; i < h; ++i) out[i] = u[(i + 1) * stride + 1];
     MPI_Sendrecv(out, h, MPI_DOUBLE, left, 3, in, h, MPI_DOUBLE, right, 3, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
@@ -130,16 +131,18 @@ int main(int argc, char** argv) {
         if (d > diff) diff = d;
       }
     code = diff == 0 ? 0 : 1;
-    printf("jacobi2d: N=%d ranks=%d (%dx%d) iterations=%d change=%.3e max_diff_vs_serial=%g "
-           "time_s=%.3f\n",
-           n, size, px, py, done, change, diff, seconds);
+    printf(
+        "jacobi2d: N=%d ranks=%d (%dx%d) iterations=%d change=%.3e max_diff_vs_serial=%g "
+        "time_s=%.3f\n",
+        n, size, px, py, done, change, diff, seconds);
     free(whole);
     free(a);
     free(b);
   } else {
     int box[4] = {r0, r1, c0, c1};
     double* rows = malloc((size_t)h * w * sizeof *rows + 1);
-    for (int i = 0; i < h; ++i) memcpy(&rows[i * w], &u[(i + 1) * stride + 1], (size_t)w * sizeof *u);
+    for (int i = 0; i < h; ++i)
+      memcpy(&rows[i * w], &u[(i + 1) * stride + 1], (size_t)w * sizeof *u);
     MPI_Send(box, 4, MPI_INT, 0, 5, MPI_COMM_WORLD);
     MPI_Send(rows, h * w, MPI_DOUBLE, 0, 6, MPI_COMM_WORLD);
     free(rows);

@@ -4,8 +4,9 @@
  * which run its main as every rank.
  *
  * Only what libweft-mpi provides is declared here: a program that uses
- * something else (collectives, communicators, one-sided, I/O) fails to
- * compile, naming the function, rather than at run time.
+ * something else (one-sided communication, I/O, intercommunicators,
+ * topologies, dynamic processes, Fortran) fails to compile, naming the
+ * function, rather than at run time.
  * docs/mpi.md lists the coverage, function by function. */
 #ifndef WEFT_MPI_H
 #define WEFT_MPI_H

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include "core/handler_table.hpp"
@@ -165,6 +166,19 @@ void exit(int code) {
   // driving the transport (net_stop sends what is queued).
   if (core::record_exit(node, code) && node.num_nodes > 1) core::send_exit(node, code);
   core::stop_pes(node);
+}
+
+void detail::abort_job(int code, const char* why) {
+  std::fflush(stdout);
+  // What the PEs recorded goes out first (the transport's abort does not
+  // run the fatal hook).
+  trace::abort_session(trace::end_how::fatal, why);
+  core::node_state* node = core::g_node.load(std::memory_order_acquire);
+  if (node != nullptr && node->transport != nullptr && node->num_nodes > 1)
+    node->transport->abort(code, why);
+  std::fprintf(stderr, "weft: fatal: %s\n", why);
+  std::fflush(stderr);
+  std::_Exit(code);
 }
 
 void on_quiescence(std::function<void()> fn) {

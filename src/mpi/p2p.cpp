@@ -8,9 +8,12 @@
 // wildcard -- and copies the data into the first that matches, or keeps the
 // message in the rank's unexpected list, in arrival order, for a later
 // receive. Non-overtaking: all of a rank's sends leave from its PE and weft
-// delivers the messages of one PE to another in order, so two messages of
-// one sender that a receive could both match are matched in the order
-// sent (tests/mpi/p2p.c checks it across PEs).
+// delivers the messages of one PE to another in order -- across processes
+// too, as every transport keeps the order per pair of processes -- so two
+// messages of one sender that a receive could both match are matched in
+// the order sent (tests/mpi/p2p.c and procs.c check it across PEs and
+// processes). A rank of another process is one weft::send away, as one of
+// this process is: rank_pe names its PE, wherever it is.
 #include <algorithm>
 #include <cstring>
 #include "mpi/mpi_internal.hpp"
@@ -161,7 +164,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   const header h{context_of(comm, collective), comm == MPI_COMM_SELF ? 0 : me.rank, to, tag, bytes};
   std::memcpy(m->data(), &h, sizeof h);
   if (bytes != 0) std::memcpy(reinterpret_cast<unsigned char*>(m->data()) + sizeof h, buf, bytes);
-  weft::send(threads::job_pe(world().ranks[std::size_t(to)]->pe), std::move(m));
+  weft::send(rank_pe(to), std::move(m));
   return handle;
 }
 

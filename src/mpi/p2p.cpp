@@ -19,6 +19,7 @@
 #include "mpi/mpi_internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
+#include "weft/core/pe.hpp"
 #include "weft/core/send.hpp"
 
 namespace weft::mpi {
@@ -78,7 +79,14 @@ void deliver(const char* call, request& q, const header& h, const unsigned char*
 void on_message(message_ptr m) {
   header h;
   std::memcpy(&h, m->data(), sizeof h);
-  rank_state& r = *world().ranks[std::size_t(h.dest)];
+  rank_state* here = world().ranks[std::size_t(h.dest)].get();
+  if (here == nullptr) [[unlikely]]
+    base::fatal(
+        "a message for MPI rank %d reached process %d, which does not run it: the processes "
+        "disagree about the world (give every process the same --weft:vp, --weft:rank-map and "
+        "--weft:threads)",
+        h.dest, weft::my_node());
+  rank_state& r = *here;
   for (auto it = r.posted.begin(); it != r.posted.end(); ++it) {
     request& q = at(r, *it);
     if (!matches(q, h.source, h.tag, h.context)) continue;

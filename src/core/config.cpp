@@ -313,11 +313,13 @@ void define_runtime_options(base::option_set& set) {
               base::one_of({"refine", "greedy", "greedy-refine", "comm"})});
   // MPI ranks as logical threads (the mpi layer reads these: docs/mpi.md).
   set.define({"vp", "0", "integer 0..1000000 (0: one rank per PE)",
-              "MPI programs linked by weft-mpicc: ranks in this process, each a logical "
-              "thread on a PE (more ranks than PEs: several per PE); 0 gives one per PE",
+              "MPI programs linked by weft-mpicc: ranks of the job (all its processes), each "
+              "a logical thread on a PE (more ranks than PEs: several per PE); 0 gives one per "
+              "PE of the job",
               base::integer_in(0, 1000000)});
   set.define({"rank-map", "block", "block|rr",
-              "MPI ranks to PEs: block (rank r of n on PE r*P/n) or rr (rank r on PE r mod P)",
+              "MPI ranks to the job's P PEs: block (rank r of n on PE r*P/n) or rr (rank r on PE "
+              "r mod P)",
               base::one_of({"block", "rr"})});
   set.define({"ult-stack", "0", "integer 0 or 16..16777216 (KiB)",
               "the stack of each MPI rank (a logical thread), in KiB; 0: the C library's "

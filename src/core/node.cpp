@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include "core/handler_table.hpp"
@@ -207,6 +208,19 @@ void on_timeout_dump(void (*dump)(int fd)) {
   core::node_state& node = *ref;
   std::lock_guard<std::mutex> lock(node.wd_mutex);
   node.wd_dumps.push_back(dump);
+}
+
+void detail::abort_job(int code, const char* why) {
+  std::fflush(stdout);
+  // What the PEs recorded goes out first (the transport's abort does not
+  // run the fatal hook).
+  trace::abort_session(trace::end_how::fatal, why);
+  core::node_state* node = core::g_node.load(std::memory_order_acquire);
+  if (node != nullptr && node->transport != nullptr && node->num_nodes > 1)
+    node->transport->abort(code, why);
+  std::fprintf(stderr, "weft: fatal: %s\n", why);
+  std::fflush(stderr);
+  std::_Exit(code);
 }
 
 void on_quiescence(std::function<void()> fn) {

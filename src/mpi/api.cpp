@@ -119,14 +119,7 @@ WEFT_MPI_API int MPI_Finalized(int* flag) {
 }
 
 WEFT_MPI_API int MPI_Abort(MPI_Comm comm, int errorcode) {
-  rank_state& me = self("MPI_Abort");
-  std::fprintf(stderr, "weft: MPI_Abort(communicator %d, %d) on rank %d: the job ends\n", comm,
-               errorcode, me.rank);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  // The whole process at once, as MPI_Abort ends an MPI job: other ranks
-  // may be anywhere, and none is to run on.
-  std::_Exit(errorcode != 0 ? errorcode : 1);
+  abort_job(self("MPI_Abort").rank, comm, errorcode);
 }
 
 WEFT_MPI_API double MPI_Wtime(void) {

@@ -1,6 +1,7 @@
 // The mpi layer's state (docs/mpi.md, docs/design/mpi.md): the world of
-// ranks of this process, each a logical thread (weft::threads::ult) on a
-// PE, and each rank's matching lists and requests.
+// ranks of the job, where each runs (process and PE), and, for the ranks of
+// this process, each a logical thread (weft::threads::ult) on a PE, its
+// matching lists and requests.
 //
 // Ownership. A rank never moves, and runs as a fiber on its PE's own OS
 // thread (every rank is a family of its own: ranks share their PE's
@@ -100,7 +101,7 @@ struct unexpected {
 
 struct rank_state {
   int rank = 0;
-  int pe = 0;  // node-local
+  int pe = 0;  // node-local (rank_pe(rank) is the job-wide one)
   threads::ult u;
   std::vector<std::string> args;
   std::vector<char*> argv;
@@ -142,14 +143,36 @@ struct rank_state {
 
 struct world_state {
   int size = 0;
+  // Every process knows where every rank runs: the job-wide PE of each
+  // (weft::send's PE numbers), 4 bytes a rank; the state of a rank exists
+  // only in its own process (null for the others' ranks).
+  std::vector<int> pes;
   std::vector<std::unique_ptr<rank_state>> ranks;
   int (*main_fn)(int, char**, char**) = nullptr;
   char** envp = nullptr;
 };
 
 world_state& world();
+// The job-wide PE world rank `world_rank` runs on (weft::send's number; its
+// process is weft::node_of of it): what a message to the rank is sent to,
+// from any process.
+inline int rank_pe(int world_rank) {
+  return world().pes[std::size_t(world_rank)];
+}
 // The rank the calling logical thread is, or null.
 rank_state* current_rank() noexcept;
+
+// The job across processes (procs.cpp).
+// Every rank of this process has returned, the first non-zero code one
+// returned being `code` (0 if none): the job ends once every process has
+// said so, with the first non-zero code said.
+void process_finished(int code);
+// At quiescence (every rank waits, nothing in flight), on PE 0 of the job:
+// ends the job with the report of what each rank waits in, from every
+// process.
+void report_deadlock();
+// MPI_Abort: ends every process of the job with `code` (1 for 0), at once.
+[[noreturn]] void abort_job(int rank, MPI_Comm comm, int code);
 // The rank the calling logical thread is; a fatal error naming `call` off
 // a rank (a thread of the program's own, or a program not linked by
 // weft-mpicc).

@@ -8,9 +8,12 @@
 // wildcard -- and copies the data into the first that matches, or keeps the
 // message in the rank's unexpected list, in arrival order, for a later
 // receive. Non-overtaking: all of a rank's sends leave from its PE and weft
-// delivers the messages of one PE to another in order, so two messages of
-// one sender that a receive could both match are matched in the order
-// sent (tests/mpi/p2p.c checks it across PEs).
+// delivers the messages of one PE to another in order -- across processes
+// too, as every transport keeps the order per pair of processes -- so two
+// messages of one sender that a receive could both match are matched in
+// the order sent (tests/mpi/p2p.c and procs.c check it across PEs and
+// processes). A rank of another process is one weft::send away, as one of
+// this process is: rank_pe names its PE, wherever it is.
 //
 // A synchronous send's message names its request; whatever matches it (a
 // receive, MPI_Mprobe) sends an acknowledgement back to the sender's PE,
@@ -23,6 +26,7 @@
 #include "mpi/mpi_internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
+#include "weft/core/pe.hpp"
 #include "weft/core/send.hpp"
 
 namespace weft::mpi {
@@ -53,7 +57,7 @@ void acknowledge(const header& h) {
   message_ptr m = make_message(h_ack, sizeof(ack));
   const ack a{h.ack_rank, h.ack_handle};
   std::memcpy(m->data(), &a, sizeof a);
-  weft::send(threads::job_pe(world().ranks[std::size_t(h.ack_rank)]->pe), std::move(m));
+  weft::send(rank_pe(h.ack_rank), std::move(m));
 }
 
 namespace {
@@ -92,7 +96,14 @@ namespace {
 void on_message(message_ptr m) {
   header h;
   std::memcpy(&h, m->data(), sizeof h);
-  rank_state& r = *world().ranks[std::size_t(h.dest)];
+  rank_state* here = world().ranks[std::size_t(h.dest)].get();
+  if (here == nullptr) [[unlikely]]
+    base::fatal(
+        "a message for MPI rank %d reached process %d, which does not run it: the processes "
+        "disagree about the world (give every process the same --weft:vp, --weft:rank-map and "
+        "--weft:threads)",
+        h.dest, weft::my_node());
+  rank_state& r = *here;
   for (auto it = r.posted.begin(); it != r.posted.end(); ++it) {
     request& q = at(r, *it);
     if (!matches(q, h.source, h.tag, h.context)) continue;
@@ -185,7 +196,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
     pack_map(l.map, count, buf, payload);
   else if (bytes != 0)
     std::memcpy(payload, buf, bytes);
-  weft::send(threads::job_pe(world().ranks[std::size_t(to)]->pe), std::move(m));
+  weft::send(rank_pe(to), std::move(m));
   return handle;
 }
 

@@ -1,26 +1,28 @@
-// The ranks: how a program's main becomes every rank of the process.
+// The ranks: how a program's main becomes every rank of the job.
 //
 // weft-mpicc links with -Wl,--wrap=main and libweft-mpi-main.a, whose
 // __wrap_main is what the C library's start code calls: it calls
 // weft_mpi_run (here) with the program's real main. weft_mpi_run starts the
-// node (weft::run: the --weft: options, the PEs), and on PE 0 makes the
-// world -- --weft:vp ranks, 0 meaning one per PE, mapped by
-// --weft:rank-map -- then asks each PE to start its ranks: each is a
-// logical thread of a family of its own (so the ranks of a PE share its OS
-// thread as fibers) running the real main with its own copy of the
-// arguments. The job ends when the last rank's main returned, with the
-// first non-zero code a main returned (0 if none), or at weft::exit
-// (MPI_Abort); if every rank waits and nothing is in flight, quiescence
-// detection ends it with the deadlock report instead of a hang.
-//
-// One process only in this increment: a job of several processes is
-// refused ("not implemented", docs/mpi.md).
+// node (weft::run: the --weft: options, the PEs; under a launcher, one node
+// per process of the job). Each process makes the world as its first PE
+// starts (the layer's pe_start, before any PE handles a message): --weft:vp
+// ranks, 0 meaning one per PE of the job, mapped over the job's PEs by
+// --weft:rank-map -- where every rank runs, and the state of its own ranks.
+// PE 0 of the job then asks every PE to start its ranks: each is a logical
+// thread of a family of its own (so the ranks of a PE share its OS thread
+// as fibers) running the real main with its own copy of the arguments.
+// The job ends when the last rank of every process has returned, with the
+// first non-zero code a main returned (0 if none; procs.cpp gathers the
+// processes' codes), or at MPI_Abort; if every rank waits and nothing is in
+// flight, quiescence detection ends it with the deadlock report instead of
+// a hang.
 #include <pthread.h>
 #include <unistd.h>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include "mpi/mpi_internal.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/handler.hpp"
@@ -33,7 +35,11 @@ namespace weft::mpi {
 namespace {
 
 world_state g_world;
-std::atomic<int> g_running{0};
+bool g_rank_map_rr = false;
+int g_argc = 0;
+char** g_argv = nullptr;  // the program's arguments, weft's removed
+std::once_flag g_made;
+std::atomic<int> g_running{0};  // ranks of this process whose main has not returned
 std::atomic<int> g_exit_code{0};
 handler_id h_start = 0;
 
@@ -50,26 +56,22 @@ void rank_body(threads::ult* u) {
 void rank_finished(threads::ult* u) {
   static_cast<rank_state*>(u->arg)->ended.store(true, std::memory_order_relaxed);
   if (g_running.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    weft::exit(g_exit_code.load(std::memory_order_acquire));
+    process_finished(g_exit_code.load(std::memory_order_acquire));
 }
 
-// On each PE: starts its ranks (each runs until it first waits or ends).
-void on_start(message_ptr) {
-  const int pe = threads::current_pe();
-  for (auto& r : g_world.ranks)
-    if (r->pe == pe && threads::claim(&r->u)) threads::start_here(&r->u);
-}
-
-// One line per rank: what it waits in, or that it runs (or is ready), or
-// that its main returned. For the deadlock report and --weft:timeout's
-// dump; write(2) only.
-void describe_ranks(int fd) {
+// One line per rank of this process: what it waits in, or that it runs
+// (or is ready), or that its main returned. For --weft:timeout's dump,
+// from the watchdog's thread: atomics read, write(2) only.
+void dump_ranks(int fd) {
+  static const char head[] = "  MPI ranks of this process (what each waits in):\n";
+  ssize_t w = ::write(fd, head, sizeof head - 1);
   char line[256];
   for (auto& r : g_world.ranks) {
+    if (r == nullptr) continue;
     const char* call = r->call.load(std::memory_order_relaxed);
     const int peer = r->peer.load(std::memory_order_relaxed);
     const int tag = r->tag.load(std::memory_order_relaxed);
-    int n = std::snprintf(line, sizeof line, "  rank %d (PE %d): ", r->rank, r->pe);
+    int n = std::snprintf(line, sizeof line, "  rank %d (PE %d): ", r->rank, rank_pe(r->rank));
     if (call == nullptr) {
       n += std::snprintf(line + n, sizeof line - std::size_t(n), "%s\n",
                          r->ended.load(std::memory_order_relaxed)
@@ -86,46 +88,21 @@ void describe_ranks(int fd) {
       else
         n += std::snprintf(line + n, sizeof line - std::size_t(n), ", tag %d\n", tag);
     }
-    const ssize_t w = ::write(fd, line, std::strlen(line));
-    (void)w;
+    w = ::write(fd, line, std::strlen(line));
   }
-}
-
-// --weft:timeout: which rank waits in what (the PEs' states come before).
-void dump_ranks(int fd) {
-  static const char head[] = "  MPI ranks (what each waits in):\n";
-  const ssize_t w = ::write(fd, head, sizeof head - 1);
   (void)w;
-  describe_ranks(fd);
 }
 
-// Every rank waits and nothing is in flight: none can go on.
-void report_deadlock() {
-  int waiting = 0;
-  for (auto& r : g_world.ranks)
-    if (r->call.load(std::memory_order_relaxed) != nullptr) ++waiting;
-  std::fprintf(stderr,
-               "weft: MPI deadlock: %d of %d rank(s) wait and no message is in flight; "
-               "what each waits in:\n",
-               waiting, g_world.size);
-  std::fflush(stderr);
-  describe_ranks(STDERR_FILENO);
-  std::fflush(stdout);
-  // At once: the ranks are suspended for good, and none can end (their
-  // stacks stay theirs), as no MPI process would go on.
-  std::_Exit(base::exit_quiescent);
-}
-
-void start_world(int argc, char** argv) {
+// The world as this process sees it. Every process computes the same map
+// from the same options (on_start checks that they were the same).
+void make_world() {
+  if (g_world.main_fn == nullptr) return;  // not started by weft_mpi_run
   const runtime_config& cfg = weft::config();
-  if (weft::num_nodes() > 1)
-    base::usage_error(
-        "not implemented: MPI ranks across processes (this job has %d); run one process with "
-        "--weft:vp=N ranks (docs/mpi.md)",
-        weft::num_nodes());
-  const int pes = weft::node_size();
-  const int n = cfg.mpi_vp > 0 ? cfg.mpi_vp : pes;
+  const int job_pes = weft::num_pes(), per = weft::node_size();
+  const int first = weft::my_node() * per;
+  const int n = cfg.mpi_vp > 0 ? cfg.mpi_vp : job_pes;
   g_world.size = n;
+  g_rank_map_rr = cfg.mpi_rank_map_rr;
   // A rank's stack: an MPI process's main runs on the process's stack, so
   // a rank gets the C library's default thread stack (`ulimit -s`, 8 MiB
   // as a rule), at least 4 MiB; its pages are reserved, not committed,
@@ -141,13 +118,19 @@ void start_world(int argc, char** argv) {
       stack = thread_default;
     pthread_attr_destroy(&attr);
   }
-  g_running.store(n, std::memory_order_relaxed);
+  g_world.pes.resize(std::size_t(n));
+  g_world.ranks.resize(std::size_t(n));
   set_predefined_attributes(n);
+  int mine = 0;
   for (int i = 0; i < n; ++i) {
+    const int pe = g_rank_map_rr ? i % job_pes : int(std::int64_t(i) * job_pes / n);
+    g_world.pes[std::size_t(i)] = pe;
+    if (pe < first || pe >= first + per) continue;
+    ++mine;
     auto r = std::make_unique<rank_state>();
     r->rank = i;
-    r->pe = cfg.mpi_rank_map_rr ? i % pes : int(std::int64_t(i) * pes / n);
-    r->args.assign(argv, argv + argc);
+    r->pe = pe - first;
+    r->args.assign(g_argv, g_argv + g_argc);
     for (std::string& a : r->args) r->argv.push_back(a.data());
     r->argv.push_back(nullptr);
     r->u.body = &rank_body;
@@ -158,15 +141,52 @@ void start_world(int argc, char** argv) {
     r->u.label = "MPI rank";
     r->u.label_id = i;
     make_predefined_comms(*r, n);
-    g_world.ranks.push_back(std::move(r));
+    g_world.ranks[std::size_t(i)] = std::move(r);
   }
-  weft::on_quiescence(&report_deadlock);
+  g_running.store(mine, std::memory_order_relaxed);
   weft::on_timeout_dump(&dump_ranks);
-  for (int pe = 0; pe < pes; ++pe) weft::send(threads::job_pe(pe), make_message(h_start, 0));
+}
+
+// Made once per process, by whichever of its PEs starts first; the others
+// wait for it in their own pe_start, so no handler ever finds it unmade.
+void pe_start() {
+  std::call_once(g_made, &make_world);
+}
+
+// What PE 0 of the job tells every PE as the ranks start: the world it
+// made, which every process must have made alike.
+struct start_body {
+  int size;
+  int rank_map_rr;
+};
+
+// On each PE: starts its ranks (each runs until it first waits or ends).
+void on_start(message_ptr m) {
+  start_body b;
+  std::memcpy(&b, m->data(), sizeof b);
+  if (b.size != g_world.size || (b.rank_map_rr != 0) != g_rank_map_rr)
+    base::usage_error(
+        "process %d has %d MPI ranks mapped %s (--weft:vp, --weft:rank-map), but process 0 has "
+        "%d mapped %s: give every process of the job the same options",
+        weft::my_node(), g_world.size, g_rank_map_rr ? "rr" : "block", b.size,
+        b.rank_map_rr != 0 ? "rr" : "block");
+  const int pe = threads::current_pe();
+  // A process with no rank of its own has nothing to wait for.
+  if (pe == 0 && g_running.load(std::memory_order_relaxed) == 0) process_finished(0);
+  for (auto& r : g_world.ranks)
+    if (r != nullptr && r->pe == pe && threads::claim(&r->u)) threads::start_here(&r->u);
+}
+
+// On PE 0 of the job.
+void start_world() {
+  weft::on_quiescence(&report_deadlock);
+  const start_body b{g_world.size, g_rank_map_rr ? 1 : 0};
+  for (int pe = 0; pe < weft::num_pes(); ++pe) weft::send(pe, make_message_with(h_start, b));
 }
 
 const bool registered = [] {
   h_start = register_handler("mpi.start_ranks", &on_start);
+  weft::detail::register_layer({"mpi", nullptr, &pe_start, nullptr, nullptr});
   return true;
 }();
 
@@ -241,7 +261,6 @@ std::size_t type_bytes(const char* call, MPI_Datatype type) {
     case MPI_SIGNED_CHAR:
     case MPI_UNSIGNED_CHAR:
     case MPI_BYTE:
-    case MPI_PACKED:
     case MPI_INT8_T:
     case MPI_UINT8_T:
     case MPI_C_BOOL:
@@ -282,6 +301,8 @@ std::size_t type_bytes(const char* call, MPI_Datatype type) {
       return sizeof(value_int<short>);
     case MPI_LONG_DOUBLE_INT:
       return sizeof(value_int<long double>);
+    case MPI_PACKED:
+      return 1;
     default:
       fail(call, MPI_ERR_TYPE, "datatype %d is not a predefined datatype (1..%d)", type,
            MPI_PACKED);
@@ -292,7 +313,19 @@ std::size_t type_bytes(const char* call, MPI_Datatype type) {
 
 extern "C" WEFT_API int weft_mpi_run(int argc, char** argv, char** envp,
                                      int (*main_fn)(int, char**, char**)) {
-  weft::mpi::g_world.main_fn = main_fn;
-  weft::mpi::g_world.envp = envp;
-  return weft::run(argc, argv, [](weft::args a) { weft::mpi::start_world(a.argc, a.argv); });
+  using namespace weft::mpi;
+  const weft::runtime_config cfg = weft::parse_options(argc, argv);
+  g_world.main_fn = main_fn;
+  g_world.envp = envp;
+  g_argc = argc;
+  g_argv = argv;
+  const int code = weft::run(cfg, argc, argv, [](weft::args) { start_world(); });
+  if (g_running.load(std::memory_order_acquire) != 0) {
+    // Ranks of this process wait for good (the deadlock report ended the
+    // job): their stacks are still theirs, so the process ends here, before
+    // the program's static destructors, as no MPI process would go on.
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }

@@ -47,7 +47,7 @@ handler_id h_cancel_answer = 0;
 void post(handler_id handler, int rank, const cancel_ask& a) {
   message_ptr m = make_message(handler, sizeof a);
   std::memcpy(m->data(), &a, sizeof a);
-  weft::send(threads::job_pe(world().ranks[std::size_t(rank)]->pe), std::move(m));
+  weft::send(rank_pe(rank), std::move(m));
 }
 
 void on_cancel_ask(message_ptr m) {

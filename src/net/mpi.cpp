@@ -52,6 +52,11 @@
 //
 // Threads: core serialises every call except abort() (see transport.hpp), so
 // MPI_THREAD_SERIALIZED is enough and nothing here takes a lock.
+// Every call goes through its PMPI_ name: in libweft-mpi.so, weft's own
+// MPI, whose MPI_* the process finds first, this module's MPI_Isend would
+// be weft's, not the library's (a job of MPI ranks across processes over
+// this transport called weft's MPI_Finalized off a rank); the PMPI_ names
+// are the library's only.
 #include <mpi.h>
 
 #include <unistd.h>
@@ -304,10 +309,10 @@ class mpi_transport final : public transport {
 void mpi_transport::fail(int rc, const char* call, int peer) {
   char text[MPI_MAX_ERROR_STRING + 1] = "";
   int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+  if (PMPI_Error_string(rc, text, &len) != MPI_SUCCESS)
     std::snprintf(text, sizeof text, "MPI error code %d", rc);
   int error_class = 0;
-  if (MPI_Error_class(rc, &error_class) != MPI_SUCCESS) error_class = MPI_ERR_UNKNOWN;
+  if (PMPI_Error_class(rc, &error_class) != MPI_SUCCESS) error_class = MPI_ERR_UNKNOWN;
   char who[48];
   if (peer == kAnyNode)
     std::snprintf(who, sizeof who, "any node");
@@ -331,8 +336,8 @@ void mpi_transport::init(const launch_info& launch, const hooks& h, double start
   hooks_ = h;
 
   int initialised = 0, finalised = 0;
-  MPI_Initialized(&initialised);
-  MPI_Finalized(&finalised);
+  PMPI_Initialized(&initialised);
+  PMPI_Finalized(&finalised);
   if (finalised)
     base::fatal(
         "--weft:transport=mpi: MPI was already finalised in this process and cannot be "
@@ -340,10 +345,10 @@ void mpi_transport::init(const launch_info& launch, const hooks& h, double start
   int provided = MPI_THREAD_SINGLE;
   if (!initialised) {
     init_watchdog watchdog(startup_timeout_s, launch);
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    int rc = PMPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) base::fatal("MPI_Init_thread failed (error code %d)", rc);
     we_initialised_mpi_ = true;
-  } else if (int rc = MPI_Query_thread(&provided); rc != MPI_SUCCESS) {
+  } else if (int rc = PMPI_Query_thread(&provided); rc != MPI_SUCCESS) {
     base::fatal("MPI_Query_thread failed (error code %d)", rc);
   }
   // Everything MPI does from here on may run on any thread that core picks
@@ -359,11 +364,11 @@ void mpi_transport::init(const launch_info& launch, const hooks& h, double start
 
   // We own MPI_COMM_WORLD's error handler only when we started MPI; it
   // matters for the one call below that uses it.
-  if (we_initialised_mpi_) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup(MPI_COMM_WORLD)", kEveryNode);
-  check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", kEveryNode);
-  check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", kEveryNode);
-  check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", kEveryNode);
+  if (we_initialised_mpi_) PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  check(PMPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup(MPI_COMM_WORLD)", kEveryNode);
+  check(PMPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", kEveryNode);
+  check(PMPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", kEveryNode);
+  check(PMPI_Comm_size(comm_, &size_), "MPI_Comm_size", kEveryNode);
   state_.store(state::running);
   check_launch(launch);
 
@@ -403,9 +408,9 @@ void mpi_transport::handshake(double timeout_s) {
   int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
   int greeting = rank_, heard = -1;
   MPI_Request greet_out, greet_in;
-  check(MPI_Irecv(&heard, 1, MPI_INT, prev, kTagHello, comm_, &greet_in), "MPI_Irecv (start-up)",
+  check(PMPI_Irecv(&heard, 1, MPI_INT, prev, kTagHello, comm_, &greet_in), "MPI_Irecv (start-up)",
         prev);
-  check(MPI_Isend(&greeting, 1, MPI_INT, next, kTagHello, comm_, &greet_out),
+  check(PMPI_Isend(&greeting, 1, MPI_INT, next, kTagHello, comm_, &greet_out),
         "MPI_Isend (start-up)", next);
   char what[96];
   std::snprintf(what, sizeof what, "the start-up greeting of node %d", prev);
@@ -418,8 +423,8 @@ void mpi_transport::handshake(double timeout_s) {
   const peer_watch::record mine = peer_watch::mine();
   std::vector<peer_watch::record> all(static_cast<std::size_t>(size_));
   MPI_Request all_arrived;
-  check(MPI_Iallgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine), MPI_BYTE,
-                       comm_, &all_arrived),
+  check(PMPI_Iallgather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine), MPI_BYTE,
+                        comm_, &all_arrived),
         "MPI_Iallgather (start-up)", kEveryNode);
   wait_startup(all_arrived, "the start-up exchange of all nodes", kEveryNode, deadline, timeout_s);
   if (watch_local_peers_) watch_.start(all.data(), size_, rank_, hooks_.node_lost, "mpi");
@@ -428,7 +433,7 @@ void mpi_transport::handshake(double timeout_s) {
 void mpi_transport::wait(MPI_Request& request, const char* what) {
   for (int idle = 0;;) {
     int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what, kEveryNode);
+    check(PMPI_Test(&request, &done, MPI_STATUS_IGNORE), what, kEveryNode);
     if (done) return;
     if (progress() != 0)
       idle = 0;
@@ -441,7 +446,7 @@ void mpi_transport::wait_startup(MPI_Request& request, const char* what, int pee
                                  std::uint64_t deadline_ns, double timeout_s) {
   for (int spins = 0;;) {
     int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what, peer);
+    check(PMPI_Test(&request, &done, MPI_STATUS_IGNORE), what, peer);
     if (done) return;
     if (++spins < 64) continue;
     std::this_thread::yield();
@@ -481,7 +486,7 @@ void mpi_transport::start_send(int node, void* buffer, std::size_t bytes) {
   MPI_Request request;
   const std::uint64_t count = ++sent_to_[std::size_t(node)];
   if (count % kSyncEvery == 0) [[unlikely]] {
-    check(MPI_Issend(buffer, int(bytes), MPI_BYTE, node, kTagData, comm_, &request), "MPI_Issend",
+    check(PMPI_Issend(buffer, int(bytes), MPI_BYTE, node, kTagData, comm_, &request), "MPI_Issend",
           node);
     peer_flow& f = flows_[std::size_t(node)];
     f.syncs.push({request, buffer, count});
@@ -491,7 +496,7 @@ void mpi_transport::start_send(int node, void* buffer, std::size_t bytes) {
     }
     return;
   }
-  check(MPI_Isend(buffer, int(bytes), MPI_BYTE, node, kTagData, comm_, &request), "MPI_Isend",
+  check(PMPI_Isend(buffer, int(bytes), MPI_BYTE, node, kTagData, comm_, &request), "MPI_Isend",
         node);
   if (window_requests_.size() < kSendWindow && backlog_.empty()) {
     window_requests_.push_back(request);
@@ -513,8 +518,8 @@ int mpi_transport::progress() {
 int mpi_transport::complete_sends() {
   if (window_requests_.empty()) return 0;
   int completed = 0;
-  int rc = MPI_Testsome(int(window_requests_.size()), window_requests_.data(), &completed,
-                        done_indices_.data(), done_statuses_.data());
+  int rc = PMPI_Testsome(int(window_requests_.size()), window_requests_.data(), &completed,
+                         done_indices_.data(), done_statuses_.data());
   if (rc != MPI_SUCCESS) {
     // MPI_ERR_IN_STATUS: the failed requests carry their own error and tell
     // us which node they were for.
@@ -558,8 +563,8 @@ int mpi_transport::complete_syncs() {
     // the oldest can free the bound.
     while (!f.syncs.empty()) {
       int done = 0;
-      check(MPI_Test(&f.syncs.front().request, &done, MPI_STATUS_IGNORE), "MPI_Issend (completion)",
-            node);
+      check(PMPI_Test(&f.syncs.front().request, &done, MPI_STATUS_IGNORE),
+            "MPI_Issend (completion)", node);
       if (!done) break;
       f.matched = f.syncs.front().count;
       hooks_.release(f.syncs.front().buffer);
@@ -594,7 +599,7 @@ int mpi_transport::complete_receives() {
     // not deliverable before it.
     while (!fifo.empty()) {
       int done = 0;
-      check(MPI_Test(&fifo.front().request, &done, MPI_STATUS_IGNORE), "MPI_Imrecv (completion)",
+      check(PMPI_Test(&fifo.front().request, &done, MPI_STATUS_IGNORE), "MPI_Imrecv (completion)",
             src);
       if (!done) break;
       matched_receive r = fifo.front();
@@ -618,22 +623,22 @@ int mpi_transport::match_incoming() {
     int found = 0;
     MPI_Message message;
     MPI_Status status;
-    check(MPI_Improbe(MPI_ANY_SOURCE, kTagData, comm_, &found, &message, &status), "MPI_Improbe",
+    check(PMPI_Improbe(MPI_ANY_SOURCE, kTagData, comm_, &found, &message, &status), "MPI_Improbe",
           kAnyNode);
     if (!found) break;
     int src = status.MPI_SOURCE, count = 0;
-    check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count", src);
+    check(PMPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count", src);
     void* buffer = hooks_.alloc(std::size_t(count));
     if (buffer == nullptr && count > 0)
       base::fatal("no buffer for a message of %d bytes from node %d", count, src);
     MPI_Request request;
-    check(MPI_Imrecv(buffer, count, MPI_BYTE, &message, &request), "MPI_Imrecv", src);
+    check(PMPI_Imrecv(buffer, count, MPI_BYTE, &message, &request), "MPI_Imrecv", src);
     receive_fifo& fifo = fifos_[std::size_t(src)];
     if (fifo.empty()) {
       // Most messages are eager and already complete: deliver them without
       // a trip through the FIFO.
       int done = 0;
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Imrecv (completion)", src);
+      check(PMPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Imrecv (completion)", src);
       if (done) {
         deliver(src, buffer, std::size_t(count));
         continue;
@@ -649,14 +654,14 @@ void mpi_transport::allgather(const void* mine, std::size_t bytes, void* all) {
   if (bytes > std::size_t(INT_MAX / size_))
     base::fatal("allgather of %zu bytes per node is more than MPI counts in an int", bytes);
   MPI_Request request;
-  check(MPI_Iallgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm_, &request),
+  check(PMPI_Iallgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm_, &request),
         "MPI_Iallgather", kEveryNode);
   wait(request, "MPI_Iallgather");
 }
 
 void mpi_transport::barrier() {
   MPI_Request request;
-  check(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier", kEveryNode);
+  check(PMPI_Ibarrier(comm_, &request), "MPI_Ibarrier", kEveryNode);
   wait(request, "MPI_Ibarrier");
 }
 
@@ -672,7 +677,7 @@ void mpi_transport::abort(int code, const char* why) {
   // MPI_Abort from a thread other than the one in an MPI call breaks
   // MPI_THREAD_SERIALIZED's letter, but it is the only way to end every
   // process, and the process is ending anyway.
-  if (state_.load() == state::running) MPI_Abort(MPI_COMM_WORLD, code);
+  if (state_.load() == state::running) PMPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
 
@@ -686,8 +691,8 @@ void mpi_transport::finalize() {
   // learn how many each node sent us, and progress until we have them all.
   std::vector<std::uint64_t> expected(std::size_t(size_), 0);
   MPI_Request request;
-  check(MPI_Ialltoall(sent_to_.data(), 1, MPI_UINT64_T, expected.data(), 1, MPI_UINT64_T, comm_,
-                      &request),
+  check(PMPI_Ialltoall(sent_to_.data(), 1, MPI_UINT64_T, expected.data(), 1, MPI_UINT64_T, comm_,
+                       &request),
         "MPI_Ialltoall (finalize)", kEveryNode);
   wait(request, "MPI_Ialltoall (finalize)");
   for (int src = 0; src < size_; ++src)
@@ -698,10 +703,10 @@ void mpi_transport::finalize() {
   progress_until([&] { return delivered_from_ == expected; });
 
   barrier();
-  check(MPI_Comm_free(&comm_), "MPI_Comm_free", kEveryNode);
+  check(PMPI_Comm_free(&comm_), "MPI_Comm_free", kEveryNode);
   state_.store(state::finalized);
   if (we_initialised_mpi_) {
-    int rc = MPI_Finalize();
+    int rc = PMPI_Finalize();
     if (rc != MPI_SUCCESS) base::fatal("MPI_Finalize failed (error code %d)", rc);
   }
 }

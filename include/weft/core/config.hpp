@@ -43,8 +43,8 @@ struct runtime_config {
   // Default scheme of weft::parallel_for (the tasks layer reads it; core
   // only validates the name, as it does for the transport).
   std::string tasks_scheme = "adaptive-idle";
-  // MPI ranks in this process (0: one per PE) and their map onto the PEs
-  // (false: block, true: round robin); the mpi layer reads them.
+  // MPI ranks of the job (0: one per PE of the job) and their map onto the
+  // job's PEs (false: block, true: round robin); the mpi layer reads them.
   int mpi_vp = 0;
   bool mpi_rank_map_rr = false;
   std::size_t ult_stack_kib = 0;  // --weft:ult-stack; 0: the layer's default

@@ -39,6 +39,16 @@ WEFT_API int run(const runtime_config& config, int argc, char** argv,
 // first call's code wins (per node, if two nodes call it at once).
 WEFT_API void exit(int code = 0);
 
+namespace detail {
+// Ends the job now with `code` in every process, whatever its PEs are
+// doing: weft::exit waits for each PE's current handler, which a PE that
+// runs a logical thread that never waits (an MPI rank computing) does not
+// end. The transport prints `why` as a fatal error and ends the other
+// processes (its abort); in one process it just exits. For MPI_Abort. Any
+// thread; off a running node, it prints `why` and exits.
+[[noreturn]] WEFT_API void abort_job(int code, const char* why);
+}  // namespace detail
+
 // When no message is in flight or being handled anywhere and every PE is
 // idle, calls `fn` once on PE 0 (quiescence detection). Timers pending count
 // as work; conditions (poll_while) do not. PE.

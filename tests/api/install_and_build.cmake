@@ -297,6 +297,16 @@ if(EXISTS ${prefix}/bin/weft-mpicc)
   if(C_COMPILER)
     list(APPEND mpi_configure_args -DCMAKE_C_COMPILER=${C_COMPILER})
   endif()
+  # FindMPI keeps the wrapper's libraries and flags but not a sanitizer's
+  # -fsanitize, whose runtime must come first: a sanitizer build of weft
+  # gives it to the consumer as its own link flag, as a user of such a
+  # build would.
+  file(STRINGS ${WEFT_BUILD_DIR}/CMakeCache.txt sanitize_line REGEX "^WEFT_SANITIZE:")
+  if(sanitize_line MATCHES "=address$")
+    list(APPEND mpi_configure_args "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined")
+  elseif(sanitize_line MATCHES "=thread$")
+    list(APPEND mpi_configure_args "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread")
+  endif()
   run_step("configure an MPI program with FindMPI and weft-mpicc" ${CMAKE_COMMAND}
            ${mpi_configure_args})
   run_step("build it" ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-mpi-build)

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include "weft/base/error.hpp"
 #include "weft/config.hpp"
 
@@ -63,7 +63,7 @@ struct block_cache {
 };
 
 // PE-private: thread_local, never an array indexed by PE (lesson 4).
-thread_local block_cache t_cache;
+thread_local block_cache t_cache WEFT_TLS_FAST;
 }  // namespace
 
 // Debian's libmimalloc exports malloc and free itself, so in a program linked

@@ -30,11 +30,11 @@
 namespace weft {
 
 namespace detail {
-constinit thread_local pe_local t_pe_local;
+constinit thread_local pe_local t_pe_local WEFT_TLS_FAST;
 namespace {
 // The calling thread is a guest of a PE (enter_guest): it has the PE's
 // identity but not its state.
-constinit thread_local bool t_guest = false;
+constinit thread_local bool t_guest WEFT_TLS_FAST = false;
 }  // namespace
 bool in_main_setup() noexcept {
   if (t_pe_local.pe != 0) return false;
@@ -49,12 +49,12 @@ std::atomic<node_state*> g_node{nullptr};
 
 std::atomic<int> g_external_calls{0};
 std::atomic<bool> g_ever_ran{false};
-constinit thread_local std::uint64_t t_caller_of_run = 0;
+constinit thread_local std::uint64_t t_caller_of_run WEFT_TLS_FAST = 0;
 namespace {
 // Runs started in this process (node_state::run_seq).
 std::atomic<std::uint64_t> g_runs{0};
 }  // namespace
-constinit thread_local pe_state* t_pe = nullptr;
+constinit thread_local pe_state* t_pe WEFT_TLS_FAST = nullptr;
 
 pe_state::pe_state(int r, int num_pes, queue_kind kind) : rank(r) {
   // Rings of 1024 pointers: 8 KiB per producer that actually sends here.

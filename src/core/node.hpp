@@ -327,7 +327,7 @@ struct node_state {
 // This thread's PE (null on threads that are not PEs). constinit: read on
 // every send and delivery, and so read directly, not through the TLS
 // initialisation wrapper of a thread_local defined in another file.
-extern constinit thread_local pe_state* t_pe;
+extern constinit thread_local pe_state* t_pe WEFT_TLS_FAST;
 
 // Futex on a PE's sleep word. wait: sleeps while *word == expected, at most
 // timeout_ns (0: no limit). wake: wakes one sleeper.

@@ -19,8 +19,7 @@ extern std::atomic<int> g_external_calls;
 extern std::atomic<bool> g_ever_ran;
 // The last run (node_state::run_seq) the calling thread, not a PE, has
 // called into: it tells the node once per run.
-extern constinit thread_local std::uint64_t t_caller_of_run;
-
+extern constinit thread_local std::uint64_t t_caller_of_run WEFT_TLS_FAST;
 
 // The running node for the duration of one API call. On a PE the node
 // outlives the call by construction; on any other thread the call is
@@ -78,6 +77,5 @@ inline void count_send(node_state& node) {
     node.external_sent.fetch_add(1, std::memory_order_acq_rel);
   }
 }
-
 
 }  // namespace weft::core

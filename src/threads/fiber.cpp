@@ -58,7 +58,7 @@ namespace bctx = boost::context::detail;
 
 namespace {
 
-thread_local fiber* t_current = nullptr;
+thread_local fiber* t_current WEFT_TLS_FAST = nullptr;
 
 std::size_t page_bytes() {
   static const std::size_t p = std::size_t(::sysconf(_SC_PAGESIZE));

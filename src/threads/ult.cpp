@@ -61,7 +61,7 @@ struct node_data {
 std::atomic<node_data*> g_data{nullptr};
 node_data* g_owned = nullptr;
 
-thread_local ult* t_ult = nullptr;
+thread_local ult* t_ult WEFT_TLS_FAST = nullptr;
 // Logical threads on this PE's own OS thread, by family, and their total
 // (PE threads only): a few at once (a hosted ULT per family, thread 0s
 // nested on the stack).

@@ -249,8 +249,10 @@ int guard(MPI_Comm comm, Body body) {
 // context; its tag is not checked against the program's range.
 // `synchronous`: MPI_Issend's: the request completes when the receiver has
 // matched the message (an acknowledgement from its PE).
+// `may_lend`: false where the call must be done with `buf` when it
+// returns (a buffered send, MPI_Sendrecv_replace), so no rendezvous.
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective = false, bool synchronous = false);
+          MPI_Comm comm, bool collective = false, bool synchronous = false, bool may_lend = true);
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
           MPI_Comm comm, bool collective = false);
 // Completes *handle (waiting when `block`); false: not complete (only
@@ -329,7 +331,18 @@ struct header {
   // A synchronous send: the world rank and request handle to acknowledge
   // when a receive matches it (0: none).
   int ack_rank, ack_handle;
+  // 1: the payload is the address of the sender's buffer, which the
+  // receive copies from (a large send inside the process: lend_bytes).
+  int lent;
 };
+// Sends of at least this many bytes to a rank of the same process lend
+// their buffer: the message carries its address and the receive copies
+// straight from it -- one copy, not two -- and acknowledges, which
+// completes the send (a rendezvous). Below it the data travels in the
+// message: the send completes at once, and the copies are in cache. At
+// 64 KiB a copy costs several microseconds, the acknowledgement a fraction
+// of one (docs/mpi.md, "Messages").
+inline constexpr std::size_t lend_bytes = std::size_t(64) << 10;
 // Completes receive `q` with the message (`h`, then its data): copies what
 // fits; a longer message leaves MPI_ERR_TRUNCATE in its status. Answers a
 // synchronous send's acknowledgement.

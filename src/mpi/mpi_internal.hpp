@@ -35,6 +35,10 @@ namespace weft::mpi {
 struct comm_core {
   std::int64_t context = 0;
   std::vector<int> members;  // world ranks, by rank in the communicator
+  // A Cartesian topology (topo.cpp): the extent of each dimension and
+  // whether it wraps; empty for none.
+  std::vector<int> dims;
+  std::vector<char> periods;
 };
 
 // A rank's handle on a communicator: what MPI keeps per process (its name,
@@ -193,6 +197,12 @@ rank_state& self(const char* call);
 comm_view& view(const char* call, rank_state& me, MPI_Comm comm);
 // MPI_COMM_WORLD and MPI_COMM_SELF for a new rank (comm.cpp).
 void make_predefined_comms(rank_state& r, int world_size);
+// MPI_Comm_split's work, for topo.cpp too: the new communicator of the
+// ranks of `comm` of the caller's color, ordered by key (then rank), with
+// the Cartesian topology `dims`/`periods` (empty: none); MPI_COMM_NULL for
+// color MPI_UNDEFINED. Collective over `comm`.
+MPI_Comm split_comm(const char* call, MPI_Comm comm, int color, int key, std::vector<int> dims = {},
+                    std::vector<char> periods = {});
 // Drops the rank's handle `comm` (MPI_Comm_free).
 void drop_comm(rank_state& me, MPI_Comm comm);
 // The world ranks of `group`, in its order (group.cpp).

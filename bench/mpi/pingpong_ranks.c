@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   double times[64];
   if (repeat > 64) repeat = 64;
   if (rank == 0) printf("# size_bytes one_way_us MB/s (median of %d)\n", repeat);
-  for (int bytes = 8; bytes <= (1 << 20); bytes *= 8) {
+  /* 8 B to 256 KiB by factors of 8, then 1 MiB (the bandwidth size). */
+  for (int bytes = 8; bytes <= (1 << 20); bytes = bytes == (1 << 18) ? (1 << 20) : bytes * 8) {
     const int iters = bytes <= 4096 ? 20000 : bytes <= 65536 ? 2000 : 200;
     for (int r = -1; r < repeat; ++r) { /* r = -1: warm-up */
       double t0 = MPI_Wtime();

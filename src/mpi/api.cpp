@@ -59,6 +59,18 @@ const char* class_text(int c) {
       return "MPI_ERR_IN_STATUS: error code is in status";
     case MPI_ERR_PENDING:
       return "MPI_ERR_PENDING: pending request";
+    case MPI_ERR_UNKNOWN:
+      return "MPI_ERR_UNKNOWN: unknown error";
+    case MPI_ERR_NO_MEM:
+      return "MPI_ERR_NO_MEM: out of memory";
+    case MPI_ERR_GROUP:
+      return "MPI_ERR_GROUP: invalid group";
+    case MPI_ERR_KEYVAL:
+      return "MPI_ERR_KEYVAL: invalid keyval";
+    case MPI_ERR_TOPOLOGY:
+      return "MPI_ERR_TOPOLOGY: invalid topology";
+    case MPI_ERR_DIMS:
+      return "MPI_ERR_DIMS: invalid dimensions";
     default:
       return nullptr;
   }
@@ -255,4 +267,20 @@ WEFT_MPI_API int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_
 
 WEFT_MPI_API int MPI_Request_free(MPI_Request* request) {
   return guard(MPI_COMM_WORLD, [&] { free_request("MPI_Request_free", request); });
+}
+
+// Plain heap memory: weft's transports need no registered memory from the
+// program (they register their own buffers).
+WEFT_MPI_API int MPI_Alloc_mem(MPI_Aint size, MPI_Info, void* baseptr) {
+  return guard(MPI_COMM_WORLD, [&] {
+    if (size < 0) fail("MPI_Alloc_mem", MPI_ERR_ARG, "size %ld is negative", size);
+    void* p = std::malloc(size == 0 ? 1 : std::size_t(size));
+    if (p == nullptr) fail("MPI_Alloc_mem", MPI_ERR_NO_MEM, "no memory for %ld bytes", size);
+    *static_cast<void**>(baseptr) = p;
+  });
+}
+
+WEFT_MPI_API int MPI_Free_mem(void* base) {
+  std::free(base);
+  return MPI_SUCCESS;
 }

@@ -37,12 +37,14 @@ std::shared_ptr<const comm_core> g_world;
 
 // The process's comm_core of `context`, made from `members` by the first
 // member of the process that asks.
-std::shared_ptr<const comm_core> share_core(std::int64_t context, std::vector<int> members) {
+std::shared_ptr<const comm_core> share_core(std::int64_t context, std::vector<int> members,
+                                            std::vector<int> dims = {},
+                                            std::vector<char> periods = {}) {
   std::lock_guard lock(g_cores_mutex);
   auto it = g_cores.find(context);
   if (it != g_cores.end())
     if (auto core = it->second.lock()) return core;
-  auto* made = new comm_core{context, std::move(members)};
+  auto* made = new comm_core{context, std::move(members), std::move(dims), std::move(periods)};
   std::shared_ptr<const comm_core> core(made, [](const comm_core* c) {
     {
       std::lock_guard relock(g_cores_mutex);
@@ -136,10 +138,12 @@ void allgather(const char* call, rank_state& me, MPI_Comm comm, const void* mine
 // order) with context `context`, for the calling rank, which is one of
 // them; attributes are not copied (dup does that).
 MPI_Comm make_comm(rank_state& me, MPI_Errhandler errhandler, std::int64_t context,
-                   std::vector<int> members) {
+                   std::vector<int> members, std::vector<int> dims = {},
+                   std::vector<char> periods = {}) {
   const auto at = std::find(members.begin(), members.end(), me.rank);
   const int rank = int(at - members.begin());
-  return add_comm(me, share_core(context, std::move(members)), rank, errhandler);
+  return add_comm(me, share_core(context, std::move(members), std::move(dims), std::move(periods)),
+                  rank, errhandler);
 }
 
 // The members of `group` (world ranks) must all be in `c`.
@@ -168,7 +172,7 @@ void make_predefined_comms(rank_state& r, int world_size) {
   world.rank = r.rank;
   world.name = "MPI_COMM_WORLD";
   comm_view self;
-  self.core = std::make_shared<const comm_core>(comm_core{self_context, {r.rank}});
+  self.core = std::make_shared<const comm_core>(comm_core{self_context, {r.rank}, {}, {}});
   self.rank = 0;
   self.name = "MPI_COMM_SELF";
   r.comms.push_back(std::move(world));
@@ -203,6 +207,34 @@ void drop_comm(rank_state& me, MPI_Comm comm) {
   me.collectives.erase(comm);
 }
 
+MPI_Comm split_comm(const char* call, MPI_Comm comm, int color, int key, std::vector<int> dims,
+                    std::vector<char> periods) {
+  rank_state& me = self(call);
+  if (color < 0 && color != MPI_UNDEFINED)
+    fail(call, MPI_ERR_ARG, "color %d is negative (a color is >= 0, or MPI_UNDEFINED)", color);
+  struct entry {
+    int color, key;
+    std::int64_t context;
+  };
+  const entry mine{color, key, color == MPI_UNDEFINED ? 0 : propose_context(call, me)};
+  const comm_view& c = view(call, me, comm);
+  const std::size_t size = c.core->members.size();
+  std::vector<entry> all(size);
+  allgather(call, me, comm, &mine, all.data(), sizeof(entry));
+  if (color == MPI_UNDEFINED) return MPI_COMM_NULL;
+  // Members of my color by (key, parent rank); the first one's proposal.
+  std::vector<int> order;
+  for (std::size_t i = 0; i < size; ++i)
+    if (all[i].color == color) order.push_back(int(i));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return all[std::size_t(a)].key < all[std::size_t(b)].key; });
+  const comm_view& parent = view(call, me, comm);
+  std::vector<int> members;
+  for (int i : order) members.push_back(parent.core->members[std::size_t(i)]);
+  return make_comm(me, parent.errhandler, all[std::size_t(order.front())].context,
+                   std::move(members), std::move(dims), std::move(periods));
+}
+
 }  // namespace weft::mpi
 
 using namespace weft::mpi;
@@ -225,7 +257,8 @@ WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
     broadcast_from_zero(call, comm, c.rank, size, int(next_collective(me, comm) & 0x3fffffff),
                         &context, sizeof context);
     const comm_view& parent = view(call, me, comm);
-    const MPI_Comm made = make_comm(me, parent.errhandler, context, parent.core->members);
+    const MPI_Comm made = make_comm(me, parent.errhandler, context, parent.core->members,
+                                    parent.core->dims, parent.core->periods);
     copy_attributes(call, me, comm, made);
     me.comms[std::size_t(made - 1)].name.clear();
     *newcomm = made;
@@ -237,35 +270,7 @@ WEFT_MPI_API int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info, MPI_Comm* newco
 }
 
 WEFT_MPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
-  return guard(comm, [&] {
-    const char* call = "MPI_Comm_split";
-    rank_state& me = self(call);
-    if (color < 0 && color != MPI_UNDEFINED)
-      fail(call, MPI_ERR_ARG, "color %d is negative (a color is >= 0, or MPI_UNDEFINED)", color);
-    struct entry {
-      int color, key;
-      std::int64_t context;
-    };
-    const entry mine{color, key, color == MPI_UNDEFINED ? 0 : propose_context(call, me)};
-    const comm_view& c = view(call, me, comm);
-    const std::size_t size = c.core->members.size();
-    std::vector<entry> all(size);
-    allgather(call, me, comm, &mine, all.data(), sizeof(entry));
-    *newcomm = MPI_COMM_NULL;
-    if (color == MPI_UNDEFINED) return;
-    // Members of my color by (key, parent rank); the first one's proposal.
-    std::vector<int> order;
-    for (std::size_t i = 0; i < size; ++i)
-      if (all[i].color == color) order.push_back(int(i));
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return all[std::size_t(a)].key < all[std::size_t(b)].key;
-    });
-    const comm_view& parent = view(call, me, comm);
-    std::vector<int> members;
-    for (int i : order) members.push_back(parent.core->members[std::size_t(i)]);
-    *newcomm = make_comm(me, parent.errhandler, all[std::size_t(order.front())].context,
-                         std::move(members));
-  });
+  return guard(comm, [&] { *newcomm = split_comm("MPI_Comm_split", comm, color, key); });
 }
 
 WEFT_MPI_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info,

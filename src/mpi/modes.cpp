@@ -48,7 +48,9 @@ void check_buffered(const char* call, rank_state& me, int count, MPI_Datatype ty
 int isend_mode(const char* call, request::mode_t mode, const void* buf, int count,
                MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   if (mode == request::buffered) check_buffered(call, self(call), count, type, dest);
-  return isend(call, buf, count, type, dest, tag, comm, false, mode == request::synchronous);
+  // A buffered send is done with `buf` once it returns: never lent.
+  return isend(call, buf, count, type, dest, tag, comm, false, mode == request::synchronous,
+               mode != request::buffered);
 }
 
 }  // namespace weft::mpi
@@ -136,15 +138,16 @@ WEFT_MPI_API int MPI_Buffer_detach(void* buffer_addr, int* size) {
   });
 }
 
-// The send copies the data into its message when it is made (p2p.cpp), so
-// the receive may then take `buf`: one buffer, no temporary copy. (A send
-// that kept the address, a rendezvous, would need one here.)
+// The send copies the data into its message when it is made (p2p.cpp;
+// it is never lent here, whatever its size), so the receive may then take
+// `buf`: one buffer, no temporary copy.
 WEFT_MPI_API int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
                                       int sendtag, int source, int recvtag, MPI_Comm comm,
                                       MPI_Status* status) {
   return guard(comm, [&] {
     const char* call = "MPI_Sendrecv_replace";
-    int s = isend(call, buf, count, datatype, dest, sendtag, comm);
+    // Not lent: the receive below may fill `buf` before the peer took it.
+    int s = isend(call, buf, count, datatype, dest, sendtag, comm, false, false, false);
     int r = irecv(call, buf, count, datatype, source, recvtag, comm);
     finish(call, &s, MPI_STATUS_IGNORE, true);
     finish(call, &r, status, true);

@@ -35,6 +35,10 @@ namespace weft::mpi {
 struct comm_core {
   std::int64_t context = 0;
   std::vector<int> members;  // world ranks, by rank in the communicator
+  // A Cartesian topology (topo.cpp): the extent of each dimension and
+  // whether it wraps; empty for none.
+  std::vector<int> dims;
+  std::vector<char> periods;
 };
 
 // A rank's handle on a communicator: what MPI keeps per process (its name,
@@ -193,6 +197,12 @@ rank_state& self(const char* call);
 comm_view& view(const char* call, rank_state& me, MPI_Comm comm);
 // MPI_COMM_WORLD and MPI_COMM_SELF for a new rank (comm.cpp).
 void make_predefined_comms(rank_state& r, int world_size);
+// MPI_Comm_split's work, for topo.cpp too: the new communicator of the
+// ranks of `comm` of the caller's color, ordered by key (then rank), with
+// the Cartesian topology `dims`/`periods` (empty: none); MPI_COMM_NULL for
+// color MPI_UNDEFINED. Collective over `comm`.
+MPI_Comm split_comm(const char* call, MPI_Comm comm, int color, int key, std::vector<int> dims = {},
+                    std::vector<char> periods = {});
 // Drops the rank's handle `comm` (MPI_Comm_free).
 void drop_comm(rank_state& me, MPI_Comm comm);
 // The world ranks of `group`, in its order (group.cpp).
@@ -249,8 +259,10 @@ int guard(MPI_Comm comm, Body body) {
 // context; its tag is not checked against the program's range.
 // `synchronous`: MPI_Issend's: the request completes when the receiver has
 // matched the message (an acknowledgement from its PE).
+// `may_lend`: false where the call must be done with `buf` when it
+// returns (a buffered send, MPI_Sendrecv_replace), so no rendezvous.
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective = false, bool synchronous = false);
+          MPI_Comm comm, bool collective = false, bool synchronous = false, bool may_lend = true);
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
           MPI_Comm comm, bool collective = false);
 // Completes *handle (waiting when `block`); false: not complete (only
@@ -329,7 +341,18 @@ struct header {
   // A synchronous send: the world rank and request handle to acknowledge
   // when a receive matches it (0: none).
   int ack_rank, ack_handle;
+  // 1: the payload is the address of the sender's buffer, which the
+  // receive copies from (a large send inside the process: lend_bytes).
+  int lent;
 };
+// Sends of at least this many bytes to a rank of the same process lend
+// their buffer: the message carries its address and the receive copies
+// straight from it -- one copy, not two -- and acknowledges, which
+// completes the send (a rendezvous). Below it the data travels in the
+// message: the send completes at once, and the copies are in cache. At
+// 64 KiB a copy costs several microseconds, the acknowledgement a fraction
+// of one (docs/mpi.md, "Messages").
+inline constexpr std::size_t lend_bytes = std::size_t(64) << 10;
 // Completes receive `q` with the message (`h`, then its data): copies what
 // fits; a longer message leaves MPI_ERR_TRUNCATE in its status. Answers a
 // synchronous send's acknowledgement.

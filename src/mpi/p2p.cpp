@@ -1,8 +1,10 @@
 // Point-to-point: matching, sends, receives and their requests.
 //
 // A send is one weft message to the destination rank's PE carrying the
-// data (eager: this increment has no rendezvous yet), so the send request
-// is complete once the message is made. Its handler, on the destination's
+// data (eager), so the send request is complete once the message is made;
+// from lend_bytes to a rank of this process it carries the buffer's
+// address instead, and the send completes when the receive that matched
+// it has copied from there (a rendezvous: one copy, not two). Its handler, on the destination's
 // PE, matches the message against the rank's posted receives in the order
 // they were posted -- context, then source and tag, each possibly a
 // wildcard -- and copies the data into the first that matches, or keeps the
@@ -64,6 +66,7 @@ namespace {
 
 // deliver(), inlined where messages are matched.
 inline void deliver_here(request& q, const header& h, const unsigned char* data) {
+  if (h.lent != 0) std::memcpy(&data, data, sizeof data);  // the sender's buffer
   std::uint64_t bytes = h.bytes;
   q.status.MPI_ERROR = MPI_SUCCESS;
   if (bytes > q.capacity) {
@@ -164,7 +167,7 @@ void proc_null_status(request& q) {
 }  // namespace
 
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective, bool synchronous) {
+          MPI_Comm comm, bool collective, bool synchronous, bool may_lend) {
   rank_state& me = self(call);
   const comm_view& c = view(call, me, comm);
   check_count(call, count);
@@ -178,9 +181,13 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   if (to == MPI_PROC_NULL) return handle;
   if (bytes != 0 && buf == nullptr && l.map == nullptr)
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
-  message_ptr m = make_message(h_message, sizeof(header) + bytes);
-  header h{context_of(c, collective), c.rank, to, tag, bytes, 0, 0};
-  if (synchronous) {
+  // A rendezvous inside the process (lend_bytes); a rank of another
+  // process has no state here, and the transport has its own.
+  const bool lend = may_lend && bytes >= lend_bytes && l.map == nullptr &&
+                    world().ranks[std::size_t(to)] != nullptr;
+  message_ptr m = make_message(h_message, sizeof(header) + (lend ? sizeof buf : bytes));
+  header h{context_of(c, collective), c.rank, to, tag, bytes, 0, 0, lend ? 1 : 0};
+  if (synchronous || lend) {
     // Pending until the acknowledgement; what it waits for (the deadlock
     // report) and where its message went (MPI_Cancel).
     q.complete = false;
@@ -192,7 +199,9 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   }
   std::memcpy(m->data(), &h, sizeof h);
   unsigned char* payload = reinterpret_cast<unsigned char*>(m->data()) + sizeof h;
-  if (l.map != nullptr)
+  if (lend)
+    std::memcpy(payload, &buf, sizeof buf);
+  else if (l.map != nullptr)
     pack_map(l.map, count, buf, payload);
   else if (bytes != 0)
     std::memcpy(payload, buf, bytes);

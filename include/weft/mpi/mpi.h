@@ -5,7 +5,7 @@
  *
  * Only what libweft-mpi provides is declared here: a program that uses
  * something else (one-sided communication, I/O, intercommunicators,
- * topologies, dynamic processes, Fortran) fails to compile, naming the
+ * graph topologies, dynamic processes, Fortran) fails to compile, naming the
  * function, rather than at run time.
  * docs/mpi.md lists the coverage, function by function. */
 #ifndef WEFT_MPI_H
@@ -469,6 +469,29 @@ int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status);
 int MPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count);
 int MPI_Status_set_cancelled(MPI_Status* status, int flag);
+
+/* Cartesian process topologies (src/mpi/topo.cpp); graph topologies are
+ * not provided. */
+#define MPI_GRAPH 1
+#define MPI_CART 2
+#define MPI_DIST_GRAPH 3
+#define MPI_ERR_TOPOLOGY 10
+#define MPI_ERR_NO_MEM 34
+#define MPI_ERR_DIMS 11
+int MPI_Dims_create(int nnodes, int ndims, int dims[]);
+int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+                    int reorder, MPI_Comm* comm_cart);
+int MPI_Topo_test(MPI_Comm comm, int* status);
+int MPI_Cartdim_get(MPI_Comm comm, int* ndims);
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank);
+int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest);
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm);
+
+/* Memory for MPI (plain heap memory here: no transport needs it registered). */
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr);
+int MPI_Free_mem(void* base);
 
 #ifdef __cplusplus
 }

@@ -96,7 +96,9 @@ TEST_P(UnassistedOrder, PeriodicStepsKeepEachSendersOrder) {
   g_on_demand = false;
   g_rounds = int(scaled(6000, 2000));
   run_walk(pes(), 2 * pes() + 5, {"--weft:lb=rotate", "--weft:lb-period=0.0002"});
-  if (pes() > 1) EXPECT_GT(g_moved.load(), 0);
+  if (pes() > 1) {
+    EXPECT_GT(g_moved.load(), 0);
+  }
 }
 
 TEST_P(UnassistedOrder, StepsOnDemandKeepEachSendersOrder) {
@@ -104,7 +106,9 @@ TEST_P(UnassistedOrder, StepsOnDemandKeepEachSendersOrder) {
   g_rounds = int(scaled(400, 150));
   run_walk(pes(), 2 * pes() + 5, {"--weft:lb=random"});
   EXPECT_GT(g_balances.load(), 0);
-  if (pes() > 1) EXPECT_GT(g_moved.load(), 0);
+  if (pes() > 1) {
+    EXPECT_GT(g_moved.load(), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Pes, UnassistedOrder, testing::Values(1, 2, 4, 7), pes_name);

@@ -24,10 +24,14 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   for (int i = 1; i + 1 < argc; ++i) {
-    if (strcmp(argv[i], "--k") == 0) k = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--bytes") == 0) bytes = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(argv[++i]);
+    if (strcmp(argv[i], "--k") == 0)
+      k = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--bytes") == 0)
+      bytes = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--iters") == 0)
+      iters = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--repeat") == 0)
+      repeat = atoi(argv[++i]);
   }
   if (k < 1 || bytes < 8 || iters < 1 || repeat < 1 || repeat > 64) {
     if (rank == 0)

@@ -19,8 +19,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   for (int i = 1; i + 1 < argc; ++i) {
-    if (strcmp(argv[i], "--cells") == 0) cells = atol(argv[++i]);
-    else if (strcmp(argv[i], "--sweeps") == 0) sweeps = atol(argv[++i]);
+    if (strcmp(argv[i], "--cells") == 0)
+      cells = atol(argv[++i]);
+    else if (strcmp(argv[i], "--sweeps") == 0)
+      sweeps = atol(argv[++i]);
   }
   if (cells < size || sweeps < 1) {
     if (rank == 0) fprintf(stderr, "vp_stencil: --cells >= ranks, --sweeps >= 1\n");
@@ -37,7 +39,8 @@ int main(int argc, char** argv) {
   /* Start together: every rank reports to rank 0, which releases them. */
   int token = 0;
   if (rank == 0) {
-    for (int r = 1; r < size; ++r) MPI_Recv(&token, 1, MPI_INT, r, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int r = 1; r < size; ++r)
+      MPI_Recv(&token, 1, MPI_INT, r, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     for (int r = 1; r < size; ++r) MPI_Send(&token, 1, MPI_INT, r, 8, MPI_COMM_WORLD);
   } else {
     MPI_Send(&token, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
@@ -45,8 +48,8 @@ int main(int argc, char** argv) {
   }
   const double t0 = MPI_Wtime();
   for (long s = 0; s < sweeps; ++s) {
-    MPI_Sendrecv(&u[1], 1, MPI_DOUBLE, left, 1, &u[n + 1], 1, MPI_DOUBLE, right, 1,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&u[1], 1, MPI_DOUBLE, left, 1, &u[n + 1], 1, MPI_DOUBLE, right, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
     MPI_Sendrecv(&u[n], 1, MPI_DOUBLE, right, 2, &u[0], 1, MPI_DOUBLE, left, 2, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     for (long i = 1; i <= n; ++i) v[i] = (u[i - 1] + u[i] + u[i + 1]) * (1.0 / 3.0);

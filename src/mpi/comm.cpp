@@ -57,6 +57,15 @@ std::shared_ptr<const comm_core> share_core(std::int64_t context, std::vector<in
   return core;
 }
 
+// The tag of a creation's exchange, numbered like the collectives (it
+// draws the same next_collective) and laid out as theirs are (coll.hpp's
+// ctx::tag: the number above 8 bits of round) with a round of its own, 192,
+// that no collective uses: a non-blocking collective still in flight can
+// never take its messages, however many collectives apart they are.
+int creation_tag(std::uint32_t seq) {
+  return int(((seq & 0x7fffffu) << 8) | 192u);
+}
+
 std::int64_t propose_context(const char* call, rank_state& me) {
   if (me.contexts_proposed >= 0x7fffffffu)
     fail(call, MPI_ERR_INTERN, "rank %d made 2^31 communicators; no context is left", me.rank);
@@ -128,7 +137,7 @@ void allgather(const char* call, rank_state& me, MPI_Comm comm, const void* mine
                std::size_t bytes) {
   const comm_view& c = view(call, me, comm);
   const int rank = c.rank, size = int(c.core->members.size());
-  const int tag = int(next_collective(me, comm) & 0x3fffffff);
+  const int tag = creation_tag(next_collective(me, comm));
   std::memcpy(static_cast<unsigned char*>(all) + std::size_t(rank) * bytes, mine, bytes);
   gather_to_zero(call, comm, rank, size, tag, all, bytes);
   broadcast_from_zero(call, comm, rank, size, tag, all, bytes * std::size_t(size));
@@ -254,8 +263,8 @@ WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
     const comm_view& c = view(call, me, comm);
     std::int64_t context = c.rank == 0 ? propose_context(call, me) : 0;
     const int size = int(c.core->members.size());
-    broadcast_from_zero(call, comm, c.rank, size, int(next_collective(me, comm) & 0x3fffffff),
-                        &context, sizeof context);
+    broadcast_from_zero(call, comm, c.rank, size, creation_tag(next_collective(me, comm)), &context,
+                        sizeof context);
     const comm_view& parent = view(call, me, comm);
     const MPI_Comm made = make_comm(me, parent.errhandler, context, parent.core->members,
                                     parent.core->dims, parent.core->periods);

@@ -175,12 +175,14 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   const int to = world_rank(call, c, dest, false);
   const layout l = layout_of(call, type, count);
   const std::size_t bytes = l.bytes;
+  // Every check before the request is made: an error (MPI_ERRORS_RETURN)
+  // must leave no request behind.
+  if (to != MPI_PROC_NULL && bytes != 0 && buf == nullptr && l.map == nullptr)
+    fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   const int handle = new_request(me, request::send);
   request& q = at(me, handle);
   q.complete = true;
   if (to == MPI_PROC_NULL) return handle;
-  if (bytes != 0 && buf == nullptr && l.map == nullptr)
-    fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   // A rendezvous inside the process (lend_bytes); a rank of another
   // process has no state here, and the transport has its own.
   const bool lend = may_lend && bytes >= lend_bytes && l.map == nullptr &&
@@ -216,13 +218,16 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
   check_count(call, count);
   if (!collective) check_tag(call, tag, true);
   const int from = world_rank(call, c, source, true);
+  // Every check before the request is made (see isend).
+  const layout l = layout_of(call, type, count);
+  if (from != MPI_PROC_NULL && l.bytes != 0 && buf == nullptr && l.map == nullptr)
+    fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", l.bytes);
   const int handle = new_request(me, request::recv);
   request& q = at(me, handle);
   if (from == MPI_PROC_NULL) {
     proc_null_status(q);
     return handle;
   }
-  const layout l = layout_of(call, type, count);
   q.buf = buf;
   q.capacity = l.bytes;
   // Matched by the sender's rank in the communicator, which the message
@@ -230,8 +235,6 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
   q.source = source;
   q.tag = tag;
   q.context = context_of(c, collective);
-  if (q.capacity != 0 && buf == nullptr && l.map == nullptr)
-    fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", q.capacity);
   if (l.map != nullptr) {
     retain(l.map);
     q.map = l.map;

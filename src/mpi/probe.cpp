@@ -99,9 +99,14 @@ MPI_Message take(rank_state& me, std::deque<unexpected>::iterator it, MPI_Status
   header h;
   std::memcpy(&h, m->data(), sizeof h);
   fill(status, h);
-  acknowledge(h);
-  h.ack_handle = 0;  // matched now: MPI_Mrecv's delivery acknowledges nothing
-  std::memcpy(m->data(), &h, sizeof h);
+  // A synchronous send completes at its match, which this is. A lent one
+  // (p2p.cpp) must wait for MPI_Mrecv's copy from its buffer: the delivery
+  // acknowledges it then.
+  if (h.lent == 0) {
+    acknowledge(h);
+    h.ack_handle = 0;  // matched now: MPI_Mrecv's delivery acknowledges nothing
+    std::memcpy(m->data(), &h, sizeof h);
+  }
   std::size_t slot = 0;
   while (slot < me.matched.size() && me.matched[slot] != nullptr) ++slot;
   if (slot == me.matched.size()) me.matched.emplace_back();

@@ -10,7 +10,8 @@
  *    what fits copied;
  *  - into a derived receive type (a vector: every other double);
  *  - MPI_Sendrecv_replace, MPI_Bsend (never lent: complete at once),
- *    MPI_Mprobe + MPI_Mrecv, and MPI_Cancel of a send not yet matched.
+ *    MPI_Mprobe + MPI_Mrecv (the send completes at the copy, not at the
+ *    probe), and MPI_Cancel of a send not yet matched.
  * Rank 0 prints "lend: ok N ranks". */
 #include <mpi.h>
 #include <stdio.h>
@@ -94,6 +95,33 @@ int main(int argc, char** argv) {
       for (long i = 0; i < n; ++i) bad += in[i] != byte_of(0, i, 3);
       CHECK(count == n && bad == 0, "a held 256 KiB message: count %d, %ld wrong bytes", count,
             bad);
+    }
+  }
+
+  /* MPI_Mprobe matches a lent message but takes nothing from the buffer:
+   * the send stays incomplete until MPI_Mrecv has copied. */
+  if (size > 1) {
+    const int n = 256 << 10;
+    int token = 0;
+    if (rank == 0) {
+      for (int i = 0; i < n; ++i) out[i] = byte_of(0, i, 7);
+      MPI_Request s;
+      MPI_Isend(out, n, MPI_BYTE, 1, 60, MPI_COMM_WORLD, &s);
+      MPI_Recv(&token, 1, MPI_INT, 1, 61, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* probed */
+      int done = 0;
+      MPI_Test(&s, &done, MPI_STATUS_IGNORE);
+      CHECK(!done, "a lent send completed at MPI_Mprobe, before MPI_Mrecv copied it");
+      MPI_Send(&token, 1, MPI_INT, 1, 62, MPI_COMM_WORLD);
+      MPI_Wait(&s, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Message msg;
+      MPI_Mprobe(0, 60, MPI_COMM_WORLD, &msg, MPI_STATUS_IGNORE);
+      MPI_Send(&token, 1, MPI_INT, 0, 61, MPI_COMM_WORLD);
+      MPI_Recv(&token, 1, MPI_INT, 0, 62, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Mrecv(in, n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+      long bad = 0;
+      for (int i = 0; i < n; ++i) bad += in[i] != byte_of(0, i, 7);
+      CHECK(bad == 0, "Mrecv after Mprobe of a lent message: %ld wrong bytes", bad);
     }
   }
 

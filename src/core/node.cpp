@@ -30,7 +30,7 @@
 namespace weft {
 
 namespace detail {
-constinit thread_local pe_local t_pe_local WEFT_TLS_FAST;
+constinit thread_local pe_local t_pe_local;
 namespace {
 // The calling thread is a guest of a PE (enter_guest): it has the PE's
 // identity but not its state.

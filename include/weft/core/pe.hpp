@@ -17,7 +17,7 @@ struct pe_local {
 };
 // Constant-initialised, so reading it is one thread-pointer-relative load
 // (no call, no initialisation guard): my_pe() is on every send path.
-WEFT_API extern constinit thread_local pe_local t_pe_local WEFT_TLS_FAST;
+WEFT_API extern constinit thread_local pe_local t_pe_local;
 inline pe_local& this_pe_local() noexcept {
   return t_pe_local;
 }

@@ -92,8 +92,13 @@ void copy_elems(const ctx& c, void* to, const void* from, int count, MPI_Datatyp
   unpack(c.call, t, count, packed.data(), to);
 }
 
+// Rank `r` of the algorithm as a rank of c.comm.
+int peer(const ctx& c, int r) {
+  return c.map != nullptr ? c.map[r] : r;
+}
+
 int post_recv(const ctx& c, void* buf, int count, MPI_Datatype t, int from, int round) {
-  return irecv(c.call, buf, count, t, from, c.tag(round), c.comm, true);
+  return irecv(c.call, buf, count, t, peer(c, from), c.tag(round), c.comm, true);
 }
 
 void wait(const ctx& c, int handle) {
@@ -101,7 +106,7 @@ void wait(const ctx& c, int handle) {
 }
 
 void send(const ctx& c, const void* buf, int count, MPI_Datatype t, int to, int round) {
-  wait(c, isend(c.call, buf, count, t, to, c.tag(round), c.comm, true));
+  wait(c, isend(c.call, buf, count, t, peer(c, to), c.tag(round), c.comm, true));
 }
 
 void recv(const ctx& c, void* buf, int count, MPI_Datatype t, int from, int round) {

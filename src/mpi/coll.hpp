@@ -24,6 +24,13 @@ struct ctx {
   // runs the second with another base, so that no message of one can
   // match a receive of the other.
   int base = 0;
+  // Set: the algorithm runs among the ranks map[0..size-1] of c.comm (rank
+  // and size are indices in it): the processes' representatives of a
+  // shared-memory collective (coll_shm.cpp).
+  const int* map = nullptr;
+  // A blocking call on the rank itself: the shared-memory forms may run
+  // it (coll_shm.cpp); a non-blocking one's helper never does.
+  bool blocking = false;
   // Rounds < 64 per algorithm; sequence numbers wrap at 2^23, far beyond
   // the collectives one rank can have in flight at once.
   int tag(int round) const {
@@ -82,6 +89,20 @@ void reduce_scatter(const ctx& c, const void* sendbuf, void* recvbuf, const int*
 void scan(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
           const op_ref& op, bool exclusive);
 
+// The shared-memory forms (coll_shm.cpp; docs/mpi.md "Collectives"): for
+// a blocking call on a communicator with two or more members in some
+// process, the members of each process combine through memory and one
+// representative per process runs the algorithm above across processes.
+// Every member decides alike from what the standard makes equal at all of
+// them (the communicator, the op, a reduction's type); false: not taken,
+// the caller runs the algorithm above.
+bool shm_barrier(const ctx& c);
+bool shm_bcast(const ctx& c, void* buf, int count, MPI_Datatype type, int root);
+bool shm_reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                const op_ref& op, int root);
+bool shm_allreduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                   const op_ref& op);
+
 // Starts `body` as the non-blocking collective `c` (its number taken) on a
 // helper logical thread of the rank's PE acting for it; *request names a
 // request of the rank that completes when `body` has returned
@@ -95,6 +116,7 @@ template <class Body>
 void launch(const ctx& c0, MPI_Request* request, Body body) {
   ctx c = c0;
   c.seq = next_collective(self(c.call), c.comm);
+  c.blocking = request == nullptr;
   if (request == nullptr)
     body(c);
   else

@@ -120,7 +120,9 @@ MPI_Request* need(const char* call, MPI_Request* request) {
 }
 
 void barrier_(const char* call, MPI_Request* req, MPI_Comm comm) {
-  launch(begin(call, comm), req, [](const ctx& c) { barrier(c); });
+  launch(begin(call, comm), req, [](const ctx& c) {
+    if (!shm_barrier(c)) barrier(c);
+  });
 }
 
 void bcast_(const char* call, MPI_Request* req, void* buf, int count, MPI_Datatype type, int root,
@@ -128,7 +130,9 @@ void bcast_(const char* call, MPI_Request* req, void* buf, int count, MPI_Dataty
   const ctx c = begin(call, comm);
   check_root(c, root);
   check_buf(call, buf, count, type, "the buffer");
-  launch(c, req, [=](const ctx& c) { bcast(c, buf, count, type, root); });
+  launch(c, req, [=](const ctx& c) {
+    if (!shm_bcast(c, buf, count, type, root)) bcast(c, buf, count, type, root);
+  });
 }
 
 void reduce_(const char* call, MPI_Request* req, const void* sendbuf, void* recvbuf, int count,
@@ -142,9 +146,10 @@ void reduce_(const char* call, MPI_Request* req, const void* sendbuf, void* recv
   check_buf(call, in, count, type, "sendbuf");
   if (c.rank == root) check_buf(call, recvbuf, count, type, "recvbuf");
   launch(c, req, [=](const ctx& c) {
-    reduce_on(
-        c, r, in, recvbuf, count, type, count, c.rank == root,
-        [&](const void* i, void* o, int n, MPI_Datatype t) { reduce(c, i, o, n, t, r.op, root); });
+    reduce_on(c, r, in, recvbuf, count, type, count, c.rank == root,
+              [&](const void* i, void* o, int n, MPI_Datatype t) {
+                if (!shm_reduce(c, i, o, n, t, r.op, root)) reduce(c, i, o, n, t, r.op, root);
+              });
   });
 }
 
@@ -156,9 +161,10 @@ void allreduce_(const char* call, MPI_Request* req, const void* sendbuf, void* r
   check_buf(call, in, count, type, "sendbuf");
   check_buf(call, recvbuf, count, type, "recvbuf");
   launch(c, req, [=](const ctx& c) {
-    reduce_on(
-        c, r, in, recvbuf, count, type, count, true,
-        [&](const void* i, void* o, int n, MPI_Datatype t) { allreduce(c, i, o, n, t, r.op); });
+    reduce_on(c, r, in, recvbuf, count, type, count, true,
+              [&](const void* i, void* o, int n, MPI_Datatype t) {
+                if (!shm_allreduce(c, i, o, n, t, r.op)) allreduce(c, i, o, n, t, r.op);
+              });
   });
 }
 

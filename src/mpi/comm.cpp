@@ -44,7 +44,7 @@ std::shared_ptr<const comm_core> share_core(std::int64_t context, std::vector<in
   auto it = g_cores.find(context);
   if (it != g_cores.end())
     if (auto core = it->second.lock()) return core;
-  auto* made = new comm_core{context, std::move(members), std::move(dims), std::move(periods)};
+  auto* made = new comm_core{context, std::move(members), std::move(dims), std::move(periods), {}};
   std::shared_ptr<const comm_core> core(made, [](const comm_core* c) {
     {
       std::lock_guard relock(g_cores_mutex);
@@ -181,7 +181,7 @@ void make_predefined_comms(rank_state& r, int world_size) {
   world.rank = r.rank;
   world.name = "MPI_COMM_WORLD";
   comm_view self;
-  self.core = std::make_shared<const comm_core>(comm_core{self_context, {r.rank}, {}, {}});
+  self.core = std::make_shared<const comm_core>(comm_core{self_context, {r.rank}, {}, {}, {}});
   self.rank = 0;
   self.name = "MPI_COMM_SELF";
   r.comms.push_back(std::move(world));

@@ -25,6 +25,22 @@
 
 namespace weft::mpi {
 
+// The shared-memory collectives' state of a communicator's members in this
+// process (coll_shm.cpp): made by the first member that needs it, freed
+// with the communicator.
+struct shm_coll;
+void destroy(shm_coll* s) noexcept;
+struct shm_slot {
+  std::atomic<shm_coll*> made{nullptr};
+  shm_slot() = default;
+  // A copy starts empty: the state belongs to one comm_core.
+  shm_slot(const shm_slot&) noexcept {}
+  shm_slot& operator=(const shm_slot&) = delete;
+  ~shm_slot() {
+    if (shm_coll* s = made.load(std::memory_order_acquire)) destroy(s);
+  }
+};
+
 // A communicator as its members agree on it: its context and its members.
 // Messages match receives of their context only; a communicator has two
 // contexts, `context` for the program's point-to-point messages and
@@ -39,6 +55,7 @@ struct comm_core {
   // whether it wraps; empty for none.
   std::vector<int> dims;
   std::vector<char> periods;
+  mutable shm_slot shm;
 };
 
 // A rank's handle on a communicator: what MPI keeps per process (its name,
@@ -50,6 +67,9 @@ struct comm_view {
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
   std::string name;
   std::map<int, void*> attributes;  // by keyval (attr.cpp)
+  // Shared-memory collectives the rank has called on it (coll_shm.cpp):
+  // the same sequence at every member, as next_collective's.
+  std::uint32_t shm_collectives = 0;
 };
 
 // The context of `comm` for a message: the program's, or the hidden one
@@ -121,6 +141,10 @@ struct rank_state {
   std::atomic<const char*> call{nullptr};
   std::atomic<int> peer{0}, tag{0};
   std::atomic<bool> ended{false};  // its main returned
+  // A shared-memory collective it waits in (coll_shm.cpp): the context of
+  // its communicator (-1: none) and its number, which the wake-up names.
+  std::int64_t shm_context = -1;
+  std::uint32_t shm_gen = 0;
   bool initialized = false, finalized = false;
   // Collectives called so far, per communicator (next_collective).
   std::unordered_map<MPI_Comm, std::uint32_t> collectives;

@@ -88,6 +88,40 @@ static void rounds(MPI_Comm comm, int world_rank, int* failures, int count_round
   free(out);
 }
 
+/* Sums of doubles whose value depends on the order of adding: the same at
+ * every rank (one result, copied out) and the same every time, whoever
+ * arrives last (the order is fixed by the placement). Small (the tree)
+ * and large (the parts). */
+static void determinism(int rank, int* failures) {
+  enum { n_small = 3, n_large = 3000 };
+  const int sizes[2] = {n_small, n_large};
+  double* in = malloc(sizeof(double) * n_large);
+  double* first = malloc(sizeof(double) * n_large);
+  double* out = malloc(sizeof(double) * n_large);
+  for (int k = 0; k < 2; ++k) {
+    const int n = sizes[k];
+    for (int i = 0; i < n; ++i)
+      in[i] = (rank % 2 ? 1e16 : 1.0) * (1 + (rank * 31 + i) % 7) * (rank % 3 == 1 ? -1 : 1) +
+              0.1 * rank;
+    for (int t = 0; t < 30; ++t) {
+      stagger(t, rank);
+      MPI_Allreduce(in, t == 0 ? first : out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      if (t > 0 && memcmp(first, out, sizeof(double) * (size_t)n) != 0) {
+        CHECK(0, "allreduce of %d doubles differs between calls (call %d)", n, t);
+        break;
+      }
+    }
+    int64_t bits, lo, hi;
+    memcpy(&bits, &first[n - 1], sizeof bits);
+    MPI_Allreduce(&bits, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&bits, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(lo == hi, "allreduce of %d doubles differs between ranks", n);
+  }
+  free(in);
+  free(first);
+  free(out);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank, size, failures_ = 0;
@@ -113,6 +147,7 @@ int main(int argc, char** argv) {
   }
   MPI_Comm_free(&half);
   MPI_Comm_free(&dup);
+  determinism(rank, failures);
   int all = 0;
   MPI_Allreduce(&failures_, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0 && all == 0) printf("coll_shm: ok %d ranks\n", size);

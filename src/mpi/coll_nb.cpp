@@ -11,8 +11,12 @@
 //
 // The sequence number is taken by the rank at the call, so collectives
 // keep the order the program called them in whatever order their helpers
-// run.
+// run. What the standard fixes at the call stays as it was then, whatever
+// the program does with its handles meanwhile: the helper has handles of
+// its own on the communicator (hold_comm) and on the derived datatypes
+// (coll::held), and the op is resolved at the call (coll::op_ref).
 #include "mpi/coll.hpp"
+#include "mpi/datatype.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/send.hpp"
 
@@ -26,27 +30,10 @@ struct helper {
   int handle;
   coll::ctx c;
   std::function<void(const coll::ctx&)> body;
+  std::vector<MPI_Datatype> types;  // held (hold_type), dropped at the end
 };
 
 handler_id h_start = 0;
-
-// The helper's own handle on `comm`: the program may free its handle
-// while the collective is pending, which is to complete normally (MPI
-// 3.1, 6.4.3), and may get that handle back for another communicator
-// meanwhile. A view of the same communicator, in a free slot of the rank's
-// handles as comm.cpp fills them, dropped when the helper ends.
-MPI_Comm hold_comm(const char* call, rank_state& me, MPI_Comm comm) {
-  comm_view v = view(call, me, comm);
-  v.name.clear();
-  v.attributes.clear();
-  for (std::size_t i = 2; i < me.comms.size(); ++i)
-    if (me.comms[i].core == nullptr) {
-      me.comms[i] = std::move(v);
-      return MPI_Comm(i + 1);
-    }
-  me.comms.push_back(std::move(v));
-  return MPI_Comm(me.comms.size());
-}
 
 void helper_finished(threads::ult* u) {
   delete static_cast<helper*>(u->arg);
@@ -65,6 +52,24 @@ const bool registered = [] {
 
 }  // namespace
 
+// A view of the same communicator, in a free slot of the rank's handles as
+// comm.cpp fills them. A collective pending when the program frees its
+// handle is to complete normally (MPI 3.1, 6.4.3), and so is a persistent
+// request started after (MPICH and Open MPI keep the communicator with the
+// request).
+MPI_Comm hold_comm(const char* call, rank_state& me, MPI_Comm comm) {
+  comm_view v = view(call, me, comm);
+  v.name.clear();
+  v.attributes.clear();
+  for (std::size_t i = 2; i < me.comms.size(); ++i)
+    if (me.comms[i].core == nullptr) {
+      me.comms[i] = std::move(v);
+      return MPI_Comm(i + 1);
+    }
+  me.comms.push_back(std::move(v));
+  return MPI_Comm(me.comms.size());
+}
+
 void collective_helper(threads::ult* u) {
   helper* h = static_cast<helper*>(u->arg);
   try {
@@ -74,13 +79,29 @@ void collective_helper(threads::ult* u) {
     // communicator's handler has it (fatal for now).
     handle_error(h->c.comm, e);
   }
+  for (MPI_Datatype t : h->types) drop_type(t);
   drop_comm(*h->rank, h->c.comm);
   complete_collective_request(*h->rank, h->handle);
 }
 
 namespace coll {
 
-void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body) {
+held::~held() {
+  for (MPI_Datatype t : types_) drop_type(t);
+}
+
+MPI_Datatype held::type(const char* call, MPI_Datatype type) {
+  if (!on_ || (type > 0 && type <= MPI_PACKED)) return type;
+  for (std::size_t i = 0; i < from_.size(); ++i)
+    if (from_[i] == type) return types_[i];
+  const MPI_Datatype t = hold_type(call, type);
+  from_.push_back(type);
+  types_.push_back(t);
+  return t;
+}
+
+void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body,
+                   std::vector<MPI_Datatype> types) {
   rank_state& me = self(c.call);
   auto* h = new helper{};
   h->rank = &me;
@@ -88,6 +109,7 @@ void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const 
   h->c = c;
   h->c.comm = hold_comm(c.call, me, c.comm);
   h->body = std::move(body);
+  h->types = std::move(types);
   h->u.body = &collective_helper;
   h->u.finished = &helper_finished;
   h->u.arg = h;

@@ -229,6 +229,11 @@ MPI_Comm split_comm(const char* call, MPI_Comm comm, int color, int key, std::ve
                     std::vector<char> periods = {});
 // Drops the rank's handle `comm` (MPI_Comm_free).
 void drop_comm(rank_state& me, MPI_Comm comm);
+// A handle of the rank's on the communicator `comm` names, for an
+// operation that runs after its call (a non-blocking collective, a
+// persistent request): the program may free its handle meanwhile, and get
+// it back for another communicator. Dropped with drop_comm (coll_nb.cpp).
+MPI_Comm hold_comm(const char* call, rank_state& me, MPI_Comm comm);
 // The world ranks of `group`, in its order (group.cpp).
 std::vector<int> group_members(const char* call, rank_state& me, MPI_Group group);
 // The attributes of `from` that their keyvals' copy functions keep, set on
@@ -462,6 +467,9 @@ void collective_helper(threads::ult* u);
 // A request for a non-blocking collective of `r`, and its completion.
 int new_collective_request(rank_state& r);
 void complete_collective_request(rank_state& r, int handle);
+// Lets go of what persistent request `q` holds (requests.cpp), when
+// MPI_Request_free releases it.
+void release_persistent(rank_state& me, const request& q);
 
 // Suspends the calling rank, or a helper acting for it, until `done()` (a
 // completion resumes it).

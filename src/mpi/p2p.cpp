@@ -411,6 +411,7 @@ void free_request(const char* call, int* handle) {
          "request %d is a non-blocking collective's, which cannot be freed (MPI 3.1, 5.12): "
          "complete it with MPI_Wait or MPI_Test",
          *handle);
+  if (q.persistent) release_persistent(me, q);
   if (q.persistent && q.active) {
     // Its operation goes on, and is released when it completes.
     request& op = at(me, q.inner);

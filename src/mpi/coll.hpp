@@ -126,8 +126,9 @@ class held {
 
 // Starts `body` as the non-blocking collective `c` (its number taken) on a
 // helper logical thread of the rank's PE acting for it; *request names a
-// request of the rank that completes when `body` has returned
-// (coll_nb.cpp). The helper drops `types` when it ends.
+// request of the rank that completes when `body` has returned, with the
+// error it raised, if any, in its status (coll_nb.cpp). The helper drops
+// `types` when it ends.
 void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body,
                    std::vector<MPI_Datatype> types);
 

@@ -464,9 +464,15 @@ bool basic_of(const char* call, MPI_Datatype type, MPI_Datatype* basic, int* per
 // The body of the logical threads that act for a rank (a non-blocking
 // collective's helper, coll_nb.cpp): their `local` is the rank_state.
 void collective_helper(threads::ult* u);
-// A request for a non-blocking collective of `r`, and its completion.
+// A request for a non-blocking collective of `r`, and its completion:
+// `error_class` in its status, and `error_key` (its sent_bytes) for
+// describe_collective to name the error.
 int new_collective_request(rank_state& r);
-void complete_collective_request(rank_state& r, int handle);
+void complete_collective_request(rank_state& r, int handle, int error_class,
+                                 std::uint64_t error_key);
+// The error of a failed non-blocking collective whose request's
+// sent_bytes is `key`, into out[size]; false for any other request.
+bool describe_collective(std::uint64_t key, char* out, std::size_t size);
 // Lets go of what persistent request `q` holds (requests.cpp), when
 // MPI_Request_free releases it.
 void release_persistent(rank_state& me, const request& q);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 #include "mpi/mpi_internal.hpp"
 
 namespace weft::mpi::coll {
@@ -103,24 +104,46 @@ bool shm_reduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI
 bool shm_allreduce(const ctx& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                    const op_ref& op);
 
+// The datatypes a non-blocking collective's helper will use, each under a
+// handle of its own (hold_type, datatype.hpp), so that the program may free
+// its handles once the call returns; the helper drops them when it ends,
+// and these drop what no helper took (a call that failed after holding).
+// A blocking call (`on` false) uses the program's handles as they are.
+class held {
+ public:
+  explicit held(bool on) : on_(on) {}
+  ~held();
+  held(const held&) = delete;
+  held& operator=(const held&) = delete;
+  // What the helper is to use for `type`.
+  MPI_Datatype type(const char* call, MPI_Datatype type);
+  std::vector<MPI_Datatype> take() { return std::move(types_); }
+
+ private:
+  bool on_;
+  std::vector<MPI_Datatype> from_, types_;  // the program's, and the held ones
+};
+
 // Starts `body` as the non-blocking collective `c` (its number taken) on a
 // helper logical thread of the rank's PE acting for it; *request names a
-// request of the rank that completes when `body` has returned
-// (coll_nb.cpp).
-void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body);
+// request of the rank that completes when `body` has returned, with the
+// error it raised, if any, in its status (coll_nb.cpp). The helper drops
+// `types` when it ends.
+void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const ctx&)> body,
+                   std::vector<MPI_Datatype> types);
 
 // Runs `body` as the calling rank's next collective on c.comm: now, on the
 // rank (request null: a blocking call; no std::function on that path), or
-// on a helper.
+// on a helper, which takes what `h` holds.
 template <class Body>
-void launch(const ctx& c0, MPI_Request* request, Body body) {
+void launch(const ctx& c0, MPI_Request* request, held& h, Body body) {
   ctx c = c0;
   c.seq = next_collective(self(c.call), c.comm);
   c.blocking = request == nullptr;
   if (request == nullptr)
     body(c);
   else
-    launch_helper(c, request, std::move(body));
+    launch_helper(c, request, std::move(body), h.take());
 }
 
 }  // namespace weft::mpi::coll

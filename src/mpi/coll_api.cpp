@@ -60,6 +60,13 @@ reduction reduction_of(const char* call, MPI_Op op, MPI_Datatype type) {
   return r;
 }
 
+// `type` (and `r`'s, where it is `type`) as a helper is to use them.
+void hold(held& h, const char* call, MPI_Datatype& type, reduction& r) {
+  const MPI_Datatype t = h.type(call, type);
+  if (r.type == type) r.type = t;
+  type = t;
+}
+
 // Runs `run(in, out, n, type)` for reduction `r` of `count` elements of
 // `type` at `in`: on the program's buffers, or on their packed values,
 // unpacked into `recvbuf` (`count_out` elements) when `lands`.
@@ -120,7 +127,8 @@ MPI_Request* need(const char* call, MPI_Request* request) {
 }
 
 void barrier_(const char* call, MPI_Request* req, MPI_Comm comm) {
-  launch(begin(call, comm), req, [](const ctx& c) {
+  held h(req != nullptr);
+  launch(begin(call, comm), req, h, [](const ctx& c) {
     if (!shm_barrier(c)) barrier(c);
   });
 }
@@ -130,7 +138,9 @@ void bcast_(const char* call, MPI_Request* req, void* buf, int count, MPI_Dataty
   const ctx c = begin(call, comm);
   check_root(c, root);
   check_buf(call, buf, count, type, "the buffer");
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  type = h.type(call, type);
+  launch(c, req, h, [=](const ctx& c) {
     if (!shm_bcast(c, buf, count, type, root)) bcast(c, buf, count, type, root);
   });
 }
@@ -139,13 +149,15 @@ void reduce_(const char* call, MPI_Request* req, const void* sendbuf, void* recv
              MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   const ctx c = begin(call, comm);
   check_root(c, root);
-  const reduction r = reduction_of(call, op, type);
+  reduction r = reduction_of(call, op, type);
   if (sendbuf == MPI_IN_PLACE && c.rank != root)
     fail(call, MPI_ERR_BUFFER, "MPI_IN_PLACE is accepted as the root's sendbuf only");
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   check_buf(call, in, count, type, "sendbuf");
   if (c.rank == root) check_buf(call, recvbuf, count, type, "recvbuf");
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  hold(h, call, type, r);
+  launch(c, req, h, [=](const ctx& c) {
     reduce_on(c, r, in, recvbuf, count, type, count, c.rank == root,
               [&](const void* i, void* o, int n, MPI_Datatype t) {
                 if (!shm_reduce(c, i, o, n, t, r.op, root)) reduce(c, i, o, n, t, r.op, root);
@@ -156,11 +168,13 @@ void reduce_(const char* call, MPI_Request* req, const void* sendbuf, void* recv
 void allreduce_(const char* call, MPI_Request* req, const void* sendbuf, void* recvbuf, int count,
                 MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   const ctx c = begin(call, comm);
-  const reduction r = reduction_of(call, op, type);
+  reduction r = reduction_of(call, op, type);
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   check_buf(call, in, count, type, "sendbuf");
   check_buf(call, recvbuf, count, type, "recvbuf");
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  hold(h, call, type, r);
+  launch(c, req, h, [=](const ctx& c) {
     reduce_on(c, r, in, recvbuf, count, type, count, true,
               [&](const void* i, void* o, int n, MPI_Datatype t) {
                 if (!shm_allreduce(c, i, o, n, t, r.op)) allreduce(c, i, o, n, t, r.op);
@@ -198,7 +212,10 @@ void gatherv_(const char* call, MPI_Request* req, const void* sendbuf, int sendc
       places.assign(displs, displs + c.size);
     }
   }
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  sendtype = h.type(call, sendtype);
+  recvtype = h.type(call, recvtype);
+  launch(c, req, h, [=](const ctx& c) {
     gatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts.data(), places.data(), recvtype, root,
             in_place);
   });
@@ -227,7 +244,10 @@ void scatterv_(const char* call, MPI_Request* req, const void* sendbuf, const in
       places.assign(displs, displs + c.size);
     }
   }
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  sendtype = h.type(call, sendtype);
+  recvtype = h.type(call, recvtype);
+  launch(c, req, h, [=](const ctx& c) {
     scatterv(c, sendbuf, counts.data(), places.data(), sendtype, recvbuf, recvcount, recvtype, root,
              in_place);
   });
@@ -240,7 +260,10 @@ void allgather_(const char* call, MPI_Request* req, const void* sendbuf, int sen
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (!in_place) check_buf(call, sendbuf, sendcount, sendtype, "sendbuf");
   check_buf(call, recvbuf, recvcount, recvtype, "recvbuf");
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  sendtype = h.type(call, sendtype);
+  recvtype = h.type(call, recvtype);
+  launch(c, req, h, [=](const ctx& c) {
     allgather(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, in_place);
   });
 }
@@ -253,7 +276,10 @@ void allgatherv_(const char* call, MPI_Request* req, const void* sendbuf, int se
   if (!in_place) check_buf(call, sendbuf, sendcount, sendtype, "sendbuf");
   check_blocks(c, recvbuf, recvcounts, displs, recvtype, "recvbuf");
   const std::vector<int> counts(recvcounts, recvcounts + c.size), places(displs, displs + c.size);
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  sendtype = h.type(call, sendtype);
+  recvtype = h.type(call, recvtype);
+  launch(c, req, h, [=](const ctx& c) {
     allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts.data(), places.data(), recvtype,
                in_place);
   });
@@ -296,13 +322,12 @@ void alltoall_v(const char* call, MPI_Request* req, const void* sendbuf, const i
   const ctx c = begin(call, comm);
   std::vector<MPI_Datatype> st(std::size_t(c.size), sendtype), rt(std::size_t(c.size), recvtype);
   check_w(c, recvbuf, recvcounts, rdispls, rt.data(), "recvbuf");
-  const w_blocks r = to_w(c, recvcounts, rdispls, recvtype);
+  if (sendbuf != MPI_IN_PLACE) check_w(c, sendbuf, sendcounts, sdispls, st.data(), "sendbuf");
+  held h(req != nullptr);
+  const w_blocks r = to_w(c, recvcounts, rdispls, h.type(call, recvtype));
   w_blocks s;
-  if (sendbuf != MPI_IN_PLACE) {
-    check_w(c, sendbuf, sendcounts, sdispls, st.data(), "sendbuf");
-    s = to_w(c, sendcounts, sdispls, sendtype);
-  }
-  launch(c, req, [=](const ctx& c) {
+  if (sendbuf != MPI_IN_PLACE) s = to_w(c, sendcounts, sdispls, h.type(call, sendtype));
+  launch(c, req, h, [=](const ctx& c) {
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     const w_blocks& ss = sendbuf == MPI_IN_PLACE ? r : s;
     alltoallw(c, in, ss.counts.data(), ss.displs.data(), ss.types.data(), recvbuf, r.counts.data(),
@@ -342,7 +367,10 @@ void alltoallw_w(const char* call, MPI_Request* req, const void* sendbuf, const 
                  {sendtypes, sendtypes + c.size}};
   }
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  for (MPI_Datatype& t : r.types) t = h.type(call, t);
+  for (MPI_Datatype& t : s.types) t = h.type(call, t);
+  launch(c, req, h, [=](const ctx& c) {
     alltoallw(c, in, s.counts.data(), s.displs.data(), s.types.data(), recvbuf, r.counts.data(),
               r.displs.data(), r.types.data());
   });
@@ -352,7 +380,7 @@ void reduce_scatter_(const char* call, MPI_Request* req, const void* sendbuf, vo
                      const int* recvcounts, MPI_Datatype type, MPI_Op op, MPI_Comm comm, bool block,
                      int recvcount) {
   const ctx c = begin(call, comm);
-  const reduction r = reduction_of(call, op, type);
+  reduction r = reduction_of(call, op, type);
   std::vector<int> counts;
   if (block) {
     check_count(call, recvcount, "recvbuf");
@@ -374,7 +402,9 @@ void reduce_scatter_(const char* call, MPI_Request* req, const void* sendbuf, vo
     check_buf(call, recvbuf, counts[std::size_t(c.rank)], type, "recvbuf");
   std::vector<int> scaled(counts);  // in the values the op combines
   for (int& n : scaled) n *= r.per;
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  hold(h, call, type, r);
+  launch(c, req, h, [=](const ctx& c) {
     reduce_on(c, r, in, recvbuf, int(total), type, counts[std::size_t(c.rank)], true,
               [&](const void* i, void* o, int, MPI_Datatype t) {
                 reduce_scatter(c, i, o, scaled.data(), t, r.op);
@@ -385,11 +415,13 @@ void reduce_scatter_(const char* call, MPI_Request* req, const void* sendbuf, vo
 void scan_(const char* call, MPI_Request* req, const void* sendbuf, void* recvbuf, int count,
            MPI_Datatype type, MPI_Op op, MPI_Comm comm, bool exclusive) {
   const ctx c = begin(call, comm);
-  const reduction r = reduction_of(call, op, type);
+  reduction r = reduction_of(call, op, type);
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   check_buf(call, in, count, type, "sendbuf");
   check_buf(call, recvbuf, count, type, "recvbuf");
-  launch(c, req, [=](const ctx& c) {
+  held h(req != nullptr);
+  hold(h, call, type, r);
+  launch(c, req, h, [=](const ctx& c) {
     // Exscan leaves rank 0's recvbuf as it was.
     reduce_on(c, r, in, recvbuf, count, type, count, !exclusive || c.rank > 0,
               [&](const void* i, void* o, int n, MPI_Datatype t) {

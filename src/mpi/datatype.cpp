@@ -160,6 +160,17 @@ void unpublish(const char* call, MPI_Datatype type) {
   release(d);
 }
 
+MPI_Datatype hold_type(const char* call, MPI_Datatype type) {
+  if (type > 0 && type <= kLastNamed) return type;
+  const datatype& d = lookup(call, type, false);
+  retain(&d);  // the new handle's reference (publish lets go of it if it fails)
+  return publish(call, const_cast<datatype*>(&d));
+}
+
+void drop_type(MPI_Datatype held) {
+  if (held >= kFirstDerived) unpublish("MPI_Type_free", held);
+}
+
 builder::builder(int combiner) : d_(new datatype) {
   d_->combiner = combiner;
 }

@@ -76,6 +76,19 @@ MPI_Datatype publish(const char* call, datatype* d);
 // Drops handle `type` (MPI_Type_free): predefined ones are refused.
 void unpublish(const char* call, MPI_Datatype type);
 
+// What an operation that runs after its call returns (a non-blocking
+// collective's helper, each MPI_Start of a persistent request) uses in
+// place of the program's `type`: the standard fixes the type at the call
+// (MPI 3.1, 4.1.9: a type freed meanwhile stays valid for the operations
+// made with it), but the layers below look types up by handle, and the
+// program may free its handle, which may then name another type. So a
+// derived type gets a second handle of the operation's own on the same map
+// (retained; MPI_ERR_TYPE naming `call` if `type` is not a datatype);
+// `type` itself when predefined. drop_type lets go of it when the
+// operation is done with it.
+MPI_Datatype hold_type(const char* call, MPI_Datatype type);
+void drop_type(MPI_Datatype held);
+
 // Builds a type map out of elements of other types.
 class builder {
  public:

@@ -229,6 +229,11 @@ MPI_Comm split_comm(const char* call, MPI_Comm comm, int color, int key, std::ve
                     std::vector<char> periods = {});
 // Drops the rank's handle `comm` (MPI_Comm_free).
 void drop_comm(rank_state& me, MPI_Comm comm);
+// A handle of the rank's on the communicator `comm` names, for an
+// operation that runs after its call (a non-blocking collective, a
+// persistent request): the program may free its handle meanwhile, and get
+// it back for another communicator. Dropped with drop_comm (coll_nb.cpp).
+MPI_Comm hold_comm(const char* call, rank_state& me, MPI_Comm comm);
 // The world ranks of `group`, in its order (group.cpp).
 std::vector<int> group_members(const char* call, rank_state& me, MPI_Group group);
 // The attributes of `from` that their keyvals' copy functions keep, set on
@@ -459,9 +464,18 @@ bool basic_of(const char* call, MPI_Datatype type, MPI_Datatype* basic, int* per
 // The body of the logical threads that act for a rank (a non-blocking
 // collective's helper, coll_nb.cpp): their `local` is the rank_state.
 void collective_helper(threads::ult* u);
-// A request for a non-blocking collective of `r`, and its completion.
+// A request for a non-blocking collective of `r`, and its completion:
+// `error_class` in its status, and `error_key` (its sent_bytes) for
+// describe_collective to name the error.
 int new_collective_request(rank_state& r);
-void complete_collective_request(rank_state& r, int handle);
+void complete_collective_request(rank_state& r, int handle, int error_class,
+                                 std::uint64_t error_key);
+// The error of a failed non-blocking collective whose request's
+// sent_bytes is `key`, into out[size]; false for any other request.
+bool describe_collective(std::uint64_t key, char* out, std::size_t size);
+// Lets go of what persistent request `q` holds (requests.cpp), when
+// MPI_Request_free releases it.
+void release_persistent(rank_state& me, const request& q);
 
 // Suspends the calling rank, or a helper acting for it, until `done()` (a
 // completion resumes it).

@@ -321,6 +321,7 @@ bool settle(const char* call, int* handle, MPI_Status& st, std::uint64_t& sent, 
 }
 
 void describe(const MPI_Status& st, std::uint64_t sent, char* out, std::size_t size) {
+  if (describe_collective(sent, out, size)) return;
   if (st.MPI_ERROR == MPI_ERR_TRUNCATE)
     std::snprintf(out, size,
                   "a message of %llu bytes from rank %d, tag %d, is longer than the receive's %lld",
@@ -401,11 +402,13 @@ int new_collective_request(rank_state& r) {
   return handle;
 }
 
-void complete_collective_request(rank_state& r, int handle) {
+void complete_collective_request(rank_state& r, int handle, int error_class,
+                                 std::uint64_t error_key) {
   request& q = at(r, handle);
   q.status.MPI_SOURCE = MPI_ANY_SOURCE;
   q.status.MPI_TAG = MPI_ANY_TAG;
-  q.status.MPI_ERROR = MPI_SUCCESS;
+  q.status.MPI_ERROR = error_class;
+  q.sent_bytes = error_key;
   q.complete = true;
   wake(r);
 }
@@ -419,6 +422,7 @@ void free_request(const char* call, int* handle) {
          "request %d is a non-blocking collective's, which cannot be freed (MPI 3.1, 5.12): "
          "complete it with MPI_Wait or MPI_Test",
          *handle);
+  if (q.persistent) release_persistent(me, q);
   if (q.persistent && q.active) {
     // Its operation goes on, and is released when it completes.
     request& op = at(me, q.inner);

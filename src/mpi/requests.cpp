@@ -6,7 +6,12 @@
 // A persistent request keeps its arguments; each MPI_Start starts an
 // operation of its own with them (a request of the pool, `inner`), and
 // the completion of that operation leaves the persistent request inactive
-// (p2p.cpp's settle), ready for the next MPI_Start. The forms that
+// (p2p.cpp's settle), ready for the next MPI_Start. The datatype and the
+// communicator are the ones of the init, whatever the program does with
+// its handles afterwards (MPI_Type_free: "any communication that is
+// currently using this datatype will complete normally"; MPICH and Open
+// MPI keep both with the request): the request holds handles of its own
+// on them (hold_type, hold_comm) until MPI_Request_free. The forms that
 // complete any or some of several requests skip null and inactive ones,
 // as the standard says.
 //
@@ -22,6 +27,7 @@
 // whatever the receiver does, as the standard requires.
 #include <algorithm>
 #include <cstring>
+#include "mpi/datatype.hpp"
 #include "mpi/mpi_internal.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/send.hpp"
@@ -106,16 +112,18 @@ int init(const char* call, request::kind_t kind, request::mode_t mode, const voi
     fail(call, MPI_ERR_TAG, "tag %d is not in 0..%d%s", tag, MPI_TAG_UB_VALUE,
          recv ? " (or MPI_ANY_TAG)" : "");
   if (bytes != 0 && buf == nullptr) fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
+  const MPI_Datatype held_type = hold_type(call, type);
+  const MPI_Comm held_comm = hold_comm(call, me, comm);
   const int handle = new_request(me, kind);
   request& q = at(me, handle);
   q.persistent = true;
   q.mode = mode;
   q.buf = const_cast<void*>(buf);
   q.count = count;
-  q.type = type;
+  q.type = held_type;
   q.source = peer;
   q.tag = tag;
-  q.comm = comm;
+  q.comm = held_comm;
   return handle;
 }
 
@@ -192,6 +200,11 @@ void check_array(const char* call, int count, const void* handles) {
 }  // namespace
 
 namespace weft::mpi {
+
+void release_persistent(rank_state& me, const request& q) {
+  drop_type(q.type);
+  drop_comm(me, q.comm);
+}
 
 void settle_all(const char* call, int count, int* handles, MPI_Status* statuses) {
   check_array(call, count, handles);

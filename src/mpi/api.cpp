@@ -221,12 +221,27 @@ WEFT_MPI_API int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype s
   });
 }
 
+namespace {
+
+// The communicator whose error handler a completion of *request applies
+// (MPI 3.1 8.3: the request's); MPI_COMM_WORLD for a handle that is none.
+MPI_Comm owner_of(const MPI_Request* request) {
+  const rank_state* me = current_rank();
+  if (me == nullptr || request == nullptr) return MPI_COMM_WORLD;
+  const int h = *request;
+  if (h <= 0 || std::size_t(h) > me->requests.size()) return MPI_COMM_WORLD;
+  return me->requests[std::size_t(h - 1)].owner;
+}
+
+}  // namespace
+
 WEFT_MPI_API int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  return guard(MPI_COMM_WORLD, [&] { finish("MPI_Wait", request, status, true); });
+  return guard(owner_of(request), [&] { finish("MPI_Wait", request, status, true); });
 }
 
 WEFT_MPI_API int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  return guard(MPI_COMM_WORLD, [&] { *flag = finish("MPI_Test", request, status, false) ? 1 : 0; });
+  return guard(owner_of(request),
+               [&] { *flag = finish("MPI_Test", request, status, false) ? 1 : 0; });
 }
 
 WEFT_MPI_API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {

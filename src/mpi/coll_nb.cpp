@@ -179,6 +179,7 @@ void launch_helper(const ctx& c, MPI_Request* request, std::function<void(const 
   auto* h = new helper{};
   h->rank = &me;
   h->handle = new_collective_request(me);
+  at(me, h->handle).owner = c.comm;
   h->c = c;
   h->c.comm = hold_comm(c.call, me, c.comm);
   h->body = std::move(body);

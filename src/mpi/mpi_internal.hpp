@@ -107,6 +107,10 @@ struct request {
   int count = 0;
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Comm comm = MPI_COMM_NULL;
+  // The program's handle of the communicator the operation was called on:
+  // its error handler is the one MPI_Wait and MPI_Test apply to the
+  // request's error (MPI_COMM_WORLD's where it names none, or is freed).
+  MPI_Comm owner = MPI_COMM_WORLD;
   // A truncated receive (status.MPI_ERROR MPI_ERR_TRUNCATE): the length of
   // the message, of which the receive took what fitted.
   std::uint64_t sent_bytes = 0;
@@ -345,6 +349,7 @@ inline int new_request(rank_state& r, request::kind_t kind) {
   q.kind = kind;
   q.complete = q.freed = q.persistent = q.active = false;
   q.map = nullptr;
+  q.owner = MPI_COMM_WORLD;
   q.status = MPI_Status{};
   return handle;
 }

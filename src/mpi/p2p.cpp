@@ -186,6 +186,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", bytes);
   const int handle = new_request(me, request::send);
   request& q = at(me, handle);
+  q.owner = comm;
   q.complete = true;
   if (to == MPI_PROC_NULL) return handle;
   // A rendezvous inside the process (lend_bytes); a rank of another
@@ -229,6 +230,7 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
     fail(call, MPI_ERR_BUFFER, "a null buffer of %zu bytes", l.bytes);
   const int handle = new_request(me, request::recv);
   request& q = at(me, handle);
+  q.owner = comm;
   if (from == MPI_PROC_NULL) {
     proc_null_status(q);
     return handle;

@@ -124,6 +124,7 @@ int init(const char* call, request::kind_t kind, request::mode_t mode, const voi
   q.source = peer;
   q.tag = tag;
   q.comm = held_comm;
+  q.owner = comm;
   return handle;
 }
 

@@ -16,6 +16,11 @@
  *   mrecv_null        MPI_Mrecv of MPI_MESSAGE_NULL;
  *   cancel_inactive   MPI_Cancel of a persistent request never started;
  *   probe_rank        MPI_Probe of a source past the communicator;
+ *   wait_owner        a truncated receive on a dup of MPI_COMM_WORLD whose
+ *                     handler is MPI_ERRORS_RETURN: MPI_Wait returns
+ *                     MPI_ERR_TRUNCATE (the request's communicator's
+ *                     handler, not MPI_COMM_WORLD's); prints "returned 14",
+ *                     then the same on MPI_COMM_SELF (fatal) ends the job;
  *   ssend_deadlock    every rank MPI_Ssends to the next first: the
  *                     deadlock report names each rank's MPI_Ssend (exit 4). */
 #include <mpi.h>
@@ -37,6 +42,20 @@ int main(int argc, char** argv) {
     MPI_Irecv(&four, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, &r);
     MPI_Send(&eight, 1, MPI_LONG, 0, 1, MPI_COMM_WORLD);
     while (!flag) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+  } else if (rank == 0 && strcmp(what, "wait_owner") == 0) {
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_SELF, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    MPI_Irecv(&four, 1, MPI_INT, 0, 1, dup, &r);
+    MPI_Send(&eight, 1, MPI_LONG, 0, 1, dup);
+    const int rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int cls = -1;
+    MPI_Error_class(rc, &cls);
+    printf("returned %d\n", cls);
+    fflush(stdout);
+    MPI_Irecv(&four, 1, MPI_INT, 0, 1, MPI_COMM_SELF, &r);
+    MPI_Send(&eight, 1, MPI_LONG, 0, 1, MPI_COMM_SELF);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
   } else if (rank == 0 && strcmp(what, "truncate_waitall") == 0) {
     MPI_Request both[2];
     MPI_Isend(&eight, 1, MPI_LONG, 0, 1, MPI_COMM_WORLD, &both[0]);

@@ -19,7 +19,7 @@ import re
 import struct
 import sys
 
-from .format import (END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_V1, MAGIC,
+from .format import (END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_OF_VERSION, MAGIC,
                      MAIN_ID, RECORD, RECORD_BYTES, SIGNAL_NAMES, SUMMARY_FORMAT, TIMER_ID, VERSION,
                      VERSIONS, TraceError, clean)
 
@@ -136,6 +136,7 @@ class Track:
         self.end = None               # (how, signal, tick) of its end record
         self.version = VERSION
         self.found = False            # found in the directory, not listed in the metadata
+        self.cpus = None              # the CPUs its thread may run on (version 3), when listed
 
     @property
     def tid(self):
@@ -287,7 +288,14 @@ def load_node(directory, n, issues):
             if os.path.basename(tf) != tf or tf in ("", ".", ".."):
                 raise TraceError(p, "tracks[%d].file is \"%s\" (expected a file name in the "
                                  "trace directory)" % (i, tf))
-            node.tracks.append(Track(node, tf, tk, tp))
+            track = Track(node, tf, tk, tp)
+            cpus = field(t, p, "cpus", (list,), required=False)
+            if cpus is not None:
+                if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
+                    raise TraceError(p, "tracks[%d].cpus is %s (expected a list of CPU numbers >= 0)"
+                                     % (i, json.dumps(cpus)[:40]))
+                track.cpus = cpus
+            node.tracks.append(track)
     else:
         node.summary_file = field(meta, p, "summary_file", (str,), required=False,
                                   default="node%d.summary.json" % n)
@@ -349,11 +357,12 @@ def load_track(track, issues):
     # The kind is the low byte of each record's first little-endian word:
     # one slice of the buffer gives every kind without unpacking anything.
     kinds = data[HEADER_BYTES::RECORD_BYTES]
-    bad = set(kinds).difference(KIND_NAMES if version >= 2 else KINDS_V1)
+    allowed = KINDS_OF_VERSION[version]
+    bad = set(kinds).difference(allowed)
     if bad:
         first = min(kinds.index(bytes((k,))) for k in bad)
-        raise TraceError(path, "record %d: unknown event kind %d (expected 1..%d)"
-                         % (first, kinds[first], max(KIND_NAMES)))
+        raise TraceError(path, "record %d: unknown event kind %d (expected 1..%d in a version %d file)"
+                         % (first, kinds[first], max(allowed), version))
     track.data = data
     track.nrec = nrec
     if nrec:

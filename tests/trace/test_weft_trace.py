@@ -981,6 +981,26 @@ class MigrationsTest(Base):
         cpu = [(e["ts"], e["args"]["cpu"]) for e in doc["traceEvents"] if e.get("name") == "PE 0 cpu"]
         self.assertEqual(cpu, [(0.0, 2), (250.0, 0), (300.0, 3), (600.0, 2)])
 
+    def test_check_cpu_records(self):
+        rc, out, err = run("check", self.cpu_job().root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("cpu records of 2 tracks", out)
+        # No record at the start, a record that names the CPU before it, a
+        # CPU outside the set (a warning only).
+        late = [e for e in MPE0 if e[1] != CPU or e[0] != 0]
+        td = self.cpu_job(pe0=late, name="late")
+        rc, out, err = run("check", td.root)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("the first cpu record is at tick 500000", out)
+        same = [(0, CPU, 1), (0, IB), (500000, CPU, 1), (1000000, IE), (1000000, END, EXIT)]
+        rc, out, err = run("check", self.cpu_job(pe1=same, name="same").root)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("record 2: a cpu record naming CPU 1, as the one before it", out)
+        moved = [(0, CPU, 1), (0, IB), (500000, CPU, 0), (1000000, IE), (1000000, END, EXIT)]
+        rc, out, err = run("check", self.cpu_job(pe1=moved, name="moved").root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("ran on CPU 0, outside the CPU set it began with", out)
+
     def test_versions_without_cpu_records(self):
         pe0 = [e for e in MPE0 if e[1] != CPU]
         pe1 = [e for e in MPE1 if e[1] != CPU]

@@ -15,35 +15,11 @@ with -o, a PNG of one step plot per thread.
 """
 
 import json
-import struct
 
-from .format import CPU, HEADER_BYTES, RECORD_BYTES, TraceError
+from .format import TraceError
 from .output import prepare_output
 from .plots import pyplot, save_png
 from .reader import load_trace, trace_ending
-
-_CPU_BYTE = bytes((CPU,))
-_W_A = struct.Struct("<QI")
-
-
-def cpu_samples(track):
-    """[(tick, cpu)] of the track's cpu records, in record order.
-
-    The kinds are every 24th byte of the buffer: finding the cpu records
-    there unpacks nothing else (a track holds millions of records, a few
-    of them cpu records)."""
-    data = track.data
-    if not data:
-        return []
-    kinds = data[HEADER_BYTES::RECORD_BYTES]
-    out = []
-    i = kinds.find(_CPU_BYTE)
-    while i >= 0:
-        w, a = _W_A.unpack_from(data, HEADER_BYTES + i * RECORD_BYTES)
-        out.append((w >> 8, a))
-        i = kinds.find(_CPU_BYTE, i + 1)
-    return out
-
 
 def format_cpus(cpus):
     """[0, 1, 2, 5] -> "0-2,5"."""
@@ -67,7 +43,7 @@ class ThreadCpus:
     def __init__(self, track):
         self.track = track
         node = track.node
-        samples = cpu_samples(track)
+        samples = [(tick, cpu) for _, tick, cpu in track.cpu_samples()]
         # [(start ns, end ns, cpu)] on the job's time line, one per sample.
         self.steps = []
         self.migrations = 0

@@ -19,7 +19,7 @@ import re
 import struct
 import sys
 
-from .format import (END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_OF_VERSION, MAGIC,
+from .format import (CPU, END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_OF_VERSION, MAGIC,
                      MAIN_ID, RECORD, RECORD_BYTES, SIGNAL_NAMES, SUMMARY_FORMAT, TIMER_ID, VERSION,
                      VERSIONS, TraceError, clean)
 
@@ -118,6 +118,8 @@ def field(obj, path, name, kinds, required=True, default=None):
 
 
 COMM_TID_BASE = 100000        # tid of node N's comm thread: after every PE
+_CPU_BYTE = bytes((CPU,))
+_W_A = struct.Struct("<QI")    # a record's w and a
 
 
 class Track:
@@ -149,6 +151,24 @@ class Track:
     def records(self):
         """Every record as (w, a, b, c, d): one C-level unpack over the buffer."""
         return struct.iter_unpack("<QIIII", memoryview(self.data)[HEADER_BYTES:])
+
+    def cpu_samples(self):
+        """[(record index, tick, cpu)] of its cpu records, in record order.
+
+        The kinds are every 24th byte of the buffer: finding the cpu records
+        there unpacks nothing else (a track holds millions of records, a
+        few of them cpu records)."""
+        data = self.data
+        if not data:
+            return []
+        kinds = data[HEADER_BYTES::RECORD_BYTES]
+        out = []
+        i = kinds.find(_CPU_BYTE)
+        while i >= 0:
+            w, a = _W_A.unpack_from(data, HEADER_BYTES + i * RECORD_BYTES)
+            out.append((i, w >> 8, a))
+            i = kinds.find(_CPU_BYTE, i + 1)
+        return out
 
 
 class Node:

@@ -965,6 +965,23 @@ class MigrationsTest(Base):
         self.assertBadInput(run("migrations", self.cpu_job(name="b").root, "--pes", "5"), "--pes",
                             "PEs 0, 1")
 
+    def test_the_kernels_count_beside(self):
+        td = TraceDir(os.path.join(self.tmp, "kernel"))
+        names = dict(NAMES0, counter={"0": "context-switches", "1": "cpu-migrations"})
+        pe0 = MPE0[:-1] + [(1000000, CTR, 0, 0, 40, 0), (1000000, CTR, 1, 0, 4, 0), (1000000, END, EXIT)]
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=names,
+                tracks={"pe0": pe0, "pe1": MPE1}, version=3, cpus=MCPUS,
+                end={"how": "exit", "tick": 2000000})
+        rc, out, err = run("migrations", td.root)
+        self.assertOk((rc, out, err))
+        rows = {l.split()[1]: l.split() for l in out.splitlines() if l.startswith("  PE ")}
+        self.assertEqual(rows["0"][3:6], ["4", "3", "4"])     # samples, migrations, the kernel's count
+        self.assertEqual(rows["1"][3:6], ["1", "0", "-"])     # PE 1 has no counter record
+        doc = json.loads(run("migrations", td.root, "--json")[1])
+        self.assertEqual([t["kernel_migrations"] for t in doc["threads"]], [4, None])
+        rc, out, err = run("migrations", self.cpu_job().root)
+        self.assertIn("cpu-migrations counter, not opened in this run", out)
+
     def test_a_sample_outside_the_cpu_set(self):
         td = self.cpu_job(pe1=[(0, CPU, 1), (0, IB), (500000, CPU, 0), (1000000, IE), (1000000, END, EXIT)])
         rc, out, err = run("migrations", td.root)

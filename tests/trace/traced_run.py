@@ -461,6 +461,14 @@ def check_cpus(trace, meta, tool, work, bound):
     try:
         doc = json.loads(j.stdout)
         got = {th["pe"]: (th["samples"], th["migrations"]) for th in doc["threads"] if th["kind"] == "pe"}
+        for th in doc["threads"]:
+            # Each change of CPU the samples saw is at least one move the
+            # kernel counted (when it lets the thread count them); a bound
+            # thread has none.
+            k = th["kernel_migrations"]
+            if k is not None and (k < th["migrations"] or bound and k != 0):
+                fail("%s: %d migrations seen, the kernel's cpu-migrations counter says %d"
+                     % (th["thread"], th["migrations"], k))
         if got != want:
             fail("migrations --json counts (samples, migrations) per PE %r (expected %r, from the files)"
                  % (got, want))

@@ -16,10 +16,28 @@ with -o, a PNG of one step plot per thread.
 
 import json
 
-from .format import TraceError
+from .format import COUNTER, HEADER_BYTES, RECORD, RECORD_BYTES, TraceError
 from .output import prepare_output
 from .plots import pyplot, save_png
 from .reader import load_trace, trace_ending
+
+def kernel_migrations(track):
+    """The kernel's count of the thread's migrations (the cpu-migrations
+    counter at its last counter record), or None without that counter."""
+    table = track.node.names.get("counter")
+    ids = [int(k) for k, v in table.items() if v == "cpu-migrations"] if isinstance(table, dict) else []
+    if not ids or not track.data:
+        return None
+    kinds = track.data[HEADER_BYTES::RECORD_BYTES]
+    mark = bytes((COUNTER,))
+    i = kinds.rfind(mark)
+    while i >= 0:
+        _, a, _, c, d = RECORD.unpack_from(track.data, HEADER_BYTES + i * RECORD_BYTES)
+        if a == ids[0]:
+            return c | (d << 32)
+        i = kinds.rfind(mark, 0, i)
+    return None
+
 
 def format_cpus(cpus):
     """[0, 1, 2, 5] -> "0-2,5"."""
@@ -56,6 +74,7 @@ class ThreadCpus:
             if i and cpu != samples[i - 1][1]:
                 self.migrations += 1
         self.samples = len(samples)
+        self.kernel = kernel_migrations(track)
         self.span_ns = sum(self.time_ns.values())
         allowed = set(track.cpus) if track.cpus is not None else None
         # A thread rebound during the run (an OpenMP runtime applying its
@@ -110,6 +129,7 @@ def cmd_migrations(args, issues):
             doc["threads"].append({
                 "thread": _label(t), "kind": t.kind, "pe": t.pe, "node": t.node.n,
                 "cpus": t.cpus, "samples": r.samples, "migrations": r.migrations,
+                "kernel_migrations": r.kernel,
                 "outside_cpus": r.outside,
                 "cpu_share": {str(c): f for c, f in r.share().items()},
                 "time_ns": {str(c): v for c, v in sorted(r.time_ns.items())},
@@ -124,13 +144,21 @@ def cmd_migrations(args, issues):
         if ending:
             lines.append("The run ended early: " + ending)
         width = max(8, max(len(_label(r.track)) for r in rows))
-        lines.append("  %-*s %-12s %8s %10s  %s" % (width, "thread", "CPU set", "samples", "migrations",
-                                                     "time share per CPU"))
+        kernel = [r.kernel for r in rows if r.kernel is not None]
+
+        def count(n):
+            return "-" if n is None else str(n)
+        lines.append("  %-*s %-12s %8s %10s %7s  %s" % (width, "thread", "CPU set", "samples", "migrations",
+                                                         "kernel", "time share per CPU"))
         for r in rows:
-            lines.append("  %-*s %-12s %8d %10d  %s" % (width, _label(r.track), format_cpus(r.track.cpus),
-                                                         r.samples, r.migrations, _share_text(r.share())))
-        lines.append("  %-*s %-12s %8d %10d  %s" % (width, "all", "", sum(r.samples for r in rows), total,
-                                                     _share_text(all_share)))
+            lines.append("  %-*s %-12s %8d %10d %7s  %s"
+                         % (width, _label(r.track), format_cpus(r.track.cpus), r.samples, r.migrations,
+                            count(r.kernel), _share_text(r.share())))
+        lines.append("  %-*s %-12s %8d %10d %7s  %s"
+                     % (width, "all", "", sum(r.samples for r in rows), total,
+                        count(sum(kernel)) if kernel else "-", _share_text(all_share)))
+        lines.append("  (migrations: changes of CPU between the samples; kernel: the thread's "
+                     "cpu-migrations counter%s)" % ("" if kernel else ", not opened in this run"))
         for r in rows:
             if r.outside:
                 lines.append("  %s: %d sample%s outside its CPU set at its start (%s): the thread was "

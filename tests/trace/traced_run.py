@@ -44,10 +44,11 @@ the case asks for. Cases:
              cpu record and its CPU set in the metadata is the whole of the
              process's; every sample is in it; `weft-trace migrations`
              writes a PNG and counts, per PE, the changes of CPU its records
-             hold; check passes.
+             hold, never more than the kernel's cpu-migrations counter (where
+             it is opened); check passes.
   cpus-bound (COMMAND with a binding, e.g. --weft:bind=compact) the same,
              and each PE's CPU set is one CPU, all its samples name it, and
-             no migration is counted.
+             no migration is counted, by the samples or by the kernel.
 Exit 0 when everything held; otherwise each failure on its own line, exit 1.
 """
 import argparse

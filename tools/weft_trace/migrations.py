@@ -10,8 +10,10 @@ scheduler point: a move inside a long handler shows at the handler's end.
 A migration is a cpu record whose CPU differs from the track's previous one.
 
 Text (or --json) on stdout: per thread its CPU set at the start (what it may
-run on: one CPU when bound), samples, migrations, and its time on each CPU;
-with -o, a PNG of one step plot per thread.
+run on: one CPU when bound), samples, migrations, the kernel's own count of
+its moves (the cpu-migrations counter, when it was opened: it also counts
+moves between two samples), and its time on each CPU; with -o, a PNG of one
+step plot per thread.
 """
 
 import json

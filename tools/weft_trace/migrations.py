@@ -102,7 +102,8 @@ def cmd_migrations(args, issues):
     trace = load_trace(args.dir, issues)
     if trace.mode != "full":
         raise TraceError(args.dir, "a summary-mode trace has no CPU samples (expected mode \"full\": "
-                                   "--weft:trace=DIR without --weft:trace-mode=summary)")
+                                   "--weft:trace=DIR without --weft:trace-mode=summary; `weft-trace "
+                                   "summary` shows its cpu-migrations counter per PE)")
     newest = max(n.version for n in trace.nodes)
     if newest < 3:
         raise TraceError(args.dir, "format version %d has no CPU samples (expected version 3 or later: "

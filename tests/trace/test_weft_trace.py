@@ -1013,6 +1013,10 @@ class MigrationsTest(Base):
         rc, out, err = run("check", self.cpu_job(pe1=same, name="same").root)
         self.assertEqual(rc, 1, out + err)
         self.assertIn("record 2: a cpu record naming CPU 1, as the one before it", out)
+        none = [e for e in MPE1 if e[1] != CPU]
+        rc, out, err = run("check", self.cpu_job(pe1=none, name="none").root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("node0.pe1.events: no cpu record", out)
         moved = [(0, CPU, 1), (0, IB), (500000, CPU, 0), (1000000, IE), (1000000, END, EXIT)]
         rc, out, err = run("check", self.cpu_job(pe1=moved, name="moved").root)
         self.assertEqual(rc, 0, out + err)

@@ -134,7 +134,10 @@ std::string metadata_body(session& s, bool failing, std::uint64_t end_tick, std:
       j += std::string(first ? "" : ", ") +
            "{\"file\": " + json_string(t->path.substr(t->path.find_last_of('/') + 1)) +
            ", \"kind\": \"" + (t->what == track_kind::pe ? "pe" : "comm") +
-           "\", \"pe\": " + std::to_string(t->pe) + "}";
+           "\", \"pe\": " + std::to_string(t->pe) + ", \"cpus\": [";
+      for (std::size_t i = 0; i < t->cpus.size(); ++i)
+        j += (i ? ", " : "") + std::to_string(t->cpus[i]);
+      j += "]}";
       first = false;
     }
   }

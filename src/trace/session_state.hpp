@@ -40,8 +40,9 @@ using record = detail::raw_record;
 
 constexpr char magic[8] = {'W', 'E', 'F', 'T', 'T', 'R', 'C', 0};
 // 2: the end record (kind 24), the metadata's "end", tracks listed while
-// the run goes on (docs/design/trace-format.md says what changed from 1).
-constexpr std::uint32_t format_version = 2;
+// the run goes on; 3: the cpu record (kind 25) and each track's CPU set
+// (docs/design/trace-format.md says what changed).
+constexpr std::uint32_t format_version = 3;
 
 // Summary mode: the histogram starts with 1 ms bins and doubles their width
 // whenever the run outgrows max_bins, so a run of any length keeps between
@@ -61,6 +62,7 @@ struct open_slice {
 struct track {
   track_kind what = track_kind::pe;
   int pe = -1, local = -1;
+  std::vector<int> cpus;  // the CPUs its thread may run on, when it began
   // Full mode.
   std::unique_ptr<record[]> buf;
   std::uint32_t cap = 0;

@@ -20,6 +20,7 @@
 // The file calls (open, write) stay here, not in base/os: write_all is also
 // the signal handler's, which must use write(2) alone.
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 #include <algorithm>
@@ -233,6 +234,23 @@ inline void append(track& t, kind k, std::uint64_t now, std::uint32_t a, std::ui
   put(t, k, now, a, b, c, d);
 }
 
+// The CPUs the calling thread may run on (its binding, if it has one).
+std::vector<int> thread_cpus() {
+  std::vector<int> cpus;
+  for (int n = CPU_SETSIZE;; n *= 2) {
+    cpu_set_t* set = CPU_ALLOC(n);
+    if (set == nullptr) return cpus;
+    const std::size_t size = CPU_ALLOC_SIZE(n);
+    const int rc = pthread_getaffinity_np(pthread_self(), size, set);
+    if (rc == 0)
+      for (int c = 0; c < n; ++c)
+        if (CPU_ISSET_S(std::size_t(c), size, set)) cpus.push_back(c);
+    CPU_FREE(set);
+    // EINVAL: the kernel's mask is larger than the set; try a larger one.
+    if (rc != EINVAL || n >= (1 << 20)) return cpus;
+  }
+}
+
 std::string counter_note(const std::vector<std::string>& refused) {
   std::string note;
   for (const auto& r : refused) note += (note.empty() ? "" : "; ") + r;
@@ -273,8 +291,16 @@ void idle_leave_slow() noexcept {
 void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept {
   track* t = t_track;
   if (t == nullptr || moved == 0) return;
+  check_cpu(t_fast);
   append(*t, kind::progress_begin, t0, 0, 0, 0, 0);
   append(*t, kind::progress_end, base::cycles(), moved, 0, 0, 0);
+}
+
+void cpu_changed(int cpu) noexcept {
+  if (cpu < 0) return;  // no CPU number (no rseq and no getcpu): nothing to record
+  // Also on a thread without a track, so that it is not asked again.
+  t_fast.cpu = cpu;
+  record(kind::cpu, std::uint32_t(cpu), 0, 0, 0);
 }
 }  // namespace detail
 
@@ -287,6 +313,7 @@ void begin_track(track_kind what, int pe, int local) {
   t->what = what;
   t->pe = pe;
   t->local = local;
+  t->cpus = thread_cpus();
   if (what == track_kind::pe && !s->cfg.counters.empty()) {
     t->counters.open(s->cfg.counters, s->cfg.perf_open);
     std::lock_guard<std::mutex> lock(s->mutex);
@@ -359,6 +386,10 @@ void begin_track(track_kind what, int pe, int local) {
   t_track = raw;
   if (s->cfg.mode == trace_mode::full) {
     put_counters(*raw, now);
+    // Every track begins with the CPU it starts on.
+    const int cpu = sched_getcpu();
+    if (cpu >= 0) put(*raw, kind::cpu, now, std::uint32_t(cpu), 0, 0, 0);
+    f.cpu = cpu;
     // Visible to the signal handler from here on (its buffer and file are).
     for (std::size_t i = 0; i < s->nslots; ++i) {
       track* empty = nullptr;
@@ -404,6 +435,9 @@ void end_track() {
       put(*t, kind::idle_end, now, 0, 0, 0, 0);
     }
     if (s->cfg.mode == trace_mode::full) {
+      // Where the thread ends, if it moved since the last scheduler point.
+      if (const int cpu = sched_getcpu(); cpu >= 0 && cpu != t->fp->cpu)
+        put(*t, kind::cpu, now, std::uint32_t(cpu), 0, 0, 0);
       put_counters(*t, now);
       // The file is complete with its end record: `writing` stays taken, so
       // neither the abort path nor the signal handler touches it again.

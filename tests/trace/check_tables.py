@@ -79,7 +79,7 @@ def main():
     same("send flag 'a is a node'", c.get("node_queue"), tool.SEND_TO_NODE)
     same("ids of main and callbacks", [c.get("main_handler"), c.get("callback_handler")],
          [tool.MAIN_ID, tool.TIMER_ID])
-    for name, value in (("SEND", "send"), ("COUNTER", "counter"), ("END", "end"),
+    for name, value in (("SEND", "send"), ("COUNTER", "counter"), ("END", "end"), ("CPU", "cpu"),
                         ("STEAL", "steal"), ("REDUCTION", "reduction"),
                         ("MIGRATE_OUT", "migrate_out"), ("MIGRATE_IN", "migrate_in"),
                         ("MARK", "mark")):

@@ -66,6 +66,21 @@ add_test(NAME trace.stats_quiet_counters
                  -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
 set_tests_properties(trace.stats_quiet_counters PROPERTIES TIMEOUT 120 LABELS trace)
 
+# Each PE's CPU over time (issue 29): with bind=none every PE has cpu
+# records within the process's CPU set and `weft-trace migrations` counts
+# what they hold; bound (compact, 4 PEs on the 2 CPUs of the reference
+# machine), each PE's records all name its one CPU and no migration is counted.
+add_test(NAME trace.program.cpus
+         COMMAND ${weft_traced_run} --case cpus --
+                 $<TARGET_FILE:trace_program> 60 --weft:threads=4 --weft:bind=none
+                 --weft:quiet --weft:timeout=200)
+add_test(NAME trace.program.cpus_bound
+         COMMAND ${weft_traced_run} --case cpus-bound --
+                 $<TARGET_FILE:trace_program> 60 --weft:threads=4 --weft:bind=compact
+                 --weft:quiet --weft:timeout=200)
+set_tests_properties(trace.program.cpus trace.program.cpus_bound PROPERTIES TIMEOUT 300
+                     LABELS trace)
+
 # One PE, no tasks to steal: the non-SMP shape.
 add_test(NAME trace.program.one_pe
          COMMAND ${weft_traced_run} --case full --no-tasks --no-idle --

@@ -1,5 +1,6 @@
 // The trace layer without a node: counters, and a session's files written
 // by hand-driven tracks (the runs of whole programs are in CMakeLists.txt).
+#include <gtest/gtest.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,7 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <gtest/gtest.h>
 #include "weft/trace/counters.hpp"
 #include "weft/trace/session.hpp"
 #include "weft/trace/trace.hpp"
@@ -146,8 +146,8 @@ std::vector<raw_record> records_of(const std::string& file) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("weft-trace-test-" + name + "-" +
-                                            std::to_string(getpid()));
+  fs::path d =
+      fs::temp_directory_path() / ("weft-trace-test-" + name + "-" + std::to_string(getpid()));
   fs::remove_all(d);
   return d;
 }
@@ -332,8 +332,8 @@ TEST(Session, MetadataIsValidUtf8WhateverTheArguments) {
   session_config cfg;
   cfg.dir = dir.string();
   cfg.pes = 1;
-  cfg.argv = {"./app", "\xff", "caf\xc3\xa9", "a\xc3(b", "\xed\xa0\x80", "tab\there\x01",
-              "cut\xe2\x82"};
+  cfg.argv = {"./app",        "\xff",          "caf\xc3\xa9", "a\xc3(b",
+              "\xed\xa0\x80", "tab\there\x01", "cut\xe2\x82"};
   start_session(cfg);
   begin_track(track_kind::pe, 0, 0);
   mark("name \xfe\"quoted\"");
@@ -393,7 +393,7 @@ TEST(Session, FilesEndWithTheirEndRecord) {
   EXPECT_EQ(r.back().a, std::uint32_t(end_how::exit));
   EXPECT_GE(r.back().w >> 8, r[r.size() - 2].w >> 8);
   const std::string meta = slurp(dir / "node0.json");
-  EXPECT_NE(meta.find("\"version\": 2"), std::string::npos) << meta;
+  EXPECT_NE(meta.find("\"version\": 3"), std::string::npos) << meta;
   EXPECT_NE(meta.find("\"end\": {\"how\": \"exit\""), std::string::npos) << meta;
   EXPECT_NE(meta.find("\"complete\": true, \"aborted\": false"), std::string::npos) << meta;
   fs::remove_all(dir);

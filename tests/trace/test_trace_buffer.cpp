@@ -50,7 +50,7 @@ struct alignas(64) pe_count {
 };
 
 struct run_state {
-  long hops = 0;  // messages in each chain
+  long hops = 0;                                  // messages in each chain
   std::unique_ptr<weft::trace::event_name> tick;  // made on PE 0 once the trace is on
   std::uint32_t mark_id = 0;
   pe_count counts[pes];
@@ -97,7 +97,7 @@ long check_events(const fs::path& file, int pe, std::size_t cap, long handled, l
   EXPECT_EQ(std::memcmp(f.data(), "WEFTTRC\0", 8), 0);
   std::uint32_t header[6];
   std::memcpy(header, f.data() + 8, sizeof header);
-  EXPECT_EQ(header[0], 2u);   // format version (docs/design/trace-format.md)
+  EXPECT_EQ(header[0], 3u);   // format version (docs/design/trace-format.md)
   EXPECT_EQ(header[1], 24u);  // record bytes
   EXPECT_EQ(header[2], 0u);   // node
   EXPECT_EQ(int(header[3]), pe);
@@ -150,8 +150,9 @@ class TraceBuffer : public testing::TestWithParam<int> {};
 TEST_P(TraceBuffer, AFullBufferOfThisSizeIsWrittenWhole) {
   const int mib = GetParam();
   const std::size_t cap = (std::size_t(mib) << 20) / 24;
-  const fs::path dir = fs::path(testing::TempDir()) /
-                       ("weft_trace_buffer_" + std::to_string(::getpid()) + "_" + std::to_string(mib));
+  const fs::path dir =
+      fs::path(testing::TempDir()) /
+      ("weft_trace_buffer_" + std::to_string(::getpid()) + "_" + std::to_string(mib));
   fs::remove_all(dir);
   reset_errors();
   run_state s;
@@ -180,9 +181,8 @@ TEST_P(TraceBuffer, AFullBufferOfThisSizeIsWrittenWhole) {
   for (int pe = 0; pe < pes; ++pe) {
     const long handled = s.counts[pe].handled.load();
     total_handled += handled;
-    const long flushes =
-        check_events(dir / ("node0.pe" + std::to_string(pe) + ".events"), pe, cap, handled,
-                     s.counts[pe].marks.load(), s.mark_id);
+    const long flushes = check_events(dir / ("node0.pe" + std::to_string(pe) + ".events"), pe, cap,
+                                      handled, s.counts[pe].marks.load(), s.mark_id);
     // The run made enough records for several buffers of this size.
     EXPECT_GE(flushes, long(s.counts[pe].marks.load() / long(cap)) - 1) << "PE " << pe;
     EXPECT_GE(flushes, 2) << "PE " << pe;

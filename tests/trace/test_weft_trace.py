@@ -23,7 +23,7 @@ TOOL = os.environ.get("WEFT_TRACE_TOOL", os.path.join(REPO, "tools", "weft-trace
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Event kinds (spec table).
-HB, HE, EB, EE, SEND, IB, IE, TB, TE, STEAL, RED, MOUT, MIN, LBB, LBE, PB, PE_, MARK, RB, RE, CTR, FB, FE, END = range(1, 25)
+HB, HE, EB, EE, SEND, IB, IE, TB, TE, STEAL, RED, MOUT, MIN, LBB, LBE, PB, PE_, MARK, RB, RE, CTR, FB, FE, END, CPU = range(1, 26)
 EXIT, FATAL, TIMEOUT, SIGNAL = range(4)                 # END's a (version 2)
 MAIN, TIMER = 0xFFFFFFFF, 0xFFFFFFFE
 HQ_NODE_QUEUE, HQ_REMOTE = 1 << 8, 1 << 9               # handler_begin d flags
@@ -56,11 +56,12 @@ class TraceDir:
     def node(self, n, *, nodes, first_pe, pes, k, wall_ns, real_ns_base, tracks,
              names=None, mode="full", complete=True, aborted=False, host=None,
              summary=None, ns_per_tick=None, with_end=True, version=1, end=None, unlisted=(),
-             argv=None):
+             argv=None, cpus=None):
         """tracks: {"peL" or "comm": [(ns, kind, a, b, c, d), ...]}
 
         version 2: `end` is the metadata's "end" object (None: none); tracks
-        named in `unlisted` are written but left out of the metadata."""
+        named in `unlisted` are written but left out of the metadata.
+        version 3: `cpus` {"peL" or "comm": [cpu, ...]}, each track's CPU set."""
         mono_base = 5000000000 + n * 2000000000
         tick_end = int(round(wall_ns / k))
         clock = {"tsc_base": 123456 + n, "ns_per_tick": ns_per_tick or k * 1.01,
@@ -83,6 +84,8 @@ class TraceDir:
                 fname, pe, kind = "node%d.pe%d.events" % (n, rank), first_pe + rank, 0
             if name not in unlisted:
                 meta["tracks"].append({"file": fname, "kind": "pe" if kind == 0 else "comm", "pe": pe})
+                if cpus and name in cpus:
+                    meta["tracks"][-1]["cpus"] = cpus[name]
             body = b"".join(record(e[1], int(round(e[0] / k)), *e[2:]) for e in events)
             with open(os.path.join(self.root, fname), "wb") as f:
                 f.write(header(n, pe, kind, version=version) + body)
@@ -782,7 +785,7 @@ class EndedEarlyTest(Base):
 class ErrorTest(Base):
     """Bad input: exit 2, one line `weft-trace: error: <file or dir>: ...`."""
 
-    COMMANDS = (("summary",), ("check",), ("perfetto", "-o", "OUT"))
+    COMMANDS = (("summary",), ("check",), ("perfetto", "-o", "OUT"), ("migrations",))
 
     def each_command(self, td_root, *names):
         lines = []
@@ -894,11 +897,148 @@ class ErrorTest(Base):
                 self.assertBadInput(run(*args))
 
     def test_help(self):
-        for cmd in ("perfetto", "summary", "profile", "timeline", "check"):
+        for cmd in ("perfetto", "summary", "profile", "timeline", "check", "migrations"):
             with self.subTest(command=cmd):
                 rc, out, err = run(cmd, "--help")
                 self.assertEqual(rc, 0, err)
                 self.assertIn("usage: weft-trace " + cmd, out)
+
+
+# A one-node job of 2 PEs with cpu records (version 3; k = 0.5 ns per tick).
+# PE 0 may run on CPUs 0-3: on 2 until 250 us (it moves while idle), on 0
+# until 300 us, on 3 until 600 us, then on 2: 3 migrations, time 650 us on
+# CPU 2, 50 on 0, 300 on 3. PE 1 is bound to CPU 1 and stays there.
+MPE0 = [(0, CPU, 2), (0, CTR, 0, 0, 0, 0), (0, HB, MAIN, -1, 0, 0), (100000, HE, MAIN),
+        (100000, IB), (250000, CPU, 0), (300000, IE),
+        (300000, CPU, 3), (300000, HB, 7, -1, 64, 0), (310000, EB, 3, 1, 42), (390000, EE, 3),
+        (400000, HE, 7), (400000, IB), (600000, CPU, 2), (1000000, IE), (1000000, END, EXIT)]
+MPE1 = [(0, CPU, 1), (0, IB), (1000000, IE), (1000000, END, EXIT)]
+MCPUS = {"pe0": [0, 1, 2, 3], "pe1": [1]}
+
+
+class MigrationsTest(Base):
+    """weft-trace migrations on a synthetic trace: known cpu records give
+    known migrations, time shares and steps; text, JSON and PNG."""
+
+    def cpu_job(self, pe0=MPE0, pe1=MPE1, cpus=MCPUS, version=3, name="cpus"):
+        td = TraceDir(os.path.join(self.tmp, name))
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=NAMES0,
+                tracks={"pe0": pe0, "pe1": pe1}, version=version, cpus=cpus,
+                end={"how": "exit", "tick": 2000000})
+        return td
+
+    def test_text(self):
+        rc, out, err = run("migrations", self.cpu_job().root)
+        self.assertOk((rc, out, err))
+        self.assertIn("2 threads, 3 migrations in 1.000 ms", out)
+        rows = {l.split()[1]: l for l in out.splitlines() if l.startswith("  PE ")}
+        self.assertEqual(rows["0"].split()[2:5], ["0-3", "4", "3"])
+        self.assertIn("cpu 0 5.0%, cpu 2 65.0%, cpu 3 30.0%", rows["0"])
+        self.assertEqual(rows["1"].split()[2:5], ["1", "1", "0"])
+        self.assertIn("cpu 1 100.0%", rows["1"])
+        total = [l for l in out.splitlines() if l.startswith("  all ")][0]
+        self.assertEqual(total.split()[1:3], ["5", "3"])
+        self.assertIn("cpu 0 2.5%, cpu 1 50.0%, cpu 2 32.5%, cpu 3 15.0%", total)
+        self.assertNotIn("outside", out)
+
+    def test_json_and_png(self):
+        png = os.path.join(self.tmp, "out", "migrations.png")
+        rc, out, err = run("migrations", self.cpu_job().root, "--json", "-o", png)
+        self.assertOk((rc, out, err))
+        self.assertPng(png)
+        doc = json.loads(out)
+        self.assertEqual(doc["migrations"], 3)
+        th = {t["pe"]: t for t in doc["threads"]}
+        self.assertEqual(th[0]["steps"], [[0.0, 2], [250000.0, 0], [300000.0, 3], [600000.0, 2]])
+        self.assertEqual(th[0]["migrations"], 3)
+        self.assertEqual(th[0]["cpus"], [0, 1, 2, 3])
+        self.assertEqual(th[0]["time_ns"], {"0": 50000.0, "2": 650000.0, "3": 300000.0})
+        self.assertAlmostEqual(th[0]["cpu_share"]["2"], 0.65)
+        self.assertEqual((th[1]["migrations"], th[1]["samples"], th[1]["outside_cpus"]), (0, 1, 0))
+        self.assertEqual(th[1]["cpu_share"], {"1": 1.0})
+
+    def test_pes(self):
+        rc, out, err = run("migrations", self.cpu_job().root, "--pes", "1")
+        self.assertOk((rc, out, err))
+        self.assertIn("1 thread, 0 migrations", out)
+        self.assertNotIn("  PE 0 ", out)
+        self.assertBadInput(run("migrations", self.cpu_job(name="b").root, "--pes", "5"), "--pes",
+                            "PEs 0, 1")
+
+    def test_the_kernels_count_beside(self):
+        td = TraceDir(os.path.join(self.tmp, "kernel"))
+        names = dict(NAMES0, counter={"0": "context-switches", "1": "cpu-migrations"})
+        pe0 = MPE0[:-1] + [(1000000, CTR, 0, 0, 40, 0), (1000000, CTR, 1, 0, 4, 0), (1000000, END, EXIT)]
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=names,
+                tracks={"pe0": pe0, "pe1": MPE1}, version=3, cpus=MCPUS,
+                end={"how": "exit", "tick": 2000000})
+        rc, out, err = run("migrations", td.root)
+        self.assertOk((rc, out, err))
+        rows = {l.split()[1]: l.split() for l in out.splitlines() if l.startswith("  PE ")}
+        self.assertEqual(rows["0"][3:6], ["4", "3", "4"])     # samples, migrations, the kernel's count
+        self.assertEqual(rows["1"][3:6], ["1", "0", "-"])     # PE 1 has no counter record
+        doc = json.loads(run("migrations", td.root, "--json")[1])
+        self.assertEqual([t["kernel_migrations"] for t in doc["threads"]], [4, None])
+        rc, out, err = run("migrations", self.cpu_job().root)
+        self.assertIn("cpu-migrations counter, not opened in this run", out)
+
+    def test_a_sample_outside_the_cpu_set(self):
+        td = self.cpu_job(pe1=[(0, CPU, 1), (0, IB), (500000, CPU, 0), (1000000, IE), (1000000, END, EXIT)])
+        rc, out, err = run("migrations", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("PE 1: 1 sample outside its CPU set at its start (1)", out)
+        self.assertIn("2 threads, 4 migrations", out)
+
+    def test_the_other_commands_read_cpu_records(self):
+        td = self.cpu_job()
+        rc, out, err = run("check", td.root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertOk(run("summary", td.root))
+        doc = load_perfetto(self, td)
+        cpu = [(e["ts"], e["args"]["cpu"]) for e in doc["traceEvents"] if e.get("name") == "PE 0 cpu"]
+        self.assertEqual(cpu, [(0.0, 2), (250.0, 0), (300.0, 3), (600.0, 2)])
+
+    def test_check_cpu_records(self):
+        rc, out, err = run("check", self.cpu_job().root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("cpu records of 2 tracks", out)
+        # No record at the start, a record that names the CPU before it, a
+        # CPU outside the set (a warning only).
+        late = [e for e in MPE0 if e[1] != CPU or e[0] != 0]
+        td = self.cpu_job(pe0=late, name="late")
+        rc, out, err = run("check", td.root)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("the first cpu record is at tick 500000", out)
+        same = [(0, CPU, 1), (0, IB), (500000, CPU, 1), (1000000, IE), (1000000, END, EXIT)]
+        rc, out, err = run("check", self.cpu_job(pe1=same, name="same").root)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("record 2: a cpu record naming CPU 1, as the one before it", out)
+        none = [e for e in MPE1 if e[1] != CPU]
+        rc, out, err = run("check", self.cpu_job(pe1=none, name="none").root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("node0.pe1.events: no cpu record", out)
+        moved = [(0, CPU, 1), (0, IB), (500000, CPU, 0), (1000000, IE), (1000000, END, EXIT)]
+        rc, out, err = run("check", self.cpu_job(pe1=moved, name="moved").root)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("ran on CPU 0, outside the CPU set it began with", out)
+
+    def test_versions_without_cpu_records(self):
+        pe0 = [e for e in MPE0 if e[1] != CPU]
+        pe1 = [e for e in MPE1 if e[1] != CPU]
+        td = self.cpu_job(pe0=pe0, pe1=pe1, version=2, cpus=None, name="v2")
+        self.assertOk(run("summary", td.root))
+        self.assertBadInput(run("migrations", td.root), "format version 2 has no CPU samples")
+        # A cpu record in a version 2 file is a kind that version does not have.
+        td = self.cpu_job(version=2, cpus=None, name="v2cpu")
+        self.assertBadInput(run("summary", td.root), "node0.pe0.events", "unknown event kind 25")
+
+    def test_summary_mode(self):
+        td = SummaryTest.summary_job(self)
+        self.assertBadInput(run("migrations", td.root), "summary-mode trace has no CPU samples")
+
+    def test_bad_cpu_set(self):
+        td = self.cpu_job(cpus={"pe0": [0, "1"], "pe1": [1]}, name="badcpus")
+        self.assertBadInput(run("migrations", td.root), "node0.json", "tracks[0].cpus")
 
 
 class LauncherTest(Base):

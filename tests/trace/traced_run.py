@@ -40,6 +40,15 @@ the case asks for. Cases:
              sequence, a surrogate, an overlong form): the run succeeds,
              nodeN.json is valid UTF-8 JSON with U+FFFD for the bad bytes,
              and so are the tools' JSON outputs.
+  cpus       (COMMAND with --weft:bind=none) every PE track begins with a
+             cpu record and its CPU set in the metadata is the whole of the
+             process's; every sample is in it; `weft-trace migrations`
+             writes a PNG and counts, per PE, the changes of CPU its records
+             hold, never more than the kernel's cpu-migrations counter (where
+             it is opened); check passes.
+  cpus-bound (COMMAND with a binding, e.g. --weft:bind=compact) the same,
+             and each PE's CPU set is one CPU, all its samples name it, and
+             no migration is counted, by the samples or by the kernel.
 Exit 0 when everything held; otherwise each failure on its own line, exit 1.
 """
 import argparse
@@ -159,7 +168,7 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--case", required=True,
                     choices=["full", "summary", "abort", "truncated", "timeout", "sigterm", "sigkill",
-                             "utf8"])
+                             "utf8", "cpus", "cpus-bound"])
     ap.add_argument("--no-tasks", action="store_true", help="the run has no loop chunks to steal")
     ap.add_argument("--no-idle", action="store_true", help="the run's PEs never wait")
     ap.add_argument("--expect-name", default="Worker::step",
@@ -261,6 +270,8 @@ def main():
         run(tool + ["summary", trace], expect=0)
     elif a.case == "utf8":
         check_utf8(trace, tool, work)
+    elif a.case in ("cpus", "cpus-bound"):
+        check_cpus(trace, meta, tool, work, bound=a.case == "cpus-bound")
     elif a.case == "truncated":
         pe0 = os.path.join(trace, "node0.pe0.events")
         size = os.path.getsize(pe0)
@@ -282,7 +293,7 @@ def main():
 # encoded surrogate, an overlong '/', and a sequence cut at the very end.
 BAD_ARGS = [b"\xff", b"a\xc3(b", b"\xed\xa0\x80", b"\xc0\xaf", b"tail\xe2\x82"]
 
-END_KIND, MARK_KIND = 24, 18
+END_KIND, MARK_KIND, CPU_KIND = 24, 18, 25
 HANG_MARKS = 100000                      # trace_program's hang_marks
 BUFFER_RECORDS = (1 << 20) // 24         # --weft:trace-buffer=1
 
@@ -408,6 +419,76 @@ def ended_early(case, cmd, env, trace, tool, work):
         fail("%s: %s" % (out_json, e))
     run(tool + ["timeline", trace, "-o", os.path.join(work, "tl.png")], expect=0)
     check_png(os.path.join(work, "tl.png"))
+
+
+def check_cpus(trace, meta, tool, work, bound):
+    """Each PE's CPU over time (cpu records) and weft-trace migrations on it."""
+    if meta.get("version") != 3:
+        fail("metadata version %r (expected 3, the version with cpu records)" % meta.get("version"))
+    process_cpus = sorted(os.sched_getaffinity(0))
+    want = {}                        # PE -> (samples, migrations) read from its file
+    for t in meta.get("tracks", []):
+        if t.get("kind") != "pe":
+            continue
+        pe, cpus = t["pe"], t.get("cpus")
+        if not isinstance(cpus, list) or not cpus:
+            fail("PE %d: the metadata gives no CPU set (cpus %r)" % (pe, cpus))
+            continue
+        if bound and len(cpus) != 1:
+            fail("PE %d is bound but its CPU set is %r (expected one CPU)" % (pe, cpus))
+        if not bound and cpus != process_cpus:
+            fail("PE %d (bind=none) has CPU set %r (expected the process's, %r)" % (pe, cpus, process_cpus))
+        with open(os.path.join(trace, t["file"]), "rb") as f:
+            data = f.read()
+        recs = list(struct.iter_unpack("<QIIII", data[32:]))
+        samples = [(w >> 8, a) for w, a, _, _, _ in recs if w & 0xFF == CPU_KIND]
+        if not samples:
+            fail("PE %d: no cpu record in %s" % (pe, t["file"]))
+            continue
+        if samples[0][0] != recs[0][0] >> 8:
+            fail("PE %d: its first cpu record is at tick %d, after the track's start %d"
+                 % (pe, samples[0][0], recs[0][0] >> 8))
+        outside = sorted({c for _, c in samples if c not in cpus})
+        if outside:
+            fail("PE %d ran on CPUs %r outside its CPU set %r" % (pe, outside, cpus))
+        moves = sum(1 for x, y in zip(samples, samples[1:]) if x[1] != y[1])
+        if moves != len(samples) - 1:
+            fail("PE %d: %d cpu records after the first but %d changes of CPU (expected a record only "
+                 "when the CPU changed)" % (pe, len(samples) - 1, moves))
+        want[pe] = (len(samples), moves)
+    png = os.path.join(work, "migrations.png")
+    j = run(tool + ["migrations", trace, "-o", png, "--json"], expect=0)
+    check_png(png)
+    try:
+        doc = json.loads(j.stdout)
+        got = {th["pe"]: (th["samples"], th["migrations"]) for th in doc["threads"] if th["kind"] == "pe"}
+        for th in doc["threads"]:
+            # Each change of CPU the samples saw is at least one move the
+            # kernel counted (when it lets the thread count them); a bound
+            # thread has none.
+            k = th["kernel_migrations"]
+            if k is not None and (k < th["migrations"] or bound and k != 0):
+                fail("%s: %d migrations seen, the kernel's cpu-migrations counter says %d"
+                     % (th["thread"], th["migrations"], k))
+        if got != want:
+            fail("migrations --json counts (samples, migrations) per PE %r (expected %r, from the files)"
+                 % (got, want))
+        if doc["migrations"] != sum(th["migrations"] for th in doc["threads"]):
+            fail("migrations --json: the total %r is not the threads' sum" % doc["migrations"])
+        if bound and doc["migrations"] != 0:
+            fail("bound PEs migrated %d times (expected 0)" % doc["migrations"])
+        for th in doc["threads"]:
+            if abs(sum(th["cpu_share"].values()) - 1.0) > 1e-6:
+                fail("%s: time shares per CPU add up to %r" % (th["thread"], sum(th["cpu_share"].values())))
+    except (ValueError, KeyError, TypeError) as e:
+        fail("migrations --json: %s\n%s" % (e, j.stdout[:2000]))
+    text = run(tool + ["migrations", trace], expect=0).stdout
+    for pe in want:
+        if not re.search(r"^  PE %d\s" % pe, text, re.M):
+            fail("migrations does not list PE %d:\n%s" % (pe, text))
+    c = run(tool + ["check", trace], expect=0)
+    if "result: OK" not in c.stdout:
+        fail("check:\n" + c.stdout[-3000:])
 
 
 def check_utf8(trace, tool, work):

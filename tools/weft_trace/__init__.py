@@ -11,7 +11,8 @@ One module per concept; each imports only those above it in this list:
   walk      the one pass over a track's records (Visitor), per-PE times
   messages  sends matched to the handlers that ran them
   output    the output file checked before any work
-  summary, perfetto, plots (profile and timeline), check: the subcommands
+  summary, perfetto, plots (profile and timeline), check, migrations:
+            the subcommands
   cli       the command line: options, exit statuses, one-line errors
 
 A package rather than one file: the command had grown to 1,962 lines that

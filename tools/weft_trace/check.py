@@ -100,11 +100,46 @@ def check_full(trace, issues, checked):
                       p["wall_ns"] / 1e6, why))
     checked.append("per PE: busy + idle + overhead = the node's wall time (mono_ns_end - mono_ns_base) "
                    "within %g%%, overhead >= 0" % (COVERAGE_TOLERANCE * 100))
+    check_cpu_records(trace, issues, checked)
     matched, unmatched = match_messages(trace)
     checked.append("messages: %d receives matched to their sends (by source PE and seq)" % len(matched))
     if unmatched:
         issues.warning(trace.dir, "%d handler_begin record%s from a PE with no matching send (source PE, "
                                   "seq, destination)" % (unmatched, "" if unmatched == 1 else "s"))
+
+
+def check_cpu_records(trace, issues, checked):
+    """Version 3: a track's cpu records begin at its start and each names
+    another CPU than the one before; a CPU outside the track's CPU set is a
+    thread rebound while it ran (said, not a problem)."""
+    tracks = [t for t in trace.tracks if t.version >= 3 and t.nrec]
+    if not tracks:
+        return
+    for t in tracks:
+        samples = t.cpu_samples()
+        report = issues.warning if t.node.unfinished else issues.problem
+        if not samples:
+            # The runtime writes none where sched_getcpu fails (a system
+            # without getcpu): not a broken trace, but worth saying.
+            issues.warning(t.path, "no cpu record (the thread's CPU number was not available; "
+                                   "migrations has nothing to show for it)")
+            continue
+        if samples[0][1] != t.first_tick:
+            report(t.path, "record %d: the first cpu record is at tick %d, after the track's first record "
+                           "at tick %d (expected one at the start)" % (samples[0][0], samples[0][1], t.first_tick))
+        for (_, _, prev), (idx, _, cpu) in zip(samples, samples[1:]):
+            if cpu == prev:
+                report(t.path, "record %d: a cpu record naming CPU %d, as the one before it (expected one "
+                               "only when the CPU changed)" % (idx, cpu))
+                break
+        if t.cpus is not None:
+            outside = sorted({cpu for _, _, cpu in samples if cpu not in t.cpus})
+            if outside:
+                issues.warning(t.path, "ran on CPU%s %s, outside the CPU set it began with (the thread "
+                                       "was rebound)" % ("s" if len(outside) > 1 else "",
+                                                         ", ".join(map(str, outside))))
+    checked.append("cpu records of %d tracks: one at each track's start, each naming another CPU than the "
+                   "one before" % len(tracks))
 
 
 def check_summary(trace, issues, checked):

@@ -11,6 +11,7 @@ import sys
 
 from .check import cmd_check
 from .format import TraceError
+from .migrations import cmd_migrations
 from .perfetto import cmd_perfetto, parse_flows
 from .plots import cmd_profile, cmd_timeline, parse_pes
 from .reader import Issues
@@ -69,6 +70,19 @@ def build_parser():
     s.add_argument("--from-ms", type=float, default=None, metavar="X", help="start of the window (ms)")
     s.add_argument("--to-ms", type=float, default=None, metavar="Y", help="end of the window (ms)")
     s.set_defaults(func=cmd_timeline)
+
+    s = sub.add_parser("migrations", help="per thread: its CPU over time, migrations (text, PNG)",
+                       description="The CPU each thread (PE, comm thread) ran on over time, from the cpu "
+                       "records (format version 3): per thread its CPU set at the start, samples, "
+                       "migrations and time share per CPU on stdout; with -o a PNG of one step plot per "
+                       "thread. Full mode only.")
+    s.add_argument("dir", metavar="DIR", help="trace directory")
+    s.add_argument("-o", "--output", default=None, metavar="FILE", help="output PNG file (default: text only)")
+    s.add_argument("--pes", type=parse_pes, default=None, metavar="RANGE",
+                   help="PEs to report, e.g. 0-3 or 0,2,5-7 (default every thread)")
+    s.add_argument("--json", action="store_true", help="one JSON object instead of text (with each "
+                   "thread's steps)")
+    s.set_defaults(func=cmd_migrations)
 
     s = sub.add_parser("check", help="validate a trace; exit 0 valid, 1 not",
                        description="Validate a trace against the spec and list every problem: headers, "

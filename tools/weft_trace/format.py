@@ -16,8 +16,8 @@ import struct
 
 FORMAT = "weft-trace"
 SUMMARY_FORMAT = "weft-trace-summary"
-VERSION = 2                   # what this tool reads: 1 and 2
-VERSIONS = (1, 2)
+VERSION = 3                   # what this tool reads: 1, 2 and 3
+VERSIONS = (1, 2, 3)
 MAGIC = b"WEFTTRC\0"
 HEADER = struct.Struct("<8sIIiiII")      # magic, version, record bytes, node, PE, kind, 0
 RECORD = struct.Struct("<QIIII")         # w = tick << 8 | kind; a, b, c, d
@@ -30,11 +30,14 @@ KIND_NAMES = {
     10: "steal", 11: "reduction", 12: "migrate_out", 13: "migrate_in",
     14: "lb_begin", 15: "lb_end", 16: "progress_begin", 17: "progress_end",
     18: "mark", 19: "region_begin", 20: "region_end", 21: "counter",
-    22: "flush_begin", 23: "flush_end", 24: "end",
+    22: "flush_begin", 23: "flush_end", 24: "end", 25: "cpu",
 }
-# Version 1 files have no end record.
-KINDS_V1 = frozenset(k for k in KIND_NAMES if k != 24)
-SEND, COUNTER, END = 5, 21, 24
+# The kinds each version's files may hold: version 1 has no end record,
+# versions 1 and 2 no cpu record.
+KINDS_OF_VERSION = {1: frozenset(k for k in KIND_NAMES if k < 24),
+                    2: frozenset(k for k in KIND_NAMES if k < 25),
+                    3: frozenset(KIND_NAMES)}
+SEND, COUNTER, END, CPU = 5, 21, 24, 25
 # The end record's `a` and the metadata's end.how.
 END_HOWS = {0: "exit", 1: "fatal", 2: "timeout", 3: "signal"}
 SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM"}

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from .format import (COUNTER, HQ_NODE_QUEUE, HQ_REMOTE, MARK, MIGRATE_IN, MIGRATE_OUT, REDUCTION,
+from .format import (COUNTER, CPU, HQ_NODE_QUEUE, HQ_REMOTE, MARK, MIGRATE_IN, MIGRATE_OUT, REDUCTION,
                      REDUCTION_STEPS, SEND, SEND_BROADCAST, SEND_REMOTE, SEND_TO_NODE, STEAL,
                      VERSION, TraceError, i32)
 from .messages import match_messages
@@ -112,6 +112,12 @@ class PerfettoVisitor(Visitor):
             name = node.name("counter", a)
             ev = self._ev("PE %d %s" % (self.t.pe, name) if self.t.kind == "pe" else "comm %s" % name,
                           "counter", "C", tick, {"value": c | (d << 32)})
+            self.events.append(ev)
+            return
+        if kind == CPU:
+            # A counter track per thread: its CPU over time, a step at each move.
+            ev = self._ev("PE %d cpu" % self.t.pe if self.t.kind == "pe" else "comm cpu",
+                          "cpu", "C", tick, {"cpu": a})
             self.events.append(ev)
             return
         if kind == MARK:

@@ -19,7 +19,7 @@ import re
 import struct
 import sys
 
-from .format import (END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_V1, MAGIC,
+from .format import (CPU, END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_OF_VERSION, MAGIC,
                      MAIN_ID, RECORD, RECORD_BYTES, SIGNAL_NAMES, SUMMARY_FORMAT, TIMER_ID, VERSION,
                      VERSIONS, TraceError, clean)
 
@@ -118,6 +118,8 @@ def field(obj, path, name, kinds, required=True, default=None):
 
 
 COMM_TID_BASE = 100000        # tid of node N's comm thread: after every PE
+_CPU_BYTE = bytes((CPU,))
+_W_A = struct.Struct("<QI")    # a record's w and a
 
 
 class Track:
@@ -136,6 +138,7 @@ class Track:
         self.end = None               # (how, signal, tick) of its end record
         self.version = VERSION
         self.found = False            # found in the directory, not listed in the metadata
+        self.cpus = None              # the CPUs its thread may run on (version 3), when listed
 
     @property
     def tid(self):
@@ -148,6 +151,24 @@ class Track:
     def records(self):
         """Every record as (w, a, b, c, d): one C-level unpack over the buffer."""
         return struct.iter_unpack("<QIIII", memoryview(self.data)[HEADER_BYTES:])
+
+    def cpu_samples(self):
+        """[(record index, tick, cpu)] of its cpu records, in record order.
+
+        The kinds are every 24th byte of the buffer: finding the cpu records
+        there unpacks nothing else (a track holds millions of records, a
+        few of them cpu records)."""
+        data = self.data
+        if not data:
+            return []
+        kinds = data[HEADER_BYTES::RECORD_BYTES]
+        out = []
+        i = kinds.find(_CPU_BYTE)
+        while i >= 0:
+            w, a = _W_A.unpack_from(data, HEADER_BYTES + i * RECORD_BYTES)
+            out.append((i, w >> 8, a))
+            i = kinds.find(_CPU_BYTE, i + 1)
+        return out
 
 
 class Node:
@@ -287,7 +308,14 @@ def load_node(directory, n, issues):
             if os.path.basename(tf) != tf or tf in ("", ".", ".."):
                 raise TraceError(p, "tracks[%d].file is \"%s\" (expected a file name in the "
                                  "trace directory)" % (i, tf))
-            node.tracks.append(Track(node, tf, tk, tp))
+            track = Track(node, tf, tk, tp)
+            cpus = field(t, p, "cpus", (list,), required=False)
+            if cpus is not None:
+                if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
+                    raise TraceError(p, "tracks[%d].cpus is %s (expected a list of CPU numbers >= 0)"
+                                     % (i, json.dumps(cpus)[:40]))
+                track.cpus = cpus
+            node.tracks.append(track)
     else:
         node.summary_file = field(meta, p, "summary_file", (str,), required=False,
                                   default="node%d.summary.json" % n)
@@ -349,11 +377,12 @@ def load_track(track, issues):
     # The kind is the low byte of each record's first little-endian word:
     # one slice of the buffer gives every kind without unpacking anything.
     kinds = data[HEADER_BYTES::RECORD_BYTES]
-    bad = set(kinds).difference(KIND_NAMES if version >= 2 else KINDS_V1)
+    allowed = KINDS_OF_VERSION[version]
+    bad = set(kinds).difference(allowed)
     if bad:
         first = min(kinds.index(bytes((k,))) for k in bad)
-        raise TraceError(path, "record %d: unknown event kind %d (expected 1..%d)"
-                         % (first, kinds[first], max(KIND_NAMES)))
+        raise TraceError(path, "record %d: unknown event kind %d (expected 1..%d in a version %d file)"
+                         % (first, kinds[first], max(allowed), version))
     track.data = data
     track.nrec = nrec
     if nrec:

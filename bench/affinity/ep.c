@@ -13,6 +13,7 @@
  * threads take blocks statically and never share a number. CPU-bound, with
  * a few hundred bytes of data per thread: the study's counterpart to MG,
  * where placement should not matter (paper 002, section 4). */
+#define _GNU_SOURCE 1 /* syscall(2), for perf_event_open (npb.h) */
 #include <math.h>
 
 #include "npb.h"
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
   const struct npb_args args = npb_parse(argc, argv, "ep", "SWABC");
   const int log_pairs = class_log_pairs(args.cls);
   const int threads = npb_start_team();
+  struct npb_counters counters;
+  npb_counters_open(&counters, threads);
   const long long migrations_before = npb_migrations();
 
   const uint64_t seed = 271828183ull;
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
   double sx = 0.0, sy = 0.0;
   double counts[ANNULI] = {0};
 
+  npb_counters_switch(&counters, 1);
   const double t0 = omp_get_wtime();
 #pragma omp parallel
   {
@@ -102,6 +106,8 @@ int main(int argc, char** argv) {
     }
   }
   const double seconds = omp_get_wtime() - t0;
+  npb_counters_switch(&counters, 0);
+  npb_counters_close(&counters);
   const long long migrations_after = npb_migrations();
 
   double ref_sx, ref_sy;
@@ -117,6 +123,6 @@ int main(int argc, char** argv) {
   npb_report(
       &args, "ep", threads, seconds, verified,
       migrations_before >= 0 && migrations_after >= 0 ? migrations_after - migrations_before : -1,
-      detail);
+      &counters, detail);
   return verified ? 0 : 1;
 }

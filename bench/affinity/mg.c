@@ -25,6 +25,7 @@
  * touched first (what makes first-touch a placement at all). Memory-bound,
  * about 60 bytes per point at the finest level: the study's counterpart to
  * EP (paper 002, section 4). */
+#define _GNU_SOURCE 1 /* syscall(2), for perf_event_open (npb.h) */
 #include <math.h>
 
 #include "npb.h"
@@ -332,7 +333,10 @@ int main(int argc, char** argv) {
   zero3(u[top], 1 << top);
   zran3(v, 1 << top);
 
+  struct npb_counters counters;
+  npb_counters_open(&counters, threads);
   const long long migrations_before = npb_migrations();
+  npb_counters_switch(&counters, 1);
   const double t0 = omp_get_wtime();
   resid(u[top], v, r[top], 1 << top);
   for (int it = 0; it < nit; ++it) {
@@ -341,6 +345,8 @@ int main(int argc, char** argv) {
   }
   const double rnm2 = norm2(r[top], 1 << top);
   const double seconds = omp_get_wtime() - t0;
+  npb_counters_switch(&counters, 0);
+  npb_counters_close(&counters);
   const long long migrations_after = npb_migrations();
 
   const double err = fabs(rnm2 - reference) / reference;
@@ -352,7 +358,7 @@ int main(int argc, char** argv) {
   npb_report(
       &args, "mg", threads, seconds, verified,
       migrations_before >= 0 && migrations_after >= 0 ? migrations_after - migrations_before : -1,
-      detail);
+      &counters, detail);
   for (int k = 1; k <= top; ++k) {
     free(u[k]);
     free(r[k]);

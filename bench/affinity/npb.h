@@ -13,11 +13,16 @@
 #define WEFT_BENCH_AFFINITY_NPB_H
 
 #include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef NPB_RUNTIME
 #error "build with -DNPB_RUNTIME=\"gomp\" or \"weft\" (bench/affinity/CMakeLists.txt)"
@@ -137,23 +142,133 @@ static inline long long npb_migrations(void) {
   return found ? total : -1;
 }
 
-/* The readable line (unless --quiet) and, with --json, the JSON object the
+/* The counters beside each run (paper 002 reads cycles and cache misses
+ * beside the times), per team thread through perf_event_open(2): each
+ * thread opens its own at the start (pid 0: the calling thread), the main
+ * thread enables them just before the timed part and reads them after,
+ * summing over the team. Hardware events count user space only (what
+ * perf_event_paranoid 2 allows); software ones count the kernel's
+ * scheduling too. An event the machine or the kernel refuses (a virtual
+ * machine without a PMU: ENOENT) is reported as null and named. Under
+ * libweft-omp the team's threads are its PEs' threads (one per PE, the
+ * same in every region: docs/omp.md), under libgomp its pool's. */
+#define NPB_EVENTS 5
+static const struct {
+  const char* name;
+  uint32_t type;
+  uint64_t config;
+} npb_event[NPB_EVENTS] = {
+    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+    {"llc_load_misses", PERF_TYPE_HW_CACHE,
+     PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
+         (PERF_COUNT_HW_CACHE_RESULT_MISS << 16)},
+    {"context_switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+    {"cpu_migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+};
+
+struct npb_counters {
+  int threads;
+  int* fd;                     /* [thread * NPB_EVENTS + event], -1 if not open */
+  int error[NPB_EVENTS];       /* errno of the first refusal, 0 if none */
+  long long value[NPB_EVENTS]; /* summed over the team; -1 if a thread lacks it */
+};
+
+static inline void npb_counters_open(struct npb_counters* c, int threads) {
+  c->threads = threads;
+  c->fd = malloc(sizeof(int) * (size_t)threads * NPB_EVENTS);
+  for (int e = 0; e < NPB_EVENTS; ++e) c->error[e] = 0, c->value[e] = -1;
+  if (c->fd == NULL) {
+    for (int e = 0; e < NPB_EVENTS; ++e) c->error[e] = ENOMEM;
+    return;
+  }
+  for (int i = 0; i < threads * NPB_EVENTS; ++i) c->fd[i] = -1;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    for (int e = 0; e < NPB_EVENTS; ++e) {
+      struct perf_event_attr attr;
+      memset(&attr, 0, sizeof attr);
+      attr.size = sizeof attr;
+      attr.type = npb_event[e].type;
+      attr.config = npb_event[e].config;
+      attr.disabled = 1;
+      attr.exclude_kernel = npb_event[e].type != PERF_TYPE_SOFTWARE;
+      attr.exclude_hv = 1;
+      const int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+      if (fd >= 0) {
+        c->fd[t * NPB_EVENTS + e] = fd;
+      } else {
+        const int error = errno;
+#pragma omp critical(npb_counters)
+        if (c->error[e] == 0) c->error[e] = error;
+      }
+    }
+  }
+}
+
+static inline void npb_counters_switch(struct npb_counters* c, int on) {
+  if (c->fd == NULL) return;
+  for (int i = 0; i < c->threads * NPB_EVENTS; ++i)
+    if (c->fd[i] >= 0) ioctl(c->fd[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
+static inline void npb_counters_close(struct npb_counters* c) {
+  if (c->fd == NULL) return;
+  for (int e = 0; e < NPB_EVENTS; ++e) {
+    long long sum = 0;
+    for (int t = 0; t < c->threads && sum >= 0; ++t) {
+      const int fd = c->fd[t * NPB_EVENTS + e];
+      uint64_t v = 0;
+      if (fd < 0 || read(fd, &v, sizeof v) != (ssize_t)sizeof v)
+        sum = -1;
+      else
+        sum += (long long)v;
+    }
+    c->value[e] = sum;
+  }
+  for (int i = 0; i < c->threads * NPB_EVENTS; ++i)
+    if (c->fd[i] >= 0) close(c->fd[i]);
+  free(c->fd);
+  c->fd = NULL;
+}
+
+/* The readable lines (unless --quiet): the result, and the counters with
+ * those that could not be read named; with --json, the JSON object the
  * driver (study.py) reads. */
 static inline void npb_report(const struct npb_args* a, const char* kernel, int threads,
                               double seconds, int verified, long long migrations,
-                              const char* detail) {
-  if (!a->quiet)
+                              const struct npb_counters* c, const char* detail) {
+  if (!a->quiet) {
     printf("%s class %c: %d threads (%s), %.6f s, %s; %s\n", kernel, a->cls, threads, NPB_RUNTIME,
            seconds, verified ? "VERIFIED" : "FAILED", detail);
+    printf("%s counters:", kernel);
+    for (int e = 0; e < NPB_EVENTS; ++e)
+      if (c->value[e] >= 0) printf(" %s=%lld", npb_event[e].name, c->value[e]);
+    for (int e = 0; e < NPB_EVENTS; ++e)
+      if (c->value[e] < 0)
+        printf(" %s=unavailable(%s)", npb_event[e].name,
+               c->error[e] ? strerror(c->error[e]) : "not read");
+    printf("\n");
+  }
   if (a->json) {
     printf(
         "{\"kernel\":\"%s\",\"class\":\"%c\",\"runtime\":\"%s\",\"threads\":%d,"
         "\"seconds\":%.9g,\"verified\":%s,\"migrations\":",
         kernel, a->cls, NPB_RUNTIME, threads, seconds, verified ? "true" : "false");
     if (migrations >= 0)
-      printf("%lld}\n", migrations);
+      printf("%lld", migrations);
     else
-      printf("null}\n");
+      printf("null");
+    printf(",\"counters\":{");
+    for (int e = 0; e < NPB_EVENTS; ++e) {
+      printf("%s\"%s\":", e ? "," : "", npb_event[e].name);
+      if (c->value[e] >= 0)
+        printf("%lld", c->value[e]);
+      else
+        printf("null");
+    }
+    printf("}}\n");
   }
   fflush(stdout);
 }

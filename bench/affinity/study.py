@@ -10,9 +10,13 @@ Writes, under --out:
   runs.jsonl    one JSON object per run: kernel, class, runtime, threads,
                 bind, mem, round, seconds, verified, migrations (the thread
                 migrations during the timed part, from /proc; null where the
-                kernel has no scheduler statistics), placement (how the
-                binding and policy were applied), and error for a run that
-                failed;
+                kernel has no scheduler statistics), counters (cycles,
+                instructions, llc_load_misses, context_switches,
+                cpu_migrations of the team's threads during the timed part,
+                perf_event_open; null where the machine refuses one, as a
+                virtual machine without a PMU does for the hardware ones),
+                placement (how the binding and policy were applied), and
+                error for a run that failed;
   speedup.png   median time at 1 thread / median time at T, per kernel,
                 class and runtime, with no binding and first-touch;
   policies.png  median time of each (binding, memory policy) over that of
@@ -149,7 +153,7 @@ def run_one(bin_dir, kernel, cls, runtime, threads, bind, mem, numactl, timeout)
     env.update(extra)
     row = {"kernel": kernel, "class": cls, "runtime": runtime, "threads": threads, "bind": bind,
            "mem": mem, "seconds": None, "verified": False, "migrations": None,
-           "placement": desc}
+           "counters": None, "placement": desc}
     try:
         p = subprocess.run(prefix + [program, "--class=" + cls, "--quiet"], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -172,7 +176,7 @@ def run_one(bin_dir, kernel, cls, runtime, threads, bind, mem, numactl, timeout)
         row["error"] = "exit %d, no result line: %s" % (p.returncode, tail)
         return row
     row.update(seconds=result["seconds"], verified=bool(result["verified"]) and p.returncode == 0,
-               migrations=result.get("migrations"))
+               migrations=result.get("migrations"), counters=result.get("counters"))
     if result.get("threads") != threads:
         row["verified"] = False
         row["error"] = "ran %s threads, not %d" % (result.get("threads"), threads)
@@ -196,23 +200,43 @@ def summarize(rows):
 
 
 def table(groups, rows, one_node):
-    migrations = {}
+    migrations, switches, unread = {}, {}, set()
     for r in rows:
-        if r["verified"] and r["migrations"] is not None:
-            key = (r["kernel"], r["class"], r["runtime"], r["threads"], r["bind"], r["mem"])
+        if not r["verified"]:
+            continue
+        key = (r["kernel"], r["class"], r["runtime"], r["threads"], r["bind"], r["mem"])
+        if r["migrations"] is not None:
             migrations.setdefault(key, []).append(r["migrations"])
-    lines = ["%-4s %-5s %-12s %7s %-8s %-12s %10s %10s %10s %4s %8s %10s" %
+        counters = r.get("counters") or {}
+        unread |= {name for name, v in counters.items() if v is None}
+        if counters.get("context_switches") is not None:
+            switches.setdefault(key, []).append(counters["context_switches"])
+    lines = ["%-4s %-5s %-12s %7s %-8s %-12s %10s %10s %10s %4s %8s %9s %9s" %
              ("kern", "class", "runtime", "threads", "bind", "mem", "median_s", "min_s", "max_s",
-              "n", "vs_def", "migr(med)")]
+              "n", "vs_def", "migr_med", "cswch_med")]
     for key in sorted(groups):
         k, c, rt, t, b, m = key
         xs = groups[key]
         base = groups.get((k, c, rt, t, "none", "first-touch"))
         ratio = median(xs) / median(base) if base else None
-        mig = migrations.get(key)
-        lines.append("%-4s %-5s %-12s %7d %-8s %-12s %10.5f %10.5f %10.5f %4d %8s %10s" %
+        mig, cs = migrations.get(key), switches.get(key)
+        lines.append("%-4s %-5s %-12s %7d %-8s %-12s %10.5f %10.5f %10.5f %4d %8s %9s %9s" %
                      (k, c, RUNTIME_NAMES[rt], t, b, m, median(xs), min(xs), max(xs), len(xs),
-                      "%.3f" % ratio if ratio else "-", "%g" % median(mig) if mig else "-"))
+                      "%.3f" % ratio if ratio else "-", "%g" % median(mig) if mig else "-",
+                      "%g" % median(cs) if cs else "-"))
+    speedups = []
+    for key in sorted(groups):
+        k, c, rt, t, b, m = key
+        one = groups.get((k, c, rt, 1, b, m))
+        if t > 1 and one and b == "none" and m == "first-touch":
+            speedups.append("%s %s %s: %.2f at %d threads" %
+                            (k, c, RUNTIME_NAMES[rt], median(one) / median(groups[key]), t))
+    if speedups:
+        lines.append("speedup (median 1 thread / median T, no binding, first-touch): " +
+                     "; ".join(speedups))
+    if unread:
+        lines.append("counters not readable here: %s (perf_event_open refused them; null in "
+                     "runs.jsonl)" % ", ".join(sorted(unread)))
     if one_node:
         lines.append("one NUMA node: memory policies are equivalent here (every policy puts "
                      "every page on node 0); their rows measure noise, not placement")

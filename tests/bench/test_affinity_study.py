@@ -26,6 +26,9 @@ with open(os.path.join(out, "runs.jsonl")) as f:
         for key, kind in need.items():
             if not isinstance(row.get(key), kind):
                 sys.exit("FAIL: runs.jsonl line %d: %r is not a %s: %s" % (n, key, kind.__name__, line))
+        for key in ("migrations", "counters", "placement"):
+            if key not in row:
+                sys.exit("FAIL: runs.jsonl line %d: no %r: %s" % (n, key, line))
         if not row["verified"] or row["seconds"] <= 0:
             sys.exit("FAIL: runs.jsonl line %d: not a verified run: %s" % (n, line))
         rows.append(row)

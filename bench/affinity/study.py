@@ -96,6 +96,16 @@ def parse_threads(text):
     return out
 
 
+def load_average():
+    """The 1-minute load average, or None: beside the figures, how busy the
+    machine was (others' work shares the CPUs the runs are timed on)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def numa_nodes():
     nodes = glob.glob("/sys/devices/system/node/node[0-9]*")
     return len(nodes) if nodes else 1
@@ -187,6 +197,13 @@ def run_one(bin_dir, kernel, cls, runtime, threads, bind, mem, numactl, timeout)
 
 def median(xs):
     return statistics.median(xs) if xs else None
+
+
+def quartiles(xs):
+    if len(xs) < 2:
+        return xs[0], xs[0]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[2]
 
 
 def summarize(rows):
@@ -290,8 +307,8 @@ def draw_policies(groups, path, notes):
                                      MEMS.index(bm[1]) if bm[1] in MEMS else 9, bm))
     width, ph = 900, 250
     cv = figure.Canvas(width, 80 + max(1, len(panels)) * (ph + 70) + 12 * len(configs) + 30)
-    cv.text(width // 2, 8, "time per placement / time with no binding and first-touch, %s threads"
-            % tmax, anchor="center")
+    cv.text(width // 2, 8, "median time per placement / median time with no binding and "
+            "first-touch, %s threads (lines: quartiles of the runs)" % tmax, anchor="center")
     for i, line in enumerate(notes):
         cv.text(width // 2, 20 + 12 * i, line, anchor="center", c=figure.GREY)
     if not panels:
@@ -305,9 +322,12 @@ def draw_policies(groups, path, notes):
             for bm in configs:
                 xs = groups.get((k, c, rt, tmax) + bm)
                 if base and xs:
-                    ratios[(rt, bm)] = (median(xs) / median(base), min(xs) / median(base),
-                                        max(xs) / median(base))
-        hi = max([1.2] + [v[2] for v in ratios.values()])
+                    q1, q3 = quartiles(xs)
+                    ratios[(rt, bm)] = (median(xs) / median(base), q1 / median(base),
+                                        q3 / median(base))
+        # The axis follows the medians and quartiles: a single run that a
+        # busy machine stretched tenfold would flatten every bar.
+        hi = max([1.2] + [1.1 * v[2] for v in ratios.values()])
         y = 70 + n * (ph + 70)
         runtimes = [rt for rt in RUNTIMES if any(key[0] == rt for key in ratios)]
         panel = figure.Panel(cv, 80, y, width - 120, ph, (0, max(1, len(runtimes))), (0, hi),
@@ -325,11 +345,28 @@ def draw_policies(groups, path, notes):
                 colour = figure.PALETTE[j % len(figure.PALETTE)]
                 cv.rect(x0 + 1, panel.py(v[0]), x0 + bar - 2, panel.py(0), colour)
                 xm = x0 + bar / 2
-                cv.line(xm, panel.py(v[1]), xm, panel.py(v[2]), figure.BLACK)  # min..max
+                cv.line(xm, panel.py(v[1]), xm, panel.py(v[2]), figure.BLACK)  # quartiles
     figure.legend(cv, 80, cv.h - 12 * len(configs) - 20,
                   [("bind=%s mem=%s" % bm, figure.PALETTE[j % len(figure.PALETTE)], False)
                    for j, bm in enumerate(configs)])
     cv.save(path)
+
+
+def replot_rows(path):
+    """The rows of an earlier runs.jsonl, and the header line of its summary."""
+    try:
+        with open(path) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as e:
+        fail("--replot %s: cannot read it as JSON lines: %s" % (path, e))
+    need = ("kernel", "class", "runtime", "threads", "bind", "mem", "seconds", "verified")
+    for n, r in enumerate(rows, 1):
+        if not isinstance(r, dict) or any(k not in r for k in need):
+            fail("--replot %s: line %d is not a run of study.py (needs %s)" %
+                 (path, n, ", ".join(need)))
+        r.setdefault("migrations", None)
+    rounds = len({r.get("round") for r in rows})
+    return rows, "%d runs, %d rounds\n" % (len(rows), rounds)
 
 
 def main():
@@ -348,6 +385,9 @@ def main():
     ap.add_argument("--runtimes", default=",".join(RUNTIMES), help="of gomp,weft (both)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per run (900)")
+    ap.add_argument("--replot", metavar="RUNS_JSONL",
+                    help="run nothing: the summary and figures of an earlier runs.jsonl, "
+                    "written under --out")
     ap.add_argument("--quick", action="store_true",
                     help="a tiny sweep: class S, 2 threads, binds none,compact, mems "
                     "first-touch,interleave, 1 round")
@@ -369,60 +409,81 @@ def main():
     if args.quick:
         classes, threads, binds, mems, rounds = ["S"], [2], ["none", "compact"], \
             ["first-touch", "interleave"], 1
-    bin_dir = find_bin_dir(args.bin_dir)
-    for k in kernels:
-        for rt in runtimes:
-            exe = os.path.join(bin_dir, "affinity_%s_%s" % (k, rt))
-            if not os.access(exe, os.X_OK):
-                fail("%s is missing (build the affinity_* targets, or give --bin-dir)" % exe)
+    if args.replot:
+        rows, header_note = replot_rows(args.replot)
+        failed = sum(1 for r in rows if not r["verified"])
+        nodes = min((r.get("numa_nodes") or 1) for r in rows) if rows else numa_nodes()
+        notes = []
+        if nodes <= 1:
+            notes.append("one NUMA node: memory policies are equivalent here")
+        gomp_mems = {r["mem"] for r in rows if r["runtime"] == "gomp"}
+        if gomp_mems == {"first-touch"} and any(r["mem"] != "first-touch" for r in rows):
+            notes.append("numactl not found: libgomp runs use first-touch only")
+        one_node = nodes <= 1
+        os.makedirs(args.out, exist_ok=True)
+        jsonl = args.replot
+        start = time.time()
+        load_start = load_end = None
+    else:
+        bin_dir = find_bin_dir(args.bin_dir)
+        for k in kernels:
+            for rt in runtimes:
+                exe = os.path.join(bin_dir, "affinity_%s_%s" % (k, rt))
+                if not os.access(exe, os.X_OK):
+                    fail("%s is missing (build the affinity_* targets, or give --bin-dir)" % exe)
 
-    nodes = numa_nodes()
-    one_node = nodes <= 1
-    numactl = shutil.which("numactl")
-    notes = []
-    if one_node:
-        notes.append("one NUMA node: memory policies are equivalent here")
-    if "gomp" in runtimes and not numactl and any(m != "first-touch" for m in mems):
-        notes.append("numactl not found: libgomp runs use first-touch only (%s skipped for "
-                     "libgomp)" % ", ".join(m for m in mems if m != "first-touch"))
-    for n in notes:
-        print("study.py: " + n, file=sys.stderr)
+        nodes = numa_nodes()
+        one_node = nodes <= 1
+        numactl = shutil.which("numactl")
+        notes = []
+        if one_node:
+            notes.append("one NUMA node: memory policies are equivalent here")
+        if "gomp" in runtimes and not numactl and any(m != "first-touch" for m in mems):
+            notes.append("numactl not found: libgomp runs use first-touch only (%s skipped for "
+                         "libgomp)" % ", ".join(m for m in mems if m != "first-touch"))
+        for n in notes:
+            print("study.py: " + n, file=sys.stderr)
 
-    configs = []
-    for k in kernels:
-        for c in classes:
-            for t in threads:
-                for rt in runtimes:
-                    for b in binds:
-                        for m in mems:
-                            if placement(rt, t, b, m, numactl) is not None:
-                                configs.append((k, c, rt, t, b, m))
-    os.makedirs(args.out, exist_ok=True)
-    jsonl = os.path.join(args.out, "runs.jsonl")
-    rows, failed = [], 0
-    start = time.time()
-    with open(jsonl, "w") as out:
-        for rnd in range(rounds):
-            for (k, c, rt, t, b, m) in configs:
-                row = run_one(bin_dir, k, c, rt, t, b, m, numactl, args.timeout)
-                row["round"] = rnd
-                row["numa_nodes"] = nodes
-                rows.append(row)
-                out.write(json.dumps(row, sort_keys=True) + "\n")
-                out.flush()
-                if not row["verified"]:
-                    failed += 1
-                    print("study.py: %s class %s %s threads=%d bind=%s mem=%s: %s" %
-                          (k, c, RUNTIME_NAMES[rt], t, b, m, row.get("error", "not verified")),
-                          file=sys.stderr)
+        configs = []
+        for k in kernels:
+            for c in classes:
+                for t in threads:
+                    for rt in runtimes:
+                        for b in binds:
+                            for m in mems:
+                                if placement(rt, t, b, m, numactl) is not None:
+                                    configs.append((k, c, rt, t, b, m))
+        os.makedirs(args.out, exist_ok=True)
+        jsonl = os.path.join(args.out, "runs.jsonl")
+        rows, failed = [], 0
+        start, load_start = time.time(), load_average()
+        with open(jsonl, "w") as out:
+            for rnd in range(rounds):
+                for (k, c, rt, t, b, m) in configs:
+                    row = run_one(bin_dir, k, c, rt, t, b, m, numactl, args.timeout)
+                    row["round"] = rnd
+                    row["numa_nodes"] = nodes
+                    rows.append(row)
+                    out.write(json.dumps(row, sort_keys=True) + "\n")
+                    out.flush()
+                    if not row["verified"]:
+                        failed += 1
+                        print("study.py: %s class %s %s threads=%d bind=%s mem=%s: %s" %
+                              (k, c, RUNTIME_NAMES[rt], t, b, m, row.get("error", "not verified")),
+                              file=sys.stderr)
     groups = summarize(rows)
     fig_notes = notes or ["%d NUMA nodes" % nodes]
     draw_speedup(groups, os.path.join(args.out, "speedup.png"), fig_notes)
     draw_policies(groups, os.path.join(args.out, "policies.png"), fig_notes)
     text = table(groups, rows, one_node)
-    header = ("affinity study: %d runs in %.0f s, %d CPUs, %d NUMA node%s, rounds %d%s\n" %
+    if not args.replot:
+        load_end = load_average()
+    header = ("affinity study: %d runs in %.0f s, %d CPUs, %d NUMA node%s, rounds %d, load "
+              "average %s at the start and %s at the end%s\n" %
               (len(rows), time.time() - start, cpus, nodes, "" if nodes == 1 else "s", rounds,
-               "; " + "; ".join(notes[1:]) if len(notes) > 1 else ""))
+               load_start, load_end, "; " + "; ".join(notes[1:]) if len(notes) > 1 else ""))
+    if args.replot:
+        header = "replotted from %s: %s" % (args.replot, header_note)
     with open(os.path.join(args.out, "summary.txt"), "w") as f:
         f.write(header + text + "\n")
     print(header + text)

@@ -283,8 +283,8 @@ def draw_speedup(groups, path, notes):
     panel = figure.Panel(cv, 80, 70, 480, 340, (min(threads), max(threads)), (0, top),
                          "", "threads", "speedup", xticks=threads)
     panel.cv.line(panel.px(min(threads)), panel.py(min(threads)), panel.px(max(threads)),
-                  panel.py(max(threads)), figure.GREY, dash=4)
-    entries = [("ideal", figure.GREY, True)]
+                  panel.py(max(threads)), figure.BLACK, dash=2)
+    entries = [("ideal", figure.BLACK, True)]
     for n, key in enumerate(sorted(ups)):
         colour = figure.PALETTE[n % len(figure.PALETTE)]
         pts = sorted(ups[key].items())

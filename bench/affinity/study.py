@@ -369,8 +369,15 @@ def replot_rows(path):
     return rows, "%d runs, %d rounds\n" % (len(rows), rounds)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are the project's one line (and exit 2)."""
+
+    def error(self, message):
+        fail("%s; see --help for the accepted options" % message)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = Parser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin-dir", help="where affinity_{ep,mg}_{gomp,weft} are "
                     "(default: build/release, build/dev or build under the source tree)")

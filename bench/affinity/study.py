@@ -22,6 +22,9 @@ Writes, under --out:
   policies.png  median time of each (binding, memory policy) over that of
                 the default (no binding, first-touch), per runtime, at the
                 largest thread count: below 1 is faster than the default;
+  counters.png  beside it, the median of each readable counter (migrations,
+                context switches, and the hardware counters where the
+                machine has them) per placement, at the same thread count;
   summary.txt   the table of medians, spreads and ratios printed at the end.
 
 How each runtime is placed: libweft-omp by its own variables (WEFT_THREADS,
@@ -300,45 +303,85 @@ def draw_speedup(groups, path, notes):
 
 
 def draw_policies(groups, path, notes):
+    """policies.png: per kernel and class, time per placement over the default."""
     tmax = max((key[3] for key in groups), default=None)
-    panels = sorted({(k, c) for (k, c, rt, t, b, m) in groups if t == tmax})
-    configs = sorted({(b, m) for (k, c, rt, t, b, m) in groups if t == tmax},
+    panels = [("%s class %s" % kc, {key[2:]: xs for key, xs in groups.items() if key[:2] == kc})
+              for kc in sorted({key[:2] for key in groups if key[3] == tmax})]
+    draw_bars(panels, tmax, path, "median time per placement / median time with no binding and "
+              "first-touch, %s threads (lines: quartiles of the runs)" % tmax, "ratio to default",
+              notes, normalise=True)
+
+
+def draw_counters(rows, path, notes):
+    """counters.png: per kernel, class and readable counter, its median per
+    placement (the counters beside the times); None when no run has any."""
+    by = {}
+    for r in rows:
+        if not r["verified"]:
+            continue
+        key = (r["runtime"], r["threads"], r["bind"], r["mem"])
+        values = dict(r.get("counters") or {})
+        values["migrations"] = r.get("migrations")
+        for name, v in values.items():
+            if v is not None:
+                by.setdefault((r["kernel"], r["class"], name), {}).setdefault(key, []).append(v)
+    if not by:
+        return None
+    tmax = max(key[1] for panel in by.values() for key in panel)
+    names = ["migrations", "cpu_migrations", "context_switches", "cycles", "instructions",
+             "llc_load_misses"]
+    panels = [("%s class %s: %s" % kcn, by[kcn])
+              for kcn in sorted(by, key=lambda kcn: (kcn[0], kcn[1], names.index(kcn[2])
+                                                      if kcn[2] in names else 99))]
+    draw_bars(panels, tmax, path, "counters per placement (median of the runs, lines: "
+              "quartiles), %s threads" % tmax, "count", notes, normalise=False)
+    return path
+
+
+def draw_bars(panels, tmax, path, title, ylabel, notes, normalise):
+    """One panel per (title, {(runtime, threads, bind, mem): [values]}): a bar
+    per placement at `tmax` threads, grouped by runtime, with the
+    quartiles as a line; `normalise` divides by the default placement's
+    median (no binding, first-touch) and draws 1 dashed."""
+    configs = sorted({key[2:] for _, data in panels for key in data if key[1] == tmax},
                      key=lambda bm: (BINDS.index(bm[0]) if bm[0] in BINDS else 9,
                                      MEMS.index(bm[1]) if bm[1] in MEMS else 9, bm))
     width, ph = 900, 250
     cv = figure.Canvas(width, 80 + max(1, len(panels)) * (ph + 70) + 12 * len(configs) + 30)
-    cv.text(width // 2, 8, "median time per placement / median time with no binding and "
-            "first-touch, %s threads (lines: quartiles of the runs)" % tmax, anchor="center")
+    cv.text(width // 2, 8, title, anchor="center")
     for i, line in enumerate(notes):
         cv.text(width // 2, 20 + 12 * i, line, anchor="center", c=figure.GREY)
     if not panels:
         cv.text(width // 2, 100, "no verified runs", anchor="center")
         cv.save(path)
         return
-    for n, (k, c) in enumerate(panels):
-        ratios = {}
+    for n, (panel_title, data) in enumerate(panels):
+        bars = {}
         for rt in RUNTIMES:
-            base = groups.get((k, c, rt, tmax, "none", "first-touch"))
+            base = data.get((rt, tmax, "none", "first-touch"))
+            scale = median(base) if normalise and base else 1.0
+            if normalise and not (base and scale > 0):
+                continue
             for bm in configs:
-                xs = groups.get((k, c, rt, tmax) + bm)
-                if base and xs:
+                xs = data.get((rt, tmax) + bm)
+                if xs:
                     q1, q3 = quartiles(xs)
-                    ratios[(rt, bm)] = (median(xs) / median(base), q1 / median(base),
-                                        q3 / median(base))
+                    bars[(rt, bm)] = (median(xs) / scale, q1 / scale, q3 / scale)
         # The axis follows the medians and quartiles: a single run that a
         # busy machine stretched tenfold would flatten every bar.
-        hi = max([1.2] + [1.1 * v[2] for v in ratios.values()])
+        hi = max([1.2 if normalise else 1.0] + [1.1 * v[2] for v in bars.values()])
         y = 70 + n * (ph + 70)
-        runtimes = [rt for rt in RUNTIMES if any(key[0] == rt for key in ratios)]
+        runtimes = [rt for rt in RUNTIMES if any(key[0] == rt for key in bars)]
         panel = figure.Panel(cv, 80, y, width - 120, ph, (0, max(1, len(runtimes))), (0, hi),
-                             "%s class %s" % (k, c), "", "ratio to default",
+                             panel_title, "", ylabel,
                              xticks=[(RUNTIME_NAMES[rt], i + 0.5) for i, rt in enumerate(runtimes)])
-        cv.line(panel.x, panel.py(1.0), panel.x + panel.w, panel.py(1.0), figure.BLACK, dash=3)
+        if normalise:
+            cv.line(panel.x, panel.py(1.0), panel.x + panel.w, panel.py(1.0), figure.BLACK, dash=3)
         slot = panel.w / max(1, len(runtimes))
         bar = slot * 0.8 / max(1, len(configs))
         for i, rt in enumerate(runtimes):
             for j, bm in enumerate(configs):
-                v = ratios.get((rt, bm))
+                v = bars.get((rt, bm))
                 if v is None:
                     continue
                 x0 = panel.x + i * slot + slot * 0.1 + j * bar
@@ -482,6 +525,7 @@ def main():
     fig_notes = notes or ["%d NUMA nodes" % nodes]
     draw_speedup(groups, os.path.join(args.out, "speedup.png"), fig_notes)
     draw_policies(groups, os.path.join(args.out, "policies.png"), fig_notes)
+    counters_png = draw_counters(rows, os.path.join(args.out, "counters.png"), fig_notes)
     text = table(groups, rows, one_node)
     if not args.replot:
         load_end = load_average()
@@ -494,8 +538,9 @@ def main():
     with open(os.path.join(args.out, "summary.txt"), "w") as f:
         f.write(header + text + "\n")
     print(header + text)
-    print("study.py: wrote %s, speedup.png, policies.png, summary.txt in %s" %
-          (os.path.basename(jsonl), args.out), file=sys.stderr)
+    print("study.py: wrote %s, speedup.png, policies.png, %ssummary.txt in %s" %
+          (os.path.basename(jsonl), "counters.png, " if counters_png else "", args.out),
+          file=sys.stderr)
     if failed:
         print("study.py: %d of %d runs failed or did not verify" % (failed, len(rows)),
               file=sys.stderr)

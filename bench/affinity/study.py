@@ -538,9 +538,9 @@ def main():
     with open(os.path.join(args.out, "summary.txt"), "w") as f:
         f.write(header + text + "\n")
     print(header + text)
-    print("study.py: wrote %s, speedup.png, policies.png, %ssummary.txt in %s" %
-          (os.path.basename(jsonl), "counters.png, " if counters_png else "", args.out),
-          file=sys.stderr)
+    print("study.py: wrote %sspeedup.png, policies.png, %ssummary.txt in %s" %
+          ("" if args.replot else os.path.basename(jsonl) + ", ",
+           "counters.png, " if counters_png else "", args.out), file=sys.stderr)
     if failed:
         print("study.py: %d of %d runs failed or did not verify" % (failed, len(rows)),
               file=sys.stderr)

@@ -111,12 +111,8 @@ void unlock_block(scheme_block& b) {
   unlock(b.lock);
 }
 
-// The owner's first piece: history offers its share of the block.
-void start_block(scheme_loop& sl, scheme_block& b, int id) {
-  b.started.store(true, std::memory_order_relaxed);
-  const unsigned long long len = b.hi - b.lo;
-  b.look = std::max(sl.part_min, (len + idle_looks - 1) / idle_looks);
-  b.reserved = len;
+// history: offers its share of the block, one part per other thread.
+void offer_share(scheme_loop& sl, scheme_block& b, int id, unsigned long long len) {
   if (sl.kind != scheme_history || len < 2 * sl.part_min) return;
   const double top = double(sl.size - 1) / double(sl.size);
   const double share = std::clamp<double>(
@@ -131,6 +127,16 @@ void start_block(scheme_loop& sl, scheme_block& b, int id) {
   b.parts.store(int(parts), std::memory_order_relaxed);
   b.offered = int(parts);
   count(g_counts.offered, parts);
+}
+
+// `started` is stored after the offer: a thief that sees it set (acquire)
+// sees the parts too, and never leaves a started block's offer behind.
+void start_block(scheme_loop& sl, scheme_block& b, int id) {
+  const unsigned long long len = b.hi - b.lo;
+  b.look = std::max(sl.part_min, (len + idle_looks - 1) / idle_looks);
+  b.reserved = len;
+  offer_share(sl, b, id, len);
+  b.started.store(true, std::memory_order_release);
 }
 
 // The owner found its block empty: it is idle from now on; history learns
@@ -199,7 +205,7 @@ bool steal_piece(thread_state& me, scheme_loop& sl, unsigned long long& lo,
                  unsigned long long& hi) {
   for (int k = 1; k < sl.size; ++k) {
     scheme_block& b = sl.blocks[std::size_t((me.id + k) % sl.size)];
-    if (b.parts.load(std::memory_order_relaxed) == 0 && b.started.load(std::memory_order_relaxed))
+    if (b.started.load(std::memory_order_acquire) && b.parts.load(std::memory_order_relaxed) == 0)
       continue;
     lock_block(b, me);
     unsigned long long take = 0;

@@ -139,11 +139,10 @@ void start_block(scheme_loop& sl, scheme_block& b, int id) {
   b.started.store(true, std::memory_order_release);
 }
 
-// The owner found its block empty: it is idle from now on; history learns
-// what share of its offer was stolen.
+// The owner found its block empty: history learns what share of its offer
+// was stolen.
 void block_done(scheme_loop& sl, scheme_block& b, int id) {
   b.done = true;
-  sl.hungry.fetch_add(1, std::memory_order_relaxed);
   if (sl.kind != scheme_history || b.offered == 0) return;
   std::atomic<float>& avg = sl.history->share[std::size_t(id % history_threads)];
   const float stolen = float(b.stolen) / float(b.stolen + b.returned);
@@ -265,7 +264,8 @@ void scheme_init(ws_slot& s, int n, unsigned long long trips, int kind, unsigned
   }
   sl.size = n;
   sl.part_min = part_min;
-  const ull nt = ull(n), q = trips / nt, r = trips % nt;
+  // The blocks split all but the last iteration (see scheme_next).
+  const ull nt = ull(n), q = (trips - 1) / nt, r = (trips - 1) % nt;
   for (int i = 0; i < n; ++i) {
     scheme_block& b = sl.blocks[std::size_t(i)];
     const ull id = ull(i);
@@ -280,39 +280,43 @@ void scheme_init(ws_slot& s, int n, unsigned long long trips, int kind, unsigned
   }
   sl.trips = trips;
   sl.last_taker.store(-1, std::memory_order_relaxed);
-  sl.unclaimed.store(trips, std::memory_order_relaxed);
+  sl.final_taken.store(false, std::memory_order_relaxed);
+  sl.unclaimed.store(trips - 1, std::memory_order_relaxed);
   sl.hungry.store(0, std::memory_order_relaxed);
   sl.history = sl.kind == scheme_history ? history_of(site) : nullptr;
   count(sl.kind == scheme_idle ? g_counts.idle_loops : g_counts.history_loops);
 }
 
-namespace {
-
-// A piece handed out: the thread that got the loop's last iteration stops.
-bool handed(thread_state& me, scheme_loop& sl, unsigned long long hi) {
-  if (hi == sl.trips) sl.last_taker.store(me.id, std::memory_order_relaxed);
-  return true;
-}
-
-}  // namespace
-
 bool scheme_next(thread_state& me, ws_slot& s, unsigned long long& lo, unsigned long long& hi) {
   scheme_loop& sl = s.scheme;
-  // Its chunk with the last iteration must stay its last one, so that
-  // lastprivate's copy-out sees it (the owner of the last block takes that
-  // chunk only once its block is empty, so only thieves stop early).
   if (sl.last_taker.load(std::memory_order_relaxed) == me.id) return false;
-  if (own_piece(me, sl, lo, hi)) return handed(me, sl, hi);
+  if (own_piece(me, sl, lo, hi)) return true;
+  // Idle: counted while it looks for a part, not while it runs one (an
+  // owner offers parts to threads that can take them now).
+  sl.hungry.fetch_add(1, std::memory_order_relaxed);
+  auto busy = [&] { sl.hungry.fetch_sub(1, std::memory_order_relaxed); };
   for (int spins = 0;; ++spins) {
-    if (steal_piece(me, sl, lo, hi)) return handed(me, sl, hi);
+    if (steal_piece(me, sl, lo, hi)) {
+      busy();
+      return true;
+    }
     // idle: an owner offers parts only when it comes back, so an idle
     // thread waits in the loop while iterations are unclaimed (it would
     // wait at the loop's end anyway), unless the loop or region was
     // cancelled. history offers at the owners' starts only.
     if (sl.kind != scheme_idle || sl.unclaimed.load(std::memory_order_relaxed) == 0 ||
         s.cancelled.load(std::memory_order_relaxed) ||
-        (me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed)))
-      return false;
+        (me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed))) {
+      busy();
+      // The loop's last iteration goes to the first thread that leaves:
+      // GCC's lastprivate copies out on the thread whose last chunk ended
+      // at the loop's end, so that chunk must be the last it runs.
+      if (sl.final_taken.exchange(true, std::memory_order_relaxed)) return false;
+      sl.last_taker.store(me.id, std::memory_order_relaxed);
+      lo = sl.trips - 1;
+      hi = sl.trips;
+      return true;
+    }
     if (spins < 64)
       base::cpu_relax();
     else

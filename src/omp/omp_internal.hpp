@@ -154,14 +154,16 @@ struct scheme_loop {
   std::unique_ptr<scheme_block[]> blocks;
   int capacity = 0;
   history_entry* history = nullptr;
-  // Iterations not yet handed to any thread, and the threads whose own
-  // block is empty (the idle ones, which steal).
+  // Iterations not yet handed to any thread, and the threads looking for
+  // a part to steal (idle: their own block is empty, they run no part).
   alignas(base::cache_line) std::atomic<unsigned long long> unclaimed{0};
   std::atomic<int> hungry{0};
-  // The loop's iterations, and the thread that was handed its last one:
-  // it gets no more (GCC's lastprivate copies out on the thread whose last
-  // chunk ended at the loop's end).
+  // The loop's iterations; its last one is in no block: the first thread
+  // to leave takes it (last_taker), and then nothing more (GCC's
+  // lastprivate copies out on the thread whose last chunk ended at the
+  // loop's end).
   unsigned long long trips = 0;
+  std::atomic<bool> final_taken{false};
   std::atomic<int> last_taker{-1};
 };
 

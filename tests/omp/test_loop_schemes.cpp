@@ -40,8 +40,10 @@ using weft_test::run_weft;
 namespace wo = weft::omp;
 
 constexpr int team = 4;
-constexpr long n = 4000;
-constexpr long block0 = n / team;  // thread 0's static block: [0, block0)
+// The schemes split all but a loop's last iteration into static blocks
+// (the first thread to leave the loop takes that one): blocks of 1000.
+constexpr long n = 4001;
+constexpr long block0 = (n - 1) / team;  // thread 0's block: [0, block0)
 constexpr int loops = 6;
 
 // Spins (yielding the CPU) until `done`; false after 60 s, so that a
@@ -163,7 +165,7 @@ void idle_nobody_idle() {
 #pragma omp for schedule(runtime)
     for (long i = 0; i < n; ++i) {
       __atomic_add_fetch(&hits[std::size_t(i)], 1, __ATOMIC_RELAXED);
-      if ((i + 1) % block0 == 0) {  // the last of a static block
+      if (i < n - 1 && (i + 1) % block0 == 0) {  // the last of a block
         at_last.fetch_add(1);
         if (!hold_until([&] { return at_last.load() == team; })) held_ok = false;
       }

@@ -304,9 +304,13 @@ bool scheme_next(thread_state& me, ws_slot& s, unsigned long long& lo, unsigned 
     // thread waits in the loop while iterations are unclaimed (it would
     // wait at the loop's end anyway), unless the loop or region was
     // cancelled. history offers at the owners' starts only.
-    if (sl.kind != scheme_idle || sl.unclaimed.load(std::memory_order_relaxed) == 0 ||
-        s.cancelled.load(std::memory_order_relaxed) ||
-        (me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed))) {
+    const bool cancelled = s.cancelled.load(std::memory_order_relaxed) ||
+                           (me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed));
+    if (cancelled) {
+      busy();
+      return false;
+    }
+    if (sl.kind != scheme_idle || sl.unclaimed.load(std::memory_order_relaxed) == 0) {
       busy();
       // The loop's last iteration goes to the first thread that leaves:
       // GCC's lastprivate copies out on the thread whose last chunk ended

@@ -7,8 +7,10 @@ omp_loop_schemes_weft under OMP_SCHEDULE=static with WEFT_OMP_SCHEME=static,
 idle and history, one after another in each of --rounds rounds (so that
 every configuration sees the same load of a shared machine), and prints per
 loop (balanced, imbalanced) the median microseconds per loop over the rounds
-with their spread ((max - min) / median), and the medians of the per-round
-ratios to libgomp's static and to libweft-omp's static blocks.
+with their spread ((max - min) / median), the medians of the per-round
+ratios to libgomp's static and to libweft-omp's static blocks, and the best
+round's time with its ratio to the best of weft static (on a machine others
+load, the best rounds are those the load disturbed least).
 
   bench/omp/loop_schemes.py --bin build/dev/bench [--rounds 7] [--threads 2]
                             [--repeat 3] [-- program flags, e.g. --iters=40000]
@@ -81,8 +83,9 @@ def main():
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
     print(f"{a.threads} threads, {a.rounds} rounds of {a.repeat} measurements; "
           f"program flags: {' '.join(a.extra) or '(defaults)'}")
-    print("| loop | configuration | us per loop (spread) | / libgomp static | / weft static |")
-    print("|---|---|---|---|---|")
+    print("| loop | configuration | us per loop (spread) | / libgomp static | / weft static "
+          "| best us | best / best weft static |")
+    print("|---|---|---|---|---|---|---|")
     for loop in LOOPS:
         for name, _, _ in CONFIGS:
             xs = times[(name, loop)]
@@ -90,7 +93,8 @@ def main():
             weft = [x / w for x, w in zip(xs, times[("weft static", loop)])]
             print(f"| {loop} | {name} | {statistics.median(xs):.0f} ({spread(xs):.2f}) | "
                   f"{statistics.median(gomp):.3f} ({min(gomp):.2f}-{max(gomp):.2f}) | "
-                  f"{statistics.median(weft):.3f} ({min(weft):.2f}-{max(weft):.2f}) |")
+                  f"{statistics.median(weft):.3f} ({min(weft):.2f}-{max(weft):.2f}) | "
+                  f"{min(xs):.0f} | {min(xs) / min(times[('weft static', loop)]):.3f} |")
 
 
 if __name__ == "__main__":

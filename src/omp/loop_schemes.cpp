@@ -10,7 +10,8 @@
 // Both start from the static blocks (thread i owns block i) and let the
 // team's threads that ran out of work take parts of the others' blocks:
 //  - idle-counter: an owner offers parts of what is left of its block only
-//    when threads of the team are idle (their own block empty), as many as
+//    when threads of the team are idle (looking for a part, their own
+//    block empty), as many as
 //    there are idle ones beyond the parts it still offers, capped by the
 //    team; with nobody idle it runs its block as static does. It looks
 //    each time it comes back for a piece of its own block, which it takes
@@ -24,6 +25,8 @@
 // A block whose owner has not arrived yet (its PE busy with other work:
 // the seed's observation that busy cores do not pick up statically
 // assigned work) gives half of what is left to a thief in both schemes.
+// The blocks split all but the loop's last iteration, which the first
+// thread to leave runs as its last chunk (lastprivate: scheme_next).
 //
 // Why not weft::parallel_for's deques (src/tasks, which have schemes of the
 // same names): the iterations of an OpenMP loop must run on the threads of

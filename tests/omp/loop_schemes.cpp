@@ -34,7 +34,7 @@ constexpr int kRepeats = 2;
 
 // Work the imbalanced bodies do on a quarter of the iterations.
 void spin_work(long i) {
-  volatile long x = i;
+  volatile unsigned long x = (unsigned long)i;
   for (int k = 0; k < 100; ++k) x = x * 3 + 1;
 }
 

@@ -1,6 +1,7 @@
 // The seed's OpenMP loop schemes (paper 001, section VII-C) for loops the
-// runtime schedules as static without a chunk: schedule(runtime) (or an
-// explicit `auto`) under OMP_SCHEDULE=static or auto with
+// runtime schedules as static without a chunk: schedule(runtime) (or a
+// GOMP_loop_start asked for `auto`: GCC compiles schedule(auto) as static,
+// inline) under OMP_SCHEDULE=static or auto with
 // --weft:omp-scheme=idle|history, or under OMP_SCHEDULE=weft_idle or
 // weft_history whatever the option says. A `schedule(static)` loop never
 // gets here: GCC computes its blocks inline, with no runtime call, and

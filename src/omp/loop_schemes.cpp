@@ -102,10 +102,17 @@ absl::flat_hash_map<const void*, std::unique_ptr<history_entry>>& history_table(
 }
 
 history_entry* history_of(const void* site) {
+  // A thread that sets up loops mostly sets up the same one again: its
+  // last entry spares it the table's lock.
+  static thread_local const void* last_site = nullptr;
+  static thread_local history_entry* last_entry = nullptr;
+  if (site == last_site && last_entry != nullptr) return last_entry;
   std::lock_guard<std::mutex> lock(g_history_mutex);
   auto& slot = history_table()[site];
   if (!slot) slot = std::make_unique<history_entry>();
-  return slot.get();
+  last_site = site;
+  last_entry = slot.get();
+  return last_entry;
 }
 
 void lock_block(scheme_block& b, thread_state& me) {

@@ -222,6 +222,12 @@ void define_runtime_options(base::option_set& set) {
               "objects share the PEs' threads; or all of them, with a carrier thread for each "
               "thread that finds its PE's thread taken (docs/omp.md)",
               base::one_of({"team", "all"})});
+  set.define({"omp-scheme", "static", "static|idle|history",
+              "how libweft-omp shares a loop scheduled static at run time (schedule(runtime) "
+              "with OMP_SCHEDULE=static or auto): static blocks; extra parts offered only to "
+              "the team's idle threads; or an offered share that follows what was stolen at "
+              "that loop lately (docs/omp.md)",
+              base::one_of({"static", "idle", "history"})});
   // Strategy names are the lb layer's registry (the program may add its
   // own), checked when the node starts (src/lb/runtime.cpp).
   set.define({"lb", "off",
@@ -423,6 +429,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.ult_stack_kib = std::size_t(set.get_int("ult-stack"));
   c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.ult_isolate_all = set.get("ult-isolate") == "all";
+  c.omp_scheme = set.get("omp-scheme");
   c.trace_dir = set.given("trace") ? set.get("trace") : "";
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;

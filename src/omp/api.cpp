@@ -141,6 +141,9 @@ WEFT_GOMP void omp_set_schedule(int kind, int chunk) {
   if (k < sched_static || k > sched_auto) return;
   icv.run_sched = k;
   icv.run_chunk = chunk >= 1 ? chunk : (k == sched_static ? 0 : 1);
+  // OpenMP's kinds only: --weft:omp-scheme decides again.
+  icv.run_scheme = scheme_option;
+  icv.run_part = 1;
 }
 WEFT_GOMP void omp_get_schedule(int* kind, int* chunk) {
   const icvs& icv = current().icv;

@@ -47,6 +47,7 @@ void open_slot(ws_slot& s, unsigned id, int joined) {
   s.joined = joined;
   s.left = 0;
   s.cancelled.store(false, std::memory_order_relaxed);
+  s.scheme.kind = 0;
 }
 
 // The slot of the next construct this thread meets; `init` runs, under the
@@ -133,8 +134,8 @@ void init_loop_ull(ws_slot& s, int sched, bool up, unsigned long long start, uns
 }
 
 int effective(int sched, long& chunk, const thread_state& me) {
-  sched &= 0x7fffffff;  // the monotonic flag changes nothing here
-  if (sched == 0) {     // runtime
+  sched &= ~sched_monotonic;  // the flag changes nothing here but the loop schemes
+  if (sched == 0) {           // runtime
     sched = me.icv.run_sched;
     chunk = me.icv.run_chunk;
   }
@@ -206,6 +207,13 @@ bool next_chunk(thread_state& me, ws_slot& s, std::atomic<T>& next, T trips, T c
 
 bool hand_out(thread_state& me, long* istart, long* iend, bool ordered) {
   ws_slot& s = *me.ws;
+  if (s.scheme.kind != 0) {  // never ordered
+    unsigned long long a = 0, b = 0;
+    if (!scheme_next(me, s, a, b)) return false;
+    *istart = s.start + long(a) * s.incr;
+    *iend = s.start + long(b) * s.incr;
+    return true;
+  }
   if (ordered) release_ordered(me);
   long lo = 0, hi = 0, seq = -1;
   if (!next_chunk<long>(me, s, s.next, s.end, s.chunk, lo, hi, seq)) return false;
@@ -218,6 +226,13 @@ bool hand_out(thread_state& me, long* istart, long* iend, bool ordered) {
 bool hand_out_ull(thread_state& me, unsigned long long* istart, unsigned long long* iend,
                   bool ordered) {
   ws_slot& s = *me.ws;
+  if (s.scheme.kind != 0) {
+    unsigned long long a = 0, b = 0;
+    if (!scheme_next(me, s, a, b)) return false;
+    *istart = s.start_ull + a * s.incr_ull;
+    *iend = s.start_ull + b * s.incr_ull;
+    return true;
+  }
   if (ordered) release_ordered(me);
   unsigned long long lo = 0, hi = 0;
   long seq = -1;
@@ -280,26 +295,44 @@ void join_loop(thread_state& me, const ws_extras* x, Init init) {
   me.ordered_seq = -1;
 }
 
+// The call site of a loop GCC schedules at run time (the return address of
+// its start call): the history scheme's key.
+const void* site_or(const void* site, const thread_state& me) {
+  if (site != nullptr || me.t == nullptr) return site;
+  return reinterpret_cast<const void*>(me.t->fn);
+}
+
 bool loop_start(int sched, long start, long end, long incr, long chunk, long* istart, long* iend,
-                bool ordered = false, const ws_extras* x = nullptr) {
+                bool ordered = false, const ws_extras* x = nullptr, const void* site = nullptr) {
   thread_state& me = current();
+  const int requested = sched;
   sched = effective(sched, chunk, me);
   // Ordered guided loops run dynamic: their chunks then have sequence numbers.
   if (ordered && sched == sched_guided) sched = sched_dynamic;
-  join_loop(me, x, [&](ws_slot& s) { init_loop(s, sched, start, end, incr, chunk); });
+  unsigned long long part = 1;
+  const int kind = loop_scheme_of(requested, sched, chunk, ordered, me, part);
+  join_loop(me, x, [&](ws_slot& s) {
+    init_loop(s, sched, start, end, incr, chunk);
+    scheme_init(s, team_size(me), (unsigned long long)s.end, kind, part, site_or(site, me));
+  });
   if (istart == nullptr) return true;  // GCC schedules it (GOMP_loop_start)
   return hand_out(me, istart, iend, ordered);
 }
 
 bool loop_start_ull(int sched, bool up, unsigned long long start, unsigned long long end,
                     unsigned long long incr, unsigned long long chunk, unsigned long long* istart,
-                    unsigned long long* iend, bool ordered = false, const ws_extras* x = nullptr) {
+                    unsigned long long* iend, bool ordered = false, const ws_extras* x = nullptr,
+                    const void* site = nullptr) {
   thread_state& me = current();
   long c = long(chunk);
+  const int requested = sched;
   sched = effective(sched, c, me);
   if (ordered && sched == sched_guided) sched = sched_dynamic;
+  unsigned long long part = 1;
+  const int kind = loop_scheme_of(requested, sched, c, ordered, me, part);
   join_loop(me, x, [&](ws_slot& s) {
     init_loop_ull(s, sched, up, start, end, incr, (unsigned long long)c);
+    scheme_init(s, team_size(me), s.end_ull, kind, part, site_or(site, me));
   });
   if (istart == nullptr) return true;  // GCC schedules it (GOMP_loop_ull_start)
   return hand_out_ull(me, istart, iend, ordered);
@@ -328,6 +361,8 @@ void loop_end(bool wait) {
 struct combined_loop {
   int sched;
   long start, end, incr, chunk;
+  int scheme = 0;
+  unsigned long long part = 1;
 };
 
 void prepare_loop(team& t, void* ctx) {
@@ -335,6 +370,9 @@ void prepare_loop(team& t, void* ctx) {
   ws_slot& s = t.ring[0];
   open_slot(s, 0, t.size);
   init_loop(s, c->sched, c->start, c->end, c->incr, c->chunk);
+  // The outlined function is the loop's call site.
+  scheme_init(s, t.size, (unsigned long long)s.end, c->scheme, c->part,
+              reinterpret_cast<const void*>(t.fn));
   t.proto.ws_next = 1;
   t.proto.ws = &s;
   t.proto.static_trip = 0;
@@ -346,6 +384,7 @@ void parallel_loop(void (*fn)(void*), void* data, unsigned num_threads, int sche
   thread_state& me = current();
   combined_loop c{0, start, end, incr, chunk};
   c.sched = effective(sched, c.chunk, me);
+  c.scheme = loop_scheme_of(sched, c.sched, c.chunk, false, me, c.part);
   run_region(fn, data, team_size_for(me, num_threads), &prepare_loop, &c, flags);
 }
 
@@ -421,23 +460,28 @@ WEFT_LOOP_KIND(nonmonotonic_dynamic, sched_dynamic)
 WEFT_LOOP_KIND(nonmonotonic_guided, sched_guided)
 #undef WEFT_LOOP_KIND
 
-// schedule(runtime): the kind and chunk come from the run-sched ICV.
+// schedule(runtime): the kind and chunk come from the run-sched ICV. The
+// plain entries are GCC's schedule(monotonic:runtime), which no loop scheme
+// keeps (a thread's chunks in increasing order): sched_monotonic says so.
 WEFT_GOMP bool GOMP_loop_runtime_start(long start, long end, long incr, long* istart, long* iend) {
-  return loop_start(0, start, end, incr, 0, istart, iend);
+  return loop_start(sched_monotonic, start, end, incr, 0, istart, iend, false, nullptr,
+                    __builtin_return_address(0));
 }
 WEFT_GOMP bool GOMP_loop_runtime_next(long* istart, long* iend) {
   return loop_next(istart, iend);
 }
 WEFT_GOMP bool GOMP_loop_nonmonotonic_runtime_start(long start, long end, long incr, long* istart,
                                                     long* iend) {
-  return loop_start(0, start, end, incr, 0, istart, iend);
+  return loop_start(0, start, end, incr, 0, istart, iend, false, nullptr,
+                    __builtin_return_address(0));
 }
 WEFT_GOMP bool GOMP_loop_nonmonotonic_runtime_next(long* istart, long* iend) {
   return loop_next(istart, iend);
 }
 WEFT_GOMP bool GOMP_loop_maybe_nonmonotonic_runtime_start(long start, long end, long incr,
                                                           long* istart, long* iend) {
-  return loop_start(0, start, end, incr, 0, istart, iend);
+  return loop_start(0, start, end, incr, 0, istart, iend, false, nullptr,
+                    __builtin_return_address(0));
 }
 WEFT_GOMP bool GOMP_loop_maybe_nonmonotonic_runtime_next(long* istart, long* iend) {
   return loop_next(istart, iend);
@@ -452,23 +496,28 @@ WEFT_GOMP bool GOMP_loop_ordered_runtime_next(long* istart, long* iend) {
 WEFT_GOMP bool GOMP_loop_ull_runtime_start(bool up, unsigned long long start,
                                            unsigned long long end, unsigned long long incr,
                                            unsigned long long* istart, unsigned long long* iend) {
-  return loop_start_ull(0, up, start, end, incr, 0, istart, iend);
+  return loop_start_ull(sched_monotonic, up, start, end, incr, 0, istart, iend, false, nullptr,
+                        __builtin_return_address(0));
+}
+WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_start(bool up, unsigned long long start,
+                                                        unsigned long long end,
+                                                        unsigned long long incr,
+                                                        unsigned long long* istart,
+                                                        unsigned long long* iend) {
+  return loop_start_ull(0, up, start, end, incr, 0, istart, iend, false, nullptr,
+                        __builtin_return_address(0));
 }
 WEFT_GOMP bool GOMP_loop_ull_runtime_next(unsigned long long* istart, unsigned long long* iend) {
   return loop_next_ull(istart, iend);
 }
-// The nonmonotonic and maybe-nonmonotonic runtime loops are the runtime
-// loop (the schedule is OMP_SCHEDULE's either way): the same functions under
-// the ABI's other names.
-WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_start(bool, unsigned long long,
-                                                        unsigned long long, unsigned long long,
-                                                        unsigned long long*, unsigned long long*)
-    __attribute__((alias("GOMP_loop_ull_runtime_start")));
+// The maybe-nonmonotonic runtime loop is the nonmonotonic one (plain
+// schedule(runtime)), and the _next entries are one function: the same
+// functions under the ABI's other names.
 WEFT_GOMP bool GOMP_loop_ull_nonmonotonic_runtime_next(unsigned long long*, unsigned long long*)
     __attribute__((alias("GOMP_loop_ull_runtime_next")));
 WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_start(
     bool, unsigned long long, unsigned long long, unsigned long long, unsigned long long*,
-    unsigned long long*) __attribute__((alias("GOMP_loop_ull_runtime_start")));
+    unsigned long long*) __attribute__((alias("GOMP_loop_ull_nonmonotonic_runtime_start")));
 WEFT_GOMP bool GOMP_loop_ull_maybe_nonmonotonic_runtime_next(unsigned long long*,
                                                              unsigned long long*)
     __attribute__((alias("GOMP_loop_ull_runtime_next")));
@@ -485,7 +534,7 @@ WEFT_GOMP bool GOMP_loop_ull_ordered_runtime_next(unsigned long long* istart,
 
 WEFT_GOMP void GOMP_parallel_loop_runtime(void (*fn)(void*), void* data, unsigned num_threads,
                                           long start, long end, long incr, unsigned flags) {
-  parallel_loop(fn, data, num_threads, 0, start, end, incr, 0, flags);
+  parallel_loop(fn, data, num_threads, sched_monotonic, start, end, incr, 0, flags);
 }
 WEFT_GOMP void GOMP_parallel_loop_nonmonotonic_runtime(void (*fn)(void*), void* data,
                                                        unsigned num_threads, long start, long end,
@@ -504,14 +553,16 @@ WEFT_GOMP void GOMP_parallel_loop_maybe_nonmonotonic_runtime(void (*fn)(void*), 
 WEFT_GOMP bool GOMP_loop_start(long start, long end, long incr, long sched, long chunk,
                                long* istart, long* iend, uintptr_t* reductions, void** mem) {
   const ws_extras x{reductions, mem};
-  return loop_start(int(sched), start, end, incr, chunk, istart, iend, false, &x);
+  return loop_start(int(sched), start, end, incr, chunk, istart, iend, false, &x,
+                    __builtin_return_address(0));
 }
 WEFT_GOMP bool GOMP_loop_ull_start(bool up, unsigned long long start, unsigned long long end,
                                    unsigned long long incr, long sched, unsigned long long chunk,
                                    unsigned long long* istart, unsigned long long* iend,
                                    uintptr_t* reductions, void** mem) {
   const ws_extras x{reductions, mem};
-  return loop_start_ull(int(sched), up, start, end, incr, chunk, istart, iend, false, &x);
+  return loop_start_ull(int(sched), up, start, end, incr, chunk, istart, iend, false, &x,
+                        __builtin_return_address(0));
 }
 WEFT_GOMP bool GOMP_loop_ordered_start(long start, long end, long incr, long sched, long chunk,
                                        long* istart, long* iend, uintptr_t* reductions,

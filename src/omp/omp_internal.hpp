@@ -21,7 +21,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -39,12 +41,27 @@ namespace weft::omp {
 // omp_sched_t): static 1, dynamic 2, guided 3, auto 4; the monotonic flag
 // is bit 31.
 enum sched_kind : int { sched_static = 1, sched_dynamic = 2, sched_guided = 3, sched_auto = 4 };
+inline constexpr int sched_monotonic = int(0x80000000u);
+
+// How a loop scheduled static without a chunk at run time is shared
+// (loop_schemes.cpp): as static blocks, or by the seed's idle-counter or
+// history scheme. scheme_option: as --weft:omp-scheme says.
+enum loop_scheme : int {
+  scheme_option = 0,
+  scheme_static = 1,
+  scheme_idle = 2,
+  scheme_history = 3
+};
 
 // The data-environment ICVs a thread carries (OpenMP 5.0, 2.4).
 struct icvs {
   int nthreads = 1;               // nthreads-var
   int run_sched = sched_dynamic;  // run-sched-var
   long run_chunk = 1;
+  // OMP_SCHEDULE=weft_idle|weft_history[,part]: run-sched-var is static,
+  // run under this scheme, with parts of at least run_part iterations.
+  int run_scheme = scheme_option;
+  long run_part = 1;
   bool dynamic = false;  // dyn-var
   int bind = 0;  // bind-var (omp_proc_bind_t: false 0, true 1, primary 2, close 3, spread 4)
 };
@@ -110,6 +127,46 @@ struct thread_state {
 thread_state& current();
 void set_current(thread_state* t) noexcept;
 
+// A thread's static block of a loop run under a scheme (loop_schemes.cpp),
+// in iteration numbers: [lo, mid) is its owner's, [mid, hi) is offered to
+// the other threads of the team as `parts` equal parts, which thieves take
+// from the top and the owner takes back from the bottom. Guarded by `lock`
+// (spin_lock.hpp); `parts` and `started` are also read without it, to skip
+// blocks with nothing to take.
+struct alignas(base::cache_line) scheme_block {
+  std::atomic<std::uint32_t> lock{0};
+  unsigned long long lo = 0, mid = 0, hi = 0;
+  unsigned long long look = 1;      // idle: the owner's piece between two looks
+  unsigned long long reserved = 0;  // history: what the owner kept at its start
+  int offered = 0, stolen = 0, returned = 0;
+  bool done = false;  // the owner found its block empty (and turned thief)
+  std::atomic<int> parts{0};
+  std::atomic<bool> started{false};  // its owner has taken a piece
+};
+struct history_entry;
+
+// A loop's scheme state, in its work-sharing slot. kind 0: the loop runs
+// its schedule's own path.
+struct scheme_loop {
+  int kind = 0;
+  int size = 0;  // team size: blocks in use
+  unsigned long long part_min = 1;
+  std::unique_ptr<scheme_block[]> blocks;
+  int capacity = 0;
+  history_entry* history = nullptr;
+  // Iterations not yet handed to any thread, and the threads looking for
+  // a part to steal (idle: their own block is empty, they run no part).
+  alignas(base::cache_line) std::atomic<unsigned long long> unclaimed{0};
+  std::atomic<int> hungry{0};
+  // The loop's iterations; its last one is in no block: the first thread
+  // to leave takes it (last_taker), and then nothing more (GCC's
+  // lastprivate copies out on the thread whose last chunk ended at the
+  // loop's end).
+  unsigned long long trips = 0;
+  std::atomic<bool> final_taken{false};
+  std::atomic<int> last_taker{-1};
+};
+
 // A work-sharing construct's shared state. A team keeps a ring of them; the
 // k-th construct a thread meets is slot k % ring, first come initialises.
 struct alignas(base::cache_line) ws_slot {
@@ -143,6 +200,8 @@ struct alignas(base::cache_line) ws_slot {
   std::vector<long long> mem;
   // cancel for / cancel sections (only with OMP_CANCELLATION).
   std::atomic<bool> cancelled{false};
+  // A loop run under the idle-counter or history scheme.
+  scheme_loop scheme;
 };
 
 inline constexpr unsigned ws_ring = 16;
@@ -571,5 +630,44 @@ bool barrier_cancel(thread_state& me);
 // cancel parallel: sets t.cancelled and wakes the fibers asleep at t's
 // barrier.
 void cancel_region(team& t);
+
+// Loop schemes (loop_schemes.cpp; docs/omp.md, "Loop schemes").
+// The scheme a loop gets, its schedule resolved: `requested` the schedule
+// GCC passed (0: runtime), `sched` and `chunk` what it resolved to; 0 when
+// the loop keeps its schedule's own path. `part_min` is set with it.
+int loop_scheme_of(int requested, int sched, long chunk, bool ordered, const thread_state& me,
+                   unsigned long long& part_min);
+// Sets up slot `s` for a loop of `trips` iterations in a team of `n`
+// threads (the first thread to arrive; kind 0 or n < 2: no scheme).
+// `site` names the loop's call site (history's key).
+void scheme_init(ws_slot& s, int n, unsigned long long trips, int kind, unsigned long long part_min,
+                 const void* site);
+// The calling thread's next piece [lo, hi) of iteration numbers; false
+// when the loop has none left for it.
+bool scheme_next(thread_state& me, ws_slot& s, unsigned long long& lo, unsigned long long& hi);
+// The layer's node start (reads --weft:omp-scheme) and --weft:stats lines.
+void schemes_node_start();
+void schemes_stats(std::FILE* out);
+
+// For tests (tests/omp/test_loop_schemes.cpp), which link the static
+// library. Events are counted while --weft:stats is on or after
+// count_scheme_events(true).
+struct scheme_counts {
+  std::uint64_t idle_loops = 0, history_loops = 0;
+  std::uint64_t offered = 0, stolen = 0, returned = 0, taken_unstarted = 0;
+};
+void count_scheme_events(bool on);
+scheme_counts scheme_counts_now();
+// History: the moving average (of the share of what a thread offered
+// that was stolen) of `thread` at each call site known, in no order.
+std::vector<std::pair<const void*, std::vector<float>>> history_shares();
+// The calling thread's view of its current scheme loop: the team's
+// idle threads, the parts of its block still offered, and what it kept
+// for itself at its start (history).
+struct scheme_view {
+  int hungry = 0, parts = 0;
+  unsigned long long reserved = 0;
+};
+scheme_view scheme_view_now();
 
 }  // namespace weft::omp

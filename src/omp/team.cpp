@@ -84,16 +84,28 @@ std::optional<long> parse_count(const char* var, const char* v, bool allow_zero,
   return std::nullopt;
 }
 
-void parse_schedule(const char* v, int& kind, long& chunk) {
+// OpenMP's kinds, and weft's schemes of a static schedule (docs/omp.md,
+// "Loop schemes"): weft_idle and weft_history, whose chunk is the least
+// part of a block they offer. OpenMP leaves other kinds to the
+// implementation (LLVM's runtime reads static_steal there).
+void parse_schedule(const char* v, icvs& icv) {
   std::string s(v);
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (s.rfind("monotonic:", 0) == 0) s = s.substr(10);
+  // monotonic: a thread's chunks in increasing order, which no loop scheme
+  // keeps: a static schedule then stays static whatever --weft:omp-scheme.
+  const bool monotonic = s.rfind("monotonic:", 0) == 0;
+  if (monotonic) s = s.substr(10);
   if (s.rfind("nonmonotonic:", 0) == 0) s = s.substr(13);
   const std::size_t comma = s.find(',');
   const std::string k = s.substr(0, comma);
   int new_kind;
+  int scheme = scheme_option;
   if (k == "static")
     new_kind = sched_static;
+  else if (k == "weft_idle")
+    new_kind = sched_static, scheme = scheme_idle;
+  else if (k == "weft_history")
+    new_kind = sched_static, scheme = scheme_history;
   else if (k == "dynamic")
     new_kind = sched_dynamic;
   else if (k == "guided")
@@ -102,7 +114,8 @@ void parse_schedule(const char* v, int& kind, long& chunk) {
     new_kind = sched_auto;
   else {
     bad_env("OMP_SCHEDULE", v,
-            "expected [monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk]");
+            "expected [monotonic:|nonmonotonic:]static|dynamic|guided|auto|weft_idle|"
+            "weft_history[,chunk]");
     return;
   }
   long new_chunk = new_kind == sched_static ? 0 : 1;
@@ -111,8 +124,11 @@ void parse_schedule(const char* v, int& kind, long& chunk) {
     if (!c) return;
     new_chunk = *c;
   }
-  kind = new_kind;
-  chunk = new_chunk;
+  icv.run_sched = new_kind;
+  icv.run_scheme = monotonic ? scheme_static : scheme;
+  // A scheme's chunk is its least part; the schedule stays static without one.
+  icv.run_chunk = scheme == scheme_option ? new_chunk : 0;
+  icv.run_part = scheme == scheme_option ? 1 : std::max(1L, new_chunk);
 }
 
 std::optional<std::size_t> parse_stacksize(const char* var, const char* v) {
@@ -193,8 +209,7 @@ void read_environment(global_icvs& g) {
     // A list gives the first level's count first; nested levels run inactive.
     if (auto n = parse_count("OMP_NUM_THREADS", v, false, true)) g.initial.nthreads = int(*n);
   }
-  if (const char* v = get("OMP_SCHEDULE"))
-    parse_schedule(v, g.initial.run_sched, g.initial.run_chunk);
+  if (const char* v = get("OMP_SCHEDULE")) parse_schedule(v, g.initial);
   if (const char* v = get("OMP_DYNAMIC"))
     if (auto b = parse_bool("OMP_DYNAMIC", v)) g.initial.dynamic = *b;
   if (const char* v = get("OMP_MAX_ACTIVE_LEVELS")) {
@@ -751,7 +766,9 @@ namespace {
 
 const bool registered = [] {
   h_start = register_handler("omp.start_member", &on_start);
-  weft::detail::register_layer({"omp", nullptr, nullptr, nullptr, &free_left_teams});
+  weft::detail::layer_hooks hooks{"omp", &schemes_node_start, nullptr, nullptr, &free_left_teams};
+  hooks.stats = &schemes_stats;
+  weft::detail::register_layer(hooks);
   return true;
 }();
 

@@ -56,6 +56,10 @@ struct runtime_config {
   // the teams nested in it (false), or all of them (true: objects running
   // regions at once then get carrier threads for their members).
   bool ult_isolate_all = false;
+  // How libweft-omp runs a loop scheduled static at run time
+  // (schedule(runtime) or auto): static, idle or history (the omp layer
+  // reads it; docs/omp.md, "Loop schemes").
+  std::string omp_scheme = "static";
   // The trace (docs/tracing.md): directory (empty: off), full or summary,
   // buffer per PE; counters for stats and the trace ("off" or a list).
   std::string trace_dir;

@@ -79,7 +79,7 @@ const char* class_text(int c) {
 }  // namespace
 
 WEFT_MPI_API int MPI_Init(int*, char***) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self("MPI_Init");
     if (me.initialized) fail("MPI_Init", MPI_ERR_OTHER, "MPI_Init was called before on this rank");
     me.initialized = true;
@@ -90,21 +90,21 @@ WEFT_MPI_API int MPI_Init(int*, char***) {
 // MPI_THREAD_FUNNELED is what holds (a rank's other threads must not call
 // MPI), and what is reported whatever is asked.
 WEFT_MPI_API int MPI_Init_thread(int* argc, char*** argv, int, int* provided) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     MPI_Init(argc, argv);
     *provided = MPI_THREAD_FUNNELED;
   });
 }
 
 WEFT_MPI_API int MPI_Query_thread(int* provided) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     self("MPI_Query_thread");
     *provided = MPI_THREAD_FUNNELED;
   });
 }
 
 WEFT_MPI_API int MPI_Is_thread_main(int* flag) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     self("MPI_Is_thread_main");
     *flag = 1;
   });
@@ -117,7 +117,7 @@ WEFT_MPI_API int MPI_Initialized(int* flag) {
 }
 
 WEFT_MPI_API int MPI_Finalize(void) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self("MPI_Finalize");
     if (!me.initialized || me.finalized)
       fail("MPI_Finalize", MPI_ERR_OTHER, "%s",
@@ -127,7 +127,7 @@ WEFT_MPI_API int MPI_Finalize(void) {
 }
 
 WEFT_MPI_API int MPI_Finalized(int* flag) {
-  return guard(MPI_COMM_WORLD, [&] { *flag = self("MPI_Finalized").finalized ? 1 : 0; });
+  return guard(__func__, MPI_COMM_WORLD, [&] { *flag = self("MPI_Finalized").finalized ? 1 : 0; });
 }
 
 WEFT_MPI_API int MPI_Abort(MPI_Comm comm, int errorcode) {
@@ -144,7 +144,7 @@ WEFT_MPI_API double MPI_Wtick(void) {
 }
 
 WEFT_MPI_API int MPI_Get_processor_name(char* name, int* resultlen) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     char host[MPI_MAX_PROCESSOR_NAME];
     if (gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
     host[sizeof host - 1] = '\0';
@@ -153,21 +153,21 @@ WEFT_MPI_API int MPI_Get_processor_name(char* name, int* resultlen) {
 }
 
 WEFT_MPI_API int MPI_Get_version(int* version, int* subversion) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     *version = MPI_VERSION;
     *subversion = MPI_SUBVERSION;
   });
 }
 
 WEFT_MPI_API int MPI_Get_library_version(char* version, int* resultlen) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     copy_out("weft MPI (ranks as logical threads; docs/mpi.md)", version, resultlen,
              MPI_MAX_LIBRARY_VERSION_STRING);
   });
 }
 
 WEFT_MPI_API int MPI_Error_class(int errorcode, int* errorclass) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     if (class_text(errorcode) == nullptr)
       fail("MPI_Error_class", MPI_ERR_ARG, "%d is not an error code", errorcode);
     *errorclass = errorcode;
@@ -175,7 +175,7 @@ WEFT_MPI_API int MPI_Error_class(int errorcode, int* errorclass) {
 }
 
 WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* text = class_text(errorcode);
     if (text == nullptr)
       fail("MPI_Error_string", MPI_ERR_ARG, "%d is not an error code", errorcode);
@@ -185,18 +185,19 @@ WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
 
 WEFT_MPI_API int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                            MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] { *request = isend("MPI_Isend", buf, count, datatype, dest, tag, comm); });
+  return guard(__func__, comm,
+               [&] { *request = isend("MPI_Isend", buf, count, datatype, dest, tag, comm); });
 }
 
 WEFT_MPI_API int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
                            MPI_Comm comm, MPI_Request* request) {
-  return guard(comm,
+  return guard(__func__, comm,
                [&] { *request = irecv("MPI_Irecv", buf, count, datatype, source, tag, comm); });
 }
 
 WEFT_MPI_API int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                           MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     int q = isend("MPI_Send", buf, count, datatype, dest, tag, comm);
     finish("MPI_Send", &q, MPI_STATUS_IGNORE, true);
   });
@@ -204,7 +205,7 @@ WEFT_MPI_API int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int
 
 WEFT_MPI_API int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
                           MPI_Comm comm, MPI_Status* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     int q = irecv("MPI_Recv", buf, count, datatype, source, tag, comm);
     finish("MPI_Recv", &q, status, true);
   });
@@ -213,7 +214,7 @@ WEFT_MPI_API int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int sourc
 WEFT_MPI_API int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
                               int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                               int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     int r = irecv("MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm);
     int s = isend("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm);
     finish("MPI_Sendrecv", &s, MPI_STATUS_IGNORE, true);
@@ -236,20 +237,21 @@ MPI_Comm owner_of(const MPI_Request* request) {
 }  // namespace
 
 WEFT_MPI_API int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  return guard(owner_of(request), [&] { finish("MPI_Wait", request, status, true); });
+  return guard(__func__, owner_of(request), [&] { finish("MPI_Wait", request, status, true); });
 }
 
 WEFT_MPI_API int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  return guard(owner_of(request),
+  return guard(__func__, owner_of(request),
                [&] { *flag = finish("MPI_Test", request, status, false) ? 1 : 0; });
 }
 
 WEFT_MPI_API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  return guard(MPI_COMM_WORLD, [&] { settle_all("MPI_Waitall", count, requests, statuses); });
+  return guard(__func__, MPI_COMM_WORLD,
+               [&] { settle_all("MPI_Waitall", count, requests, statuses); });
 }
 
 WEFT_MPI_API int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     for (int pass = 0; pass < 2; ++pass) {
       bool all = true;
       for (int i = 0; i < count && all; ++i) all = complete("MPI_Testall", requests[i]);
@@ -266,7 +268,7 @@ WEFT_MPI_API int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_S
 }
 
 WEFT_MPI_API int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     wait_any("MPI_Waitany", count, requests);
     for (int i = 0; i < count; ++i)
       if (ready("MPI_Waitany", requests[i])) {
@@ -281,13 +283,13 @@ WEFT_MPI_API int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_
 }
 
 WEFT_MPI_API int MPI_Request_free(MPI_Request* request) {
-  return guard(MPI_COMM_WORLD, [&] { free_request("MPI_Request_free", request); });
+  return guard(__func__, MPI_COMM_WORLD, [&] { free_request("MPI_Request_free", request); });
 }
 
 // Plain heap memory: weft's transports need no registered memory from the
 // program (they register their own buffers).
 WEFT_MPI_API int MPI_Alloc_mem(MPI_Aint size, MPI_Info, void* baseptr) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     if (size < 0) fail("MPI_Alloc_mem", MPI_ERR_ARG, "size %ld is negative", size);
     void* p = std::malloc(size == 0 ? 1 : std::size_t(size));
     if (p == nullptr) fail("MPI_Alloc_mem", MPI_ERR_NO_MEM, "no memory for %ld bytes", size);

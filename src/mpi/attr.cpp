@@ -140,7 +140,7 @@ using namespace weft::mpi;
 WEFT_MPI_API int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
                                         MPI_Comm_delete_attr_function* comm_delete_attr_fn,
                                         int* comm_keyval, void* extra_state) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     self("MPI_Comm_create_keyval");
     std::lock_guard lock(g_mutex);
     g_keyvals.push_back(keyval{comm_copy_attr_fn, comm_delete_attr_fn, extra_state, true});
@@ -149,7 +149,7 @@ WEFT_MPI_API int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_a
 }
 
 WEFT_MPI_API int MPI_Comm_free_keyval(int* comm_keyval) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     self("MPI_Comm_free_keyval");
     keyval_of("MPI_Comm_free_keyval", *comm_keyval);
     // Attributes still set with it keep their copy and delete functions
@@ -160,7 +160,7 @@ WEFT_MPI_API int MPI_Comm_free_keyval(int* comm_keyval) {
 }
 
 WEFT_MPI_API int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_set_attr";
     rank_state& me = self(call);
     view(call, me, comm);
@@ -176,7 +176,7 @@ WEFT_MPI_API int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribu
 }
 
 WEFT_MPI_API int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_get_attr";
     rank_state& me = self(call);
     const comm_view& v = view(call, me, comm);
@@ -200,7 +200,7 @@ WEFT_MPI_API int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribu
 }
 
 WEFT_MPI_API int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_delete_attr";
     rank_state& me = self(call);
     auto& attrs = view(call, me, comm).attributes;
@@ -215,7 +215,7 @@ WEFT_MPI_API int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
 
 WEFT_MPI_API int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function* comm_errhandler_fn,
                                             MPI_Errhandler* errhandler) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     self("MPI_Comm_create_errhandler");
     if (comm_errhandler_fn == nullptr)
       fail("MPI_Comm_create_errhandler", MPI_ERR_ARG, "the function is null");
@@ -240,7 +240,7 @@ void check_errhandler(const char* call, MPI_Errhandler h) {
 }  // namespace
 
 WEFT_MPI_API int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_set_errhandler";
     comm_view& v = view(call, self(call), comm);
     check_errhandler(call, errhandler);
@@ -249,14 +249,14 @@ WEFT_MPI_API int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandle
 }
 
 WEFT_MPI_API int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_get_errhandler";
     *errhandler = view(call, self(call), comm).errhandler;
   });
 }
 
 WEFT_MPI_API int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_call_errhandler";
     view(call, self(call), comm);
     raised e{call, errorcode, {}};
@@ -266,7 +266,7 @@ WEFT_MPI_API int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
 }
 
 WEFT_MPI_API int MPI_Errhandler_free(MPI_Errhandler* errhandler) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_errhandler("MPI_Errhandler_free", *errhandler);
     // Communicators that use it keep it (the standard's rule): the table
     // keeps every handler the process made, a few words each.

@@ -433,35 +433,37 @@ void scan_(const char* call, MPI_Request* req, const void* sendbuf, void* recvbu
 }  // namespace
 
 WEFT_MPI_API int MPI_Barrier(MPI_Comm comm) {
-  return guard(comm, [&] { barrier_("MPI_Barrier", nullptr, comm); });
+  return guard(__func__, comm, [&] { barrier_("MPI_Barrier", nullptr, comm); });
 }
 
 WEFT_MPI_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] { barrier_("MPI_Ibarrier", need("MPI_Ibarrier", request), comm); });
+  return guard(__func__, comm,
+               [&] { barrier_("MPI_Ibarrier", need("MPI_Ibarrier", request), comm); });
 }
 
 WEFT_MPI_API int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root,
                            MPI_Comm comm) {
-  return guard(comm, [&] { bcast_("MPI_Bcast", nullptr, buffer, count, datatype, root, comm); });
+  return guard(__func__, comm,
+               [&] { bcast_("MPI_Bcast", nullptr, buffer, count, datatype, root, comm); });
 }
 
 WEFT_MPI_API int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                             MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     bcast_("MPI_Ibcast", need("MPI_Ibcast", request), buffer, count, datatype, root, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                             MPI_Op op, int root, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     reduce_("MPI_Reduce", nullptr, sendbuf, recvbuf, count, datatype, op, root, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                              MPI_Op op, int root, MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     reduce_("MPI_Ireduce", need("MPI_Ireduce", request), sendbuf, recvbuf, count, datatype, op,
             root, comm);
   });
@@ -469,7 +471,7 @@ WEFT_MPI_API int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_
 
 WEFT_MPI_API int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                                MPI_Op op, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     allreduce_("MPI_Allreduce", nullptr, sendbuf, recvbuf, count, datatype, op, comm);
   });
 }
@@ -477,7 +479,7 @@ WEFT_MPI_API int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MP
 WEFT_MPI_API int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count,
                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                 MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     allreduce_("MPI_Iallreduce", need("MPI_Iallreduce", request), sendbuf, recvbuf, count, datatype,
                op, comm);
   });
@@ -486,7 +488,7 @@ WEFT_MPI_API int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count,
 WEFT_MPI_API int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                             void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                             MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     gatherv_("MPI_Gather", nullptr, sendbuf, sendcount, sendtype, recvbuf, nullptr, nullptr,
              recvtype, root, comm, true, recvcount);
   });
@@ -495,7 +497,7 @@ WEFT_MPI_API int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sen
 WEFT_MPI_API int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                              void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                              MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     gatherv_("MPI_Igather", need("MPI_Igather", request), sendbuf, sendcount, sendtype, recvbuf,
              nullptr, nullptr, recvtype, root, comm, true, recvcount);
   });
@@ -504,7 +506,7 @@ WEFT_MPI_API int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype se
 WEFT_MPI_API int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                              void* recvbuf, const int recvcounts[], const int displs[],
                              MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     gatherv_("MPI_Gatherv", nullptr, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
              recvtype, root, comm, false, 0);
   });
@@ -514,7 +516,7 @@ WEFT_MPI_API int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype s
                               void* recvbuf, const int recvcounts[], const int displs[],
                               MPI_Datatype recvtype, int root, MPI_Comm comm,
                               MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     gatherv_("MPI_Igatherv", need("MPI_Igatherv", request), sendbuf, sendcount, sendtype, recvbuf,
              recvcounts, displs, recvtype, root, comm, false, 0);
   });
@@ -523,7 +525,7 @@ WEFT_MPI_API int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype s
 WEFT_MPI_API int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                              void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                              MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scatterv_("MPI_Scatter", nullptr, sendbuf, nullptr, nullptr, sendtype, recvbuf, recvcount,
               recvtype, root, comm, true, sendcount);
   });
@@ -532,7 +534,7 @@ WEFT_MPI_API int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype se
 WEFT_MPI_API int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                               void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                               MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scatterv_("MPI_Iscatter", need("MPI_Iscatter", request), sendbuf, nullptr, nullptr, sendtype,
               recvbuf, recvcount, recvtype, root, comm, true, sendcount);
   });
@@ -541,7 +543,7 @@ WEFT_MPI_API int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype s
 WEFT_MPI_API int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                               MPI_Datatype sendtype, void* recvbuf, int recvcount,
                               MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scatterv_("MPI_Scatterv", nullptr, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
               recvtype, root, comm, false, 0);
   });
@@ -551,7 +553,7 @@ WEFT_MPI_API int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], cons
                                MPI_Datatype sendtype, void* recvbuf, int recvcount,
                                MPI_Datatype recvtype, int root, MPI_Comm comm,
                                MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scatterv_("MPI_Iscatterv", need("MPI_Iscatterv", request), sendbuf, sendcounts, displs,
               sendtype, recvbuf, recvcount, recvtype, root, comm, false, 0);
   });
@@ -559,7 +561,7 @@ WEFT_MPI_API int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], cons
 
 WEFT_MPI_API int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     allgather_("MPI_Allgather", nullptr, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                comm);
   });
@@ -568,7 +570,7 @@ WEFT_MPI_API int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype 
 WEFT_MPI_API int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                 void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     allgather_("MPI_Iallgather", need("MPI_Iallgather", request), sendbuf, sendcount, sendtype,
                recvbuf, recvcount, recvtype, comm);
   });
@@ -577,7 +579,7 @@ WEFT_MPI_API int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype
 WEFT_MPI_API int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                 void* recvbuf, const int recvcounts[], const int displs[],
                                 MPI_Datatype recvtype, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     allgatherv_("MPI_Allgatherv", nullptr, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                 displs, recvtype, comm);
   });
@@ -586,7 +588,7 @@ WEFT_MPI_API int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype
 WEFT_MPI_API int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                  void* recvbuf, const int recvcounts[], const int displs[],
                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     allgatherv_("MPI_Iallgatherv", need("MPI_Iallgatherv", request), sendbuf, sendcount, sendtype,
                 recvbuf, recvcounts, displs, recvtype, comm);
   });
@@ -594,7 +596,7 @@ WEFT_MPI_API int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatyp
 
 WEFT_MPI_API int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                               void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     alltoall_("MPI_Alltoall", nullptr, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
               comm);
   });
@@ -603,7 +605,7 @@ WEFT_MPI_API int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype s
 WEFT_MPI_API int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     alltoall_("MPI_Ialltoall", need("MPI_Ialltoall", request), sendbuf, sendcount, sendtype,
               recvbuf, recvcount, recvtype, comm);
   });
@@ -612,7 +614,7 @@ WEFT_MPI_API int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype 
 WEFT_MPI_API int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                                MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     alltoall_v("MPI_Alltoallv", nullptr, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                recvcounts, rdispls, recvtype, comm);
   });
@@ -622,7 +624,7 @@ WEFT_MPI_API int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], con
                                 MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     alltoall_v("MPI_Ialltoallv", need("MPI_Ialltoallv", request), sendbuf, sendcounts, sdispls,
                sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
   });
@@ -632,7 +634,7 @@ WEFT_MPI_API int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], cons
                                const MPI_Datatype sendtypes[], void* recvbuf,
                                const int recvcounts[], const int rdispls[],
                                const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     alltoallw_w("MPI_Alltoallw", nullptr, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                 recvcounts, rdispls, recvtypes, comm);
   });
@@ -643,7 +645,7 @@ WEFT_MPI_API int MPI_Ialltoallw(const void* sendbuf, const int sendcounts[], con
                                 const int recvcounts[], const int rdispls[],
                                 const MPI_Datatype recvtypes[], MPI_Comm comm,
                                 MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     alltoallw_w("MPI_Ialltoallw", need("MPI_Ialltoallw", request), sendbuf, sendcounts, sdispls,
                 sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
   });
@@ -651,7 +653,7 @@ WEFT_MPI_API int MPI_Ialltoallw(const void* sendbuf, const int sendcounts[], con
 
 WEFT_MPI_API int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     reduce_scatter_("MPI_Reduce_scatter", nullptr, sendbuf, recvbuf, recvcounts, datatype, op, comm,
                     false, 0);
   });
@@ -660,7 +662,7 @@ WEFT_MPI_API int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const in
 WEFT_MPI_API int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                      MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     reduce_scatter_("MPI_Ireduce_scatter", need("MPI_Ireduce_scatter", request), sendbuf, recvbuf,
                     recvcounts, datatype, op, comm, false, 0);
   });
@@ -668,7 +670,7 @@ WEFT_MPI_API int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const i
 
 WEFT_MPI_API int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     reduce_scatter_("MPI_Reduce_scatter_block", nullptr, sendbuf, recvbuf, nullptr, datatype, op,
                     comm, true, recvcount);
   });
@@ -677,7 +679,7 @@ WEFT_MPI_API int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, in
 WEFT_MPI_API int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                            MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     reduce_scatter_("MPI_Ireduce_scatter_block", need("MPI_Ireduce_scatter_block", request),
                     sendbuf, recvbuf, nullptr, datatype, op, comm, true, recvcount);
   });
@@ -685,14 +687,14 @@ WEFT_MPI_API int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, i
 
 WEFT_MPI_API int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                           MPI_Op op, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scan_("MPI_Scan", nullptr, sendbuf, recvbuf, count, datatype, op, comm, false);
   });
 }
 
 WEFT_MPI_API int MPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                            MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scan_("MPI_Iscan", need("MPI_Iscan", request), sendbuf, recvbuf, count, datatype, op, comm,
           false);
   });
@@ -700,14 +702,14 @@ WEFT_MPI_API int MPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Da
 
 WEFT_MPI_API int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                             MPI_Op op, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scan_("MPI_Exscan", nullptr, sendbuf, recvbuf, count, datatype, op, comm, true);
   });
 }
 
 WEFT_MPI_API int MPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     scan_("MPI_Iexscan", need("MPI_Iexscan", request), sendbuf, recvbuf, count, datatype, op, comm,
           true);
   });

@@ -249,15 +249,15 @@ MPI_Comm split_comm(const char* call, MPI_Comm comm, int color, int key, std::ve
 using namespace weft::mpi;
 
 WEFT_MPI_API int MPI_Comm_rank(MPI_Comm comm, int* rank) {
-  return guard(comm, [&] { *rank = comm_rank("MPI_Comm_rank", comm); });
+  return guard(__func__, comm, [&] { *rank = comm_rank("MPI_Comm_rank", comm); });
 }
 
 WEFT_MPI_API int MPI_Comm_size(MPI_Comm comm, int* size) {
-  return guard(comm, [&] { *size = comm_size("MPI_Comm_size", comm); });
+  return guard(__func__, comm, [&] { *size = comm_size("MPI_Comm_size", comm); });
 }
 
 WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_dup";
     rank_state& me = self(call);
     const comm_view& c = view(call, me, comm);
@@ -279,12 +279,12 @@ WEFT_MPI_API int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info, MPI_Comm* newco
 }
 
 WEFT_MPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
-  return guard(comm, [&] { *newcomm = split_comm("MPI_Comm_split", comm, color, key); });
+  return guard(__func__, comm, [&] { *newcomm = split_comm("MPI_Comm_split", comm, color, key); });
 }
 
 WEFT_MPI_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info,
                                      MPI_Comm* newcomm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
       fail("MPI_Comm_split_type", MPI_ERR_ARG,
            "split type %d is not MPI_COMM_TYPE_SHARED (%d) or MPI_UNDEFINED", split_type,
@@ -298,7 +298,7 @@ WEFT_MPI_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI
 }
 
 WEFT_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_create";
     rank_state& me = self(call);
     std::vector<int> members = group_members(call, me, group);
@@ -321,7 +321,7 @@ WEFT_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newco
 }
 
 WEFT_MPI_API int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_create_group";
     rank_state& me = self(call);
     if (tag < 0 || tag > MPI_TAG_UB_VALUE)
@@ -361,7 +361,7 @@ WEFT_MPI_API int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, 
 }
 
 WEFT_MPI_API int MPI_Comm_free(MPI_Comm* comm) {
-  return guard(*comm, [&] {
+  return guard(__func__, *comm, [&] {
     const char* call = "MPI_Comm_free";
     rank_state& me = self(call);
     view(call, me, *comm);
@@ -375,7 +375,7 @@ WEFT_MPI_API int MPI_Comm_free(MPI_Comm* comm) {
 }
 
 WEFT_MPI_API int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
-  return guard(comm1, [&] {
+  return guard(__func__, comm1, [&] {
     const char* call = "MPI_Comm_compare";
     rank_state& me = self(call);
     const comm_core& a = *view(call, me, comm1).core;
@@ -393,21 +393,21 @@ WEFT_MPI_API int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
 }
 
 WEFT_MPI_API int MPI_Comm_test_inter(MPI_Comm comm, int* flag) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     view("MPI_Comm_test_inter", self("MPI_Comm_test_inter"), comm);
     *flag = 0;  // intracommunicators only
   });
 }
 
 WEFT_MPI_API int MPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     comm_view& v = view("MPI_Comm_set_name", self("MPI_Comm_set_name"), comm);
     v.name.assign(comm_name, strnlen(comm_name, MPI_MAX_OBJECT_NAME - 1));
   });
 }
 
 WEFT_MPI_API int MPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const comm_view& v = view("MPI_Comm_get_name", self("MPI_Comm_get_name"), comm);
     std::memcpy(comm_name, v.name.c_str(), v.name.size() + 1);
     *resultlen = int(v.name.size());

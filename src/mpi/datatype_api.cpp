@@ -60,7 +60,7 @@ void check_status(const char* call, const MPI_Status* status) {
 }  // namespace
 
 WEFT_MPI_API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Type_contiguous";
     check_new(call, count, newtype);
     const datatype& old = lookup(call, oldtype, false);
@@ -78,7 +78,7 @@ namespace {
 // extents of the old type (`bytes` false).
 int vector(const char* call, int count, int blocklength, MPI_Aint stride, bool bytes,
            MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_new(call, count, newtype);
     const std::size_t n = length(call, blocklength, -1);
     const datatype& old = lookup(call, oldtype, false);
@@ -100,7 +100,7 @@ int vector(const char* call, int count, int blocklength, MPI_Aint stride, bool b
 // at idisp[i] extents of the old type, or at adisp[i] bytes.
 int indexed(const char* call, int combiner, int count, const int* lengths, int blocklength,
             const int* idisp, const MPI_Aint* adisp, MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_new(call, count, newtype);
     if (lengths == nullptr) length(call, blocklength, -1);
     check_arrays(call, count, lengths == nullptr ? &blocklength : static_cast<const void*>(lengths),
@@ -178,7 +178,7 @@ WEFT_MPI_API int MPI_Type_create_struct(int count, const int array_of_blocklengt
                                         const MPI_Aint array_of_displacements[],
                                         const MPI_Datatype array_of_types[],
                                         MPI_Datatype* newtype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Type_create_struct";
     check_new(call, count, newtype);
     check_arrays(call, count, array_of_blocklengths, array_of_displacements);
@@ -200,7 +200,7 @@ WEFT_MPI_API int MPI_Type_create_struct(int count, const int array_of_blocklengt
 
 WEFT_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                                          MPI_Datatype* newtype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Type_create_resized";
     check_new(call, 0, newtype);
     const datatype& old = lookup(call, oldtype, false);
@@ -214,7 +214,7 @@ WEFT_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_
 }
 
 WEFT_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Type_dup";
     check_new(call, 0, newtype);
     const datatype& old = lookup(call, oldtype, false);
@@ -233,14 +233,14 @@ WEFT_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
 }
 
 WEFT_MPI_API int MPI_Type_commit(MPI_Datatype* datatype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_arg("MPI_Type_commit", datatype, "datatype");
     lookup("MPI_Type_commit", *datatype, false).committed.store(true, std::memory_order_release);
   });
 }
 
 WEFT_MPI_API int MPI_Type_free(MPI_Datatype* datatype) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_arg("MPI_Type_free", datatype, "datatype");
     unpublish("MPI_Type_free", *datatype);
     *datatype = MPI_DATATYPE_NULL;
@@ -248,17 +248,18 @@ WEFT_MPI_API int MPI_Type_free(MPI_Datatype* datatype) {
 }
 
 WEFT_MPI_API int MPI_Type_size(MPI_Datatype datatype, int* size) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     *size = as_int(static_cast<long long>(type_size("MPI_Type_size", datatype)));
   });
 }
 
 WEFT_MPI_API int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count* size) {
-  return guard(MPI_COMM_WORLD, [&] { *size = MPI_Count(type_size("MPI_Type_size_x", datatype)); });
+  return guard(__func__, MPI_COMM_WORLD,
+               [&] { *size = MPI_Count(type_size("MPI_Type_size_x", datatype)); });
 }
 
 WEFT_MPI_API int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const auto& d = lookup("MPI_Type_get_extent", datatype, false);
     *lb = d.lb;
     *extent = d.extent();
@@ -266,7 +267,7 @@ WEFT_MPI_API int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Ai
 }
 
 WEFT_MPI_API int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count* lb, MPI_Count* extent) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const auto& d = lookup("MPI_Type_get_extent_x", datatype, false);
     *lb = d.lb;
     *extent = d.extent();
@@ -275,7 +276,7 @@ WEFT_MPI_API int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count* lb, MPI
 
 WEFT_MPI_API int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb,
                                           MPI_Aint* true_extent) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const auto& d = lookup("MPI_Type_get_true_extent", datatype, false);
     *true_lb = d.true_lb;
     *true_extent = d.true_ub - d.true_lb;
@@ -284,7 +285,7 @@ WEFT_MPI_API int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_
 
 WEFT_MPI_API int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count* true_lb,
                                             MPI_Count* true_extent) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const auto& d = lookup("MPI_Type_get_true_extent_x", datatype, false);
     *true_lb = d.true_lb;
     *true_extent = d.true_ub - d.true_lb;
@@ -292,20 +293,23 @@ WEFT_MPI_API int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count* tr
 }
 
 WEFT_MPI_API int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint* extent) {
-  return guard(MPI_COMM_WORLD, [&] { *extent = type_extent("MPI_Type_extent", datatype); });
+  return guard(__func__, MPI_COMM_WORLD,
+               [&] { *extent = type_extent("MPI_Type_extent", datatype); });
 }
 
 WEFT_MPI_API int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint* displacement) {
-  return guard(MPI_COMM_WORLD, [&] { *displacement = lookup("MPI_Type_lb", datatype, false).lb; });
+  return guard(__func__, MPI_COMM_WORLD,
+               [&] { *displacement = lookup("MPI_Type_lb", datatype, false).lb; });
 }
 
 WEFT_MPI_API int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint* displacement) {
-  return guard(MPI_COMM_WORLD, [&] { *displacement = lookup("MPI_Type_ub", datatype, false).ub; });
+  return guard(__func__, MPI_COMM_WORLD,
+               [&] { *displacement = lookup("MPI_Type_ub", datatype, false).ub; });
 }
 
 WEFT_MPI_API int MPI_Type_get_envelope(MPI_Datatype datatype, int* num_integers, int* num_addresses,
                                        int* num_datatypes, int* combiner) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const auto& d = lookup("MPI_Type_get_envelope", datatype, false);
     *num_integers = int(d.ints.size());
     *num_addresses = int(d.addrs.size());
@@ -318,7 +322,7 @@ WEFT_MPI_API int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, 
                                        int max_datatypes, int array_of_integers[],
                                        MPI_Aint array_of_addresses[],
                                        MPI_Datatype array_of_datatypes[]) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Type_get_contents";
     const auto& d = lookup(call, datatype, false);
     if (d.combiner == MPI_COMBINER_NAMED)
@@ -350,7 +354,7 @@ WEFT_MPI_API int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, 
 }
 
 WEFT_MPI_API int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_status("MPI_Get_count", status);
     const std::size_t size = type_size("MPI_Get_count", datatype);
     const long long bytes = status->weft_bytes, unit = static_cast<long long>(size);
@@ -360,7 +364,7 @@ WEFT_MPI_API int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, 
 
 WEFT_MPI_API int MPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datatype,
                                     MPI_Count* count) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_status("MPI_Get_elements_x", status);
     const long long n =
         elements_in(lookup("MPI_Get_elements_x", datatype, false), status->weft_bytes);
@@ -369,7 +373,7 @@ WEFT_MPI_API int MPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datat
 }
 
 WEFT_MPI_API int MPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_status("MPI_Get_elements", status);
     *count = as_int(elements_in(lookup("MPI_Get_elements", datatype, false), status->weft_bytes));
   });
@@ -377,7 +381,7 @@ WEFT_MPI_API int MPI_Get_elements(const MPI_Status* status, MPI_Datatype datatyp
 
 WEFT_MPI_API int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf,
                           int outsize, int* position, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Pack";
     comm_size(call, comm);
     check_arg(call, position, "position");
@@ -397,7 +401,7 @@ WEFT_MPI_API int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype,
 
 WEFT_MPI_API int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf,
                             int outcount, MPI_Datatype datatype, MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Unpack";
     comm_size(call, comm);
     check_arg(call, position, "position");
@@ -416,7 +420,7 @@ WEFT_MPI_API int MPI_Unpack(const void* inbuf, int insize, int* position, void* 
 }
 
 WEFT_MPI_API int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Pack_size";
     comm_size(call, comm);
     if (incount < 0) fail(call, MPI_ERR_COUNT, "count %d is negative", incount);
@@ -431,7 +435,7 @@ WEFT_MPI_API int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm
 }
 
 WEFT_MPI_API int MPI_Get_address(const void* location, MPI_Aint* address) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_arg("MPI_Get_address", address, "address");
     *address = reinterpret_cast<MPI_Aint>(location);
   });

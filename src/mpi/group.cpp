@@ -81,20 +81,20 @@ std::vector<int> group_members(const char* call, rank_state& me, MPI_Group group
 using namespace weft::mpi;
 
 WEFT_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     rank_state& me = self("MPI_Comm_group");
     *group = add_group(me, view("MPI_Comm_group", me, comm).core->members);
   });
 }
 
 WEFT_MPI_API int MPI_Group_size(MPI_Group group, int* size) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     *size = int(members_of("MPI_Group_size", self("MPI_Group_size"), group).size());
   });
 }
 
 WEFT_MPI_API int MPI_Group_rank(MPI_Group group, int* rank) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self("MPI_Group_rank");
     *rank = position(members_of("MPI_Group_rank", me, group), me.rank);
   });
@@ -102,7 +102,7 @@ WEFT_MPI_API int MPI_Group_rank(MPI_Group group, int* rank) {
 
 WEFT_MPI_API int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
                                            MPI_Group group2, int ranks2[]) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Group_translate_ranks";
     rank_state& me = self(call);
     const members_t& a = members_of(call, me, group1);
@@ -125,7 +125,7 @@ WEFT_MPI_API int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ra
 }
 
 WEFT_MPI_API int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int* result) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self("MPI_Group_compare");
     const members_t& a = members_of("MPI_Group_compare", me, group1);
     const members_t& b = members_of("MPI_Group_compare", me, group2);
@@ -141,7 +141,7 @@ namespace {
 template <class Keep>
 int combine(const char* call, MPI_Group group1, MPI_Group group2, MPI_Group* out, bool add_b,
             Keep keep_a) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self(call);
     const members_t& a = members_of(call, me, group1);
     const members_t& b = members_of(call, me, group2);
@@ -194,7 +194,7 @@ int include(const char* call, MPI_Group group, const std::vector<int>& picked, b
 
 int incl_excl(const char* call, MPI_Group group, int n, const int ranks[], MPI_Group* newgroup,
               bool keep) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self(call);
     check_ranks(call, n, ranks, int(members_of(call, me, group).size()));
     include(call, group, std::vector<int>(ranks, ranks + n), keep, newgroup, me);
@@ -203,7 +203,7 @@ int incl_excl(const char* call, MPI_Group group, int n, const int ranks[], MPI_G
 
 int range_incl_excl(const char* call, MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup,
                     bool keep) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self(call);
     const int size = int(members_of(call, me, group).size());
     include(call, group, expand_ranges(call, n, ranges, size), keep, newgroup, me);
@@ -231,7 +231,7 @@ WEFT_MPI_API int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3],
 }
 
 WEFT_MPI_API int MPI_Group_free(MPI_Group* group) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self("MPI_Group_free");
     members_of("MPI_Group_free", me, *group);
     if (*group != MPI_GROUP_EMPTY) me.groups[std::size_t(*group - 2)] = nullptr;

@@ -61,7 +61,7 @@ using op = weft::mpi::request;
 
 WEFT_MPI_API int MPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                            MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     int q = isend_mode("MPI_Ssend", op::synchronous, buf, count, datatype, dest, tag, comm);
     finish("MPI_Ssend", &q, MPI_STATUS_IGNORE, true);
   });
@@ -69,7 +69,7 @@ WEFT_MPI_API int MPI_Ssend(const void* buf, int count, MPI_Datatype datatype, in
 
 WEFT_MPI_API int MPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                            MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     int q = isend_mode("MPI_Bsend", op::buffered, buf, count, datatype, dest, tag, comm);
     finish("MPI_Bsend", &q, MPI_STATUS_IGNORE, true);
   });
@@ -77,7 +77,7 @@ WEFT_MPI_API int MPI_Bsend(const void* buf, int count, MPI_Datatype datatype, in
 
 WEFT_MPI_API int MPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                            MPI_Comm comm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     int q = isend_mode("MPI_Rsend", op::ready, buf, count, datatype, dest, tag, comm);
     finish("MPI_Rsend", &q, MPI_STATUS_IGNORE, true);
   });
@@ -85,27 +85,27 @@ WEFT_MPI_API int MPI_Rsend(const void* buf, int count, MPI_Datatype datatype, in
 
 WEFT_MPI_API int MPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                             MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request = isend_mode("MPI_Issend", op::synchronous, buf, count, datatype, dest, tag, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                             MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request = isend_mode("MPI_Ibsend", op::buffered, buf, count, datatype, dest, tag, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                             MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request = isend_mode("MPI_Irsend", op::ready, buf, count, datatype, dest, tag, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Buffer_attach(void* buffer, int size) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self("MPI_Buffer_attach");
     if (me.bsend_attached)
       fail("MPI_Buffer_attach", MPI_ERR_BUFFER,
@@ -122,7 +122,7 @@ WEFT_MPI_API int MPI_Buffer_attach(void* buffer, int size) {
 // Buffered sends leave the buffer when they are made (see above), so
 // there is never one to wait for here.
 WEFT_MPI_API int MPI_Buffer_detach(void* buffer_addr, int* size) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     rank_state& me = self("MPI_Buffer_detach");
     if (buffer_addr == nullptr || size == nullptr)
       fail("MPI_Buffer_detach", MPI_ERR_ARG,
@@ -144,7 +144,7 @@ WEFT_MPI_API int MPI_Buffer_detach(void* buffer_addr, int* size) {
 WEFT_MPI_API int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
                                       int sendtag, int source, int recvtag, MPI_Comm comm,
                                       MPI_Status* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Sendrecv_replace";
     // Not lent: the receive below may fill `buf` before the peer took it.
     int s = isend(call, buf, count, datatype, dest, sendtag, comm, false, false, false);

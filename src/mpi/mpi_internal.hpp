@@ -22,6 +22,7 @@
 #include "weft/core/message.hpp"
 #include "weft/mpi/mpi.h"
 #include "weft/threads/ult.hpp"
+#include "weft/trace/hooks.hpp"
 
 namespace weft::mpi {
 
@@ -149,6 +150,9 @@ struct rank_state {
   // its communicator (-1: none) and its number, which the wake-up names.
   std::int64_t shm_context = -1;
   std::uint32_t shm_gen = 0;
+  // With --weft:trace: the call under way's operation (trace_operation).
+  int trace_peer = 0, trace_tag = 0;
+  std::uint64_t trace_bytes = 0;
   bool initialized = false, finalized = false;
   // Collectives called so far, per communicator (next_collective).
   std::unordered_map<MPI_Comm, std::uint32_t> collectives;
@@ -271,19 +275,56 @@ struct raised {
 // does not return under MPI_ERRORS_ARE_FATAL).
 int handle_error(MPI_Comm comm, const raised& e);
 
+// Tracing of MPI calls (tracing.cpp; docs/tracing.md "MPI"): the id of a
+// call's name in the trace's "mpi" names, and the span of a call of the
+// calling rank (nothing off a rank).
+std::uint32_t trace_call_id(const char* call);
+void trace_call_begin(std::uint32_t id, MPI_Comm comm) noexcept;
+void trace_call_end() noexcept;
+// A wait of the calling rank inside a call begins (suspends) or ends.
+void trace_wait(rank_state& r, bool begins) noexcept;
+// What the call under way sends or receives: its peer (rank in the
+// communicator), tag and bytes, for its span's end.
+inline void trace_operation(rank_state& r, int peer, int tag, std::size_t bytes) noexcept {
+  if (trace::on()) [[unlikely]] {
+    r.trace_peer = peer;
+    r.trace_tag = tag;
+    r.trace_bytes = bytes;
+  }
+}
+
 // Runs an entry point's body: MPI_SUCCESS, or the error fail() raised in
 // it, as `comm`'s error handler wants it (MPI_COMM_WORLD's for calls that
 // name no communicator, as the standard says). Every MPI_* function is
 // written `return guard(comm, [&] { ... });`, so that fail() never
 // unwinds through the program's frames.
+//
+// With --weft:trace, the call is a span of the rank's (tracing.cpp): its
+// name (`call`, the entry point's __func__), communicator, peer, tag and
+// bytes, and the time it waits inside.
 template <class Body>
-int guard(MPI_Comm comm, Body body) {
+int guard(const char* call, MPI_Comm comm, Body body) {
+  std::uint32_t traced = 0;
+  if (trace::on()) [[unlikely]] {
+    // One per entry point (each instantiates guard with a lambda of its
+    // own): the name is interned once.
+    static std::atomic<std::uint32_t> id{0};
+    traced = id.load(std::memory_order_relaxed);
+    if (traced == 0) {
+      traced = trace_call_id(call) + 1;
+      id.store(traced, std::memory_order_relaxed);
+    }
+    trace_call_begin(traced - 1, comm);
+  }
+  int rc = MPI_SUCCESS;
   try {
     body();
-    return MPI_SUCCESS;
   } catch (const raised& e) {
-    return handle_error(comm, e);
+    rc = handle_error(comm, e);
   }
+  if (traced != 0) [[unlikely]]
+    trace_call_end();
+  return rc;
 }
 
 // The calls of p2p.cpp that api.cpp's entry points share: each returns a
@@ -500,7 +541,13 @@ void wait_until(rank_state& r, const char* call, int peer, int tag, Done done) {
     r.peer.store(peer, std::memory_order_relaxed);
     r.tag.store(tag, std::memory_order_relaxed);
     r.blocked = true;
-    threads::suspend();
+    if (trace::on()) [[unlikely]] {
+      trace_wait(r, true);
+      threads::suspend();
+      trace_wait(r, false);
+    } else {
+      threads::suspend();
+    }
   }
   r.call.store(nullptr, std::memory_order_relaxed);
 }

@@ -352,7 +352,7 @@ using namespace weft::mpi;
 using namespace weft::mpi::coll;
 
 WEFT_MPI_API int MPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     self("MPI_Op_create");
     if (user_fn == nullptr) fail("MPI_Op_create", MPI_ERR_ARG, "the user function is null");
     std::lock_guard<std::mutex> hold(g_lock);
@@ -362,7 +362,7 @@ WEFT_MPI_API int MPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* 
 }
 
 WEFT_MPI_API int MPI_Op_free(MPI_Op* op) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     self("MPI_Op_free");
     if (*op < first_user_op)
       fail("MPI_Op_free", MPI_ERR_OP, "%s is not an op of MPI_Op_create (predefined ops stay)",
@@ -377,7 +377,7 @@ WEFT_MPI_API int MPI_Op_free(MPI_Op* op) {
 }
 
 WEFT_MPI_API int MPI_Op_commutative(MPI_Op op, int* commute) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     if (op >= first_user_op) {
       std::lock_guard<std::mutex> hold(g_lock);
       const std::size_t i = std::size_t(op - first_user_op);

@@ -187,6 +187,7 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   const int handle = new_request(me, request::send);
   request& q = at(me, handle);
   q.owner = comm;
+  if (!collective) trace_operation(me, dest, tag, bytes);
   q.complete = true;
   if (to == MPI_PROC_NULL) return handle;
   // A rendezvous inside the process (lend_bytes); a rank of another
@@ -231,6 +232,7 @@ int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source,
   const int handle = new_request(me, request::recv);
   request& q = at(me, handle);
   q.owner = comm;
+  if (!collective) trace_operation(me, source, tag, l.bytes);
   if (from == MPI_PROC_NULL) {
     proc_null_status(q);
     return handle;

@@ -167,7 +167,7 @@ int receive(const char* call, void* buf, int count, MPI_Datatype type, MPI_Messa
 }  // namespace
 
 WEFT_MPI_API int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Probe";
     rank_state& me = self(call);
     const key k = probe_key(call, source, tag, comm);
@@ -177,7 +177,7 @@ WEFT_MPI_API int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* statu
 }
 
 WEFT_MPI_API int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Iprobe";
     rank_state& me = self(call);
     const key k = probe_key(call, source, tag, comm);
@@ -194,7 +194,7 @@ WEFT_MPI_API int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_S
 
 WEFT_MPI_API int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message,
                             MPI_Status* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Mprobe";
     rank_state& me = self(call);
     const key k = probe_key(call, source, tag, comm);
@@ -208,7 +208,7 @@ WEFT_MPI_API int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* mes
 
 WEFT_MPI_API int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
                              MPI_Status* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Improbe";
     rank_state& me = self(call);
     const key k = probe_key(call, source, tag, comm);
@@ -228,7 +228,7 @@ WEFT_MPI_API int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_
 
 WEFT_MPI_API int MPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
                            MPI_Status* status) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     int q = receive("MPI_Mrecv", buf, count, datatype, message);
     finish("MPI_Mrecv", &q, status, true);
   });
@@ -236,6 +236,6 @@ WEFT_MPI_API int MPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Mess
 
 WEFT_MPI_API int MPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
                             MPI_Request* request) {
-  return guard(MPI_COMM_WORLD,
+  return guard(__func__, MPI_COMM_WORLD,
                [&] { *request = receive("MPI_Imrecv", buf, count, datatype, message); });
 }

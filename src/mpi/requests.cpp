@@ -237,14 +237,14 @@ void settle_all(const char* call, int count, int* handles, MPI_Status* statuses)
 
 WEFT_MPI_API int MPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                                MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request = init("MPI_Send_init", op::send, op::standard, buf, count, datatype, dest, tag, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest,
                                 int tag, MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request =
         init("MPI_Ssend_init", op::send, op::synchronous, buf, count, datatype, dest, tag, comm);
   });
@@ -252,7 +252,7 @@ WEFT_MPI_API int MPI_Ssend_init(const void* buf, int count, MPI_Datatype datatyp
 
 WEFT_MPI_API int MPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest,
                                 int tag, MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request =
         init("MPI_Bsend_init", op::send, op::buffered, buf, count, datatype, dest, tag, comm);
   });
@@ -260,32 +260,32 @@ WEFT_MPI_API int MPI_Bsend_init(const void* buf, int count, MPI_Datatype datatyp
 
 WEFT_MPI_API int MPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest,
                                 int tag, MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request = init("MPI_Rsend_init", op::send, op::ready, buf, count, datatype, dest, tag, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag,
                                MPI_Comm comm, MPI_Request* request) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *request =
         init("MPI_Recv_init", op::recv, op::standard, buf, count, datatype, source, tag, comm);
   });
 }
 
 WEFT_MPI_API int MPI_Start(MPI_Request* request) {
-  return guard(MPI_COMM_WORLD, [&] { start("MPI_Start", request); });
+  return guard(__func__, MPI_COMM_WORLD, [&] { start("MPI_Start", request); });
 }
 
 WEFT_MPI_API int MPI_Startall(int count, MPI_Request requests[]) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_array("MPI_Startall", count, requests);
     for (int i = 0; i < count; ++i) start("MPI_Startall", &requests[i]);
   });
 }
 
 WEFT_MPI_API int MPI_Cancel(MPI_Request* request) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Cancel";
     rank_state& me = self(call);
     if (request == nullptr) fail(call, MPI_ERR_ARG, "a null request pointer");
@@ -319,7 +319,7 @@ WEFT_MPI_API int MPI_Cancel(MPI_Request* request) {
 }
 
 WEFT_MPI_API int MPI_Test_cancelled(const MPI_Status* status, int* flag) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     if (status == MPI_STATUS_IGNORE || flag == nullptr)
       fail("MPI_Test_cancelled", MPI_ERR_ARG, "a null status or flag");
     *flag = status->weft_cancelled != 0 ? 1 : 0;
@@ -328,7 +328,7 @@ WEFT_MPI_API int MPI_Test_cancelled(const MPI_Status* status, int* flag) {
 
 WEFT_MPI_API int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag,
                              MPI_Status* status) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Testany";
     check_array(call, count, requests);
     *index = MPI_UNDEFINED;
@@ -358,7 +358,7 @@ WEFT_MPI_API int MPI_Testany(int count, MPI_Request requests[], int* index, int*
 
 WEFT_MPI_API int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                               MPI_Status statuses[]) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_array("MPI_Waitsome", incount, requests);
     wait_any("MPI_Waitsome", incount, requests);
     collect("MPI_Waitsome", incount, requests, outcount, indices, statuses);
@@ -367,7 +367,7 @@ WEFT_MPI_API int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount
 
 WEFT_MPI_API int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                               MPI_Status statuses[]) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     check_array("MPI_Testsome", incount, requests);
     if (!any_ready("MPI_Testsome", incount, requests)) yield_rank();
     collect("MPI_Testsome", incount, requests, outcount, indices, statuses);
@@ -378,7 +378,7 @@ WEFT_MPI_API int MPI_Testsome(int incount, MPI_Request requests[], int* outcount
 // inactive); a failed one's error is in the status, raised by the wait or
 // test that completes it.
 WEFT_MPI_API int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Request_get_status";
     *flag = 1;
     if (!active(call, request)) {
@@ -397,7 +397,7 @@ WEFT_MPI_API int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Stat
 }
 
 WEFT_MPI_API int MPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Status_set_elements";
     if (status == MPI_STATUS_IGNORE) fail(call, MPI_ERR_ARG, "a null status");
     if (count < 0) fail(call, MPI_ERR_COUNT, "count %d is negative", count);
@@ -406,7 +406,7 @@ WEFT_MPI_API int MPI_Status_set_elements(MPI_Status* status, MPI_Datatype dataty
 }
 
 WEFT_MPI_API int MPI_Status_set_cancelled(MPI_Status* status, int flag) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     if (status == MPI_STATUS_IGNORE) fail("MPI_Status_set_cancelled", MPI_ERR_ARG, "a null status");
     status->weft_cancelled = flag != 0 ? 1 : 0;
   });

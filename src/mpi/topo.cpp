@@ -61,7 +61,7 @@ using namespace weft::mpi;
 // of what the fixed ones leave, the largest factor to the smallest
 // dimension so far, and come out in non-increasing order.
 WEFT_MPI_API int MPI_Dims_create(int nnodes, int ndims, int dims[]) {
-  return guard(MPI_COMM_WORLD, [&] {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
     const char* call = "MPI_Dims_create";
     if (nnodes <= 0) fail(call, MPI_ERR_ARG, "nnodes %d is not positive", nnodes);
     if (ndims < 0) fail(call, MPI_ERR_DIMS, "ndims %d is negative", ndims);
@@ -100,7 +100,7 @@ WEFT_MPI_API int MPI_Dims_create(int nnodes, int ndims, int dims[]) {
 
 WEFT_MPI_API int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
                                  const int periods[], int reorder, MPI_Comm* comm_cart) {
-  return guard(comm_old, [&] {
+  return guard(__func__, comm_old, [&] {
     (void)reorder;  // kept in order: allowed, and weft's placement is already local
     const char* call = "MPI_Cart_create";
     long n = 1;
@@ -117,7 +117,7 @@ WEFT_MPI_API int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
 }
 
 WEFT_MPI_API int MPI_Topo_test(MPI_Comm comm, int* status) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     *status = view("MPI_Topo_test", self("MPI_Topo_test"), comm).core->periods.empty()
                   ? MPI_UNDEFINED
                   : MPI_CART;
@@ -125,11 +125,11 @@ WEFT_MPI_API int MPI_Topo_test(MPI_Comm comm, int* status) {
 }
 
 WEFT_MPI_API int MPI_Cartdim_get(MPI_Comm comm, int* ndims) {
-  return guard(comm, [&] { *ndims = ndims_of(cart_of("MPI_Cartdim_get", comm)); });
+  return guard(__func__, comm, [&] { *ndims = ndims_of(cart_of("MPI_Cartdim_get", comm)); });
 }
 
 WEFT_MPI_API int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Cart_get";
     const comm_core& core = cart_of(call, comm);
     const int n = ndims_of(core);
@@ -144,7 +144,7 @@ WEFT_MPI_API int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int period
 }
 
 WEFT_MPI_API int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Cart_rank";
     const comm_core& core = cart_of(call, comm);
     int r = 0;
@@ -163,7 +163,7 @@ WEFT_MPI_API int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
 }
 
 WEFT_MPI_API int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Cart_coords";
     const comm_core& core = cart_of(call, comm);
     if (maxdims < ndims_of(core))
@@ -181,7 +181,7 @@ WEFT_MPI_API int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coord
 // wrap.
 WEFT_MPI_API int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source,
                                 int* rank_dest) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Cart_shift";
     const comm_core& core = cart_of(call, comm);
     const int n = ndims_of(core);
@@ -211,7 +211,7 @@ WEFT_MPI_API int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* ran
 // The sub-grids that keep the dimensions `remain_dims` marks: one
 // communicator per value of the dropped coordinates, each Cartesian.
 WEFT_MPI_API int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
-  return guard(comm, [&] {
+  return guard(__func__, comm, [&] {
     const char* call = "MPI_Cart_sub";
     const comm_core& core = cart_of(call, comm);
     const int n = ndims_of(core), rank = comm_rank(call, comm);

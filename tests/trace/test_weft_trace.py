@@ -1041,6 +1041,93 @@ class MigrationsTest(Base):
         self.assertBadInput(run("migrations", td.root), "node0.json", "tracks[0].cpus")
 
 
+# A one-node job of 2 PEs with two MPI ranks on PE 0 (version 3; k = 0.5).
+# Rank 0: MPI_Send to 1 (tag 5, 8 bytes) 10-20 us, then MPI_Recv from 1
+# 30-100 us, waiting 40-90 us; rank 1 runs while rank 0 waits: MPI_Recv
+# 45-60 us (waiting 46-55), MPI_Send 70-75 us. Names: 0 MPI_Send, 1 MPI_Recv.
+MPI_B, MPI_E, MPI_WB, MPI_WE = 26, 27, 28, 29
+RPE0 = [(0, CPU, 0), (0, HB, MAIN, -1, 0, 0),
+        (10000, MPI_B, 0, 0, 1), (20000, MPI_E, 0, 1, 5, 8),
+        (30000, MPI_B, 0, 1, 1), (40000, MPI_WB, 0),
+        (45000, MPI_B, 1, 1, 1), (46000, MPI_WB, 1), (55000, MPI_WE, 1), (60000, MPI_E, 1, 0, 5, 8),
+        (70000, MPI_B, 1, 0, 1), (75000, MPI_E, 1, 0, 6, 16),
+        (90000, MPI_WE, 0), (100000, MPI_E, 0, 1, 6, 16),
+        (200000, HE, MAIN), (200000, IB), (1000000, IE), (1000000, END, EXIT)]
+RPE1 = [(0, CPU, 1), (0, IB), (1000000, IE), (1000000, END, EXIT)]
+RNAMES = dict(NAMES0, mpi={"0": "MPI_Send", "1": "MPI_Recv"})
+
+
+class MpiTest(Base):
+    """weft-trace mpi (and summary's MPI section, perfetto's rank threads,
+    check's rules) on a synthetic trace of two ranks sharing a PE."""
+
+    def mpi_job(self, pe0=RPE0, name="mpi"):
+        td = TraceDir(os.path.join(self.tmp, name))
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=RNAMES,
+                tracks={"pe0": pe0, "pe1": RPE1}, version=3, cpus={"pe0": [0], "pe1": [1]},
+                end={"how": "exit", "tick": 2000000})
+        return td
+
+    def test_json(self):
+        rc, out, err = run("mpi", self.mpi_job().root, "--json")
+        self.assertOk((rc, out, err))
+        doc = json.loads(out)
+        ranks = {r["rank"]: r for r in doc["ranks"]}
+        self.assertEqual(sorted(ranks), [0, 1])
+        self.assertEqual((ranks[0]["pe"], ranks[0]["mpi_ns"], ranks[0]["waited_ns"]), (0, 80000.0, 50000.0))
+        self.assertEqual((ranks[1]["mpi_ns"], ranks[1]["waited_ns"]), (20000.0, 9000.0))
+        c0 = {c["call"]: c for c in ranks[0]["calls"]}
+        self.assertEqual((c0["MPI_Recv"]["count"], c0["MPI_Recv"]["total_ns"], c0["MPI_Recv"]["waited_ns"],
+                          c0["MPI_Recv"]["bytes"]), (1, 70000.0, 50000.0, 16))
+        self.assertEqual((c0["MPI_Send"]["total_ns"], c0["MPI_Send"]["bytes"]), (10000.0, 8))
+        calls = {c["call"]: c for c in doc["calls"]}
+        self.assertEqual((calls["MPI_Recv"]["count"], calls["MPI_Recv"]["total_ns"],
+                          calls["MPI_Recv"]["waited_ns"], calls["MPI_Recv"]["max_ns"]),
+                         (2, 85000.0, 59000.0, 70000.0))
+        self.assertEqual((calls["MPI_Send"]["count"], calls["MPI_Send"]["bytes"]), (2, 24))
+
+    def test_text_summary_perfetto_check(self):
+        td = self.mpi_job()
+        rc, out, err = run("mpi", td.root, "--calls")
+        self.assertOk((rc, out, err))
+        self.assertIn("MPI: 2 ranks", out)
+        self.assertIn("Rank 1 (PE 0)", out)
+        rc, out, err = run("summary", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("MPI calls of 2 ranks", out)
+        rc, out, err = run("check", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("MPI calls of 2 ranks", out)
+        doc = load_perfetto(self, td)
+        threads = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+                   if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        self.assertIn("rank 0 (PE 0)", threads.values())
+        slices = [e for e in doc["traceEvents"] if e.get("cat") == "mpi"]
+        self.assertEqual(len(slices), 4 + 2)   # four calls, two waits
+        recv0 = [e for e in slices if e["name"] == "MPI_Recv" and e["args"]["rank"] == 0][0]
+        self.assertEqual((recv0["ts"], recv0["dur"], recv0["args"]["peer"], recv0["args"]["tag"]),
+                         (30.0, 70.0, 1, 6))
+
+    def test_broken_pairs(self):
+        bad = [r for r in RPE0 if r[1:3] != (MPI_B, 1)]   # rank 1's calls lose their begins
+        rc, out, err = run("check", self.mpi_job(pe0=bad, name="bad").root)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("mpi_end of rank 1, which is in no call", out)
+        self.assertIn("mpi_wait_begin of rank 1 outside any call", out)
+
+    def test_none_and_old_versions(self):
+        rc, out, err = run("mpi", self.cpu_free_job().root)
+        self.assertOk((rc, out, err))
+        self.assertIn("No MPI call in the trace", out)
+
+    def cpu_free_job(self):
+        td = TraceDir(os.path.join(self.tmp, "plain"))
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=NAMES0,
+                tracks={"pe0": MPE0, "pe1": MPE1}, version=3, cpus=MCPUS,
+                end={"how": "exit", "tick": 2000000})
+        return td
+
+
 class LauncherTest(Base):
     """The command is a launcher of the package weft_trace (tools/weft_trace/;
     installed in lib/weft/python/): it finds the package from its own real

@@ -168,7 +168,7 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--case", required=True,
                     choices=["full", "summary", "abort", "truncated", "timeout", "sigterm", "sigkill",
-                             "utf8", "cpus", "cpus-bound"])
+                             "utf8", "cpus", "cpus-bound", "mpi"])
     ap.add_argument("--no-tasks", action="store_true", help="the run has no loop chunks to steal")
     ap.add_argument("--no-idle", action="store_true", help="the run's PEs never wait")
     ap.add_argument("--expect-name", default="Worker::step",
@@ -177,6 +177,7 @@ def main():
                     help="ask for the trace through WEFT_TRACE, not --weft:trace")
     ap.add_argument("--comm", action="store_true",
                     help="the nodes have a comm thread: its track and progress slices must show")
+    ap.add_argument("--ranks", type=int, default=4, help="mpi: the ranks of the run (tests/mpi/ring.c)")
     ap.add_argument("--keep", help="leave the trace and outputs in this directory")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -272,6 +273,8 @@ def main():
         check_utf8(trace, tool, work)
     elif a.case in ("cpus", "cpus-bound"):
         check_cpus(trace, meta, tool, work, bound=a.case == "cpus-bound")
+    elif a.case == "mpi":
+        check_mpi(trace, tool, work, a.ranks)
     elif a.case == "truncated":
         pe0 = os.path.join(trace, "node0.pe0.events")
         size = os.path.getsize(pe0)
@@ -489,6 +492,78 @@ def check_cpus(trace, meta, tool, work, bound):
     c = run(tool + ["check", trace], expect=0)
     if "result: OK" not in c.stdout:
         fail("check:\n" + c.stdout[-3000:])
+
+
+RING_ROUNDS = 50   # tests/mpi/ring.c: each rank sends and receives a long a round
+
+
+def check_mpi(trace, tool, work, ranks):
+    """tests/mpi/ring.c traced: each rank's calls as the program made them
+    (mpi --json), check passes and names the ranks, the summary has its
+    MPI section, Perfetto a thread per rank whose slices nest."""
+    c = run(tool + ["check", trace], expect=0)
+    if "MPI calls of %d ranks" % ranks not in c.stdout:
+        fail("check does not say it checked the MPI calls of %d ranks:\n%s" % (ranks, c.stdout))
+    j = run(tool + ["mpi", "--json", trace], expect=0)
+    try:
+        doc = json.loads(j.stdout)
+        got = sorted(r["rank"] for r in doc["ranks"])
+        if got != list(range(ranks)):
+            fail("mpi --json has ranks %s, the run had 0..%d" % (got, ranks - 1))
+        for r in doc["ranks"]:
+            calls = {c["call"]: c for c in r["calls"]}
+            for name, bytes_ in (("MPI_Send", 8 * RING_ROUNDS), ("MPI_Recv", 8 * RING_ROUNDS)):
+                cl = calls.get(name)
+                if cl is None or cl["count"] != RING_ROUNDS or cl["bytes"] != bytes_:
+                    fail("rank %d: %s is %r, expected %d calls of %d bytes in all"
+                         % (r["rank"], name, cl, RING_ROUNDS, bytes_))
+            for name in ("MPI_Init", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size"):
+                if calls.get(name, {}).get("count") != 1:
+                    fail("rank %d: %s is %r, expected one call" % (r["rank"], name, calls.get(name)))
+            if not 0 <= r["waited_ns"] <= r["mpi_ns"]:
+                fail("rank %d waited %r ns of %r ns in MPI" % (r["rank"], r["waited_ns"], r["mpi_ns"]))
+            for cl in r["calls"]:
+                if not 0 <= cl["waited_ns"] <= cl["total_ns"] + 1:
+                    fail("rank %d: %s waited %r of %r ns" % (r["rank"], cl["call"], cl["waited_ns"],
+                                                             cl["total_ns"]))
+        if sum(r["waited_ns"] for r in doc["ranks"]) <= 0:
+            fail("no rank waited in a ring of blocking receives")
+    except (ValueError, KeyError, TypeError) as e:
+        fail("mpi --json: %s\n%s" % (e, j.stdout[:2000]))
+    t = run(tool + ["mpi", "--calls", trace], expect=0)
+    if "Rank %d (PE" % (ranks - 1) not in t.stdout:
+        fail("mpi --calls has no table of rank %d:\n%s" % (ranks - 1, t.stdout))
+    s = run(tool + ["summary", trace], expect=0)
+    if "MPI calls of %d ranks" % ranks not in s.stdout:
+        fail("summary has no MPI section:\n%s" % s.stdout)
+    out = os.path.join(work, "run.json")
+    run(tool + ["perfetto", trace, "-o", out], expect=0)
+    try:
+        with open(out) as f:
+            events = json.load(f)["traceEvents"]
+    except (OSError, ValueError) as e:
+        fail("perfetto output: %s" % e)
+        return
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"]["name"].startswith("rank ")}
+    if len(names) != ranks:
+        fail("perfetto has %d rank threads, expected %d: %s" % (len(names), ranks, names))
+    by_tid = {}
+    for e in events:
+        if e.get("cat") == "mpi":
+            by_tid.setdefault(e["tid"], []).append(e)
+    for tid, evs in by_tid.items():
+        if tid not in names:
+            fail("an MPI slice on thread %r, which is no rank's" % tid)
+        stack = []
+        for e in sorted(evs, key=lambda e: (e["ts"], -e["dur"])):
+            while stack and e["ts"] >= stack[-1] - 1e-3:
+                stack.pop()
+            end = e["ts"] + e["dur"]
+            if stack and end > stack[-1] + 1e-3:
+                fail("%s: slice %s at %.3f us ends after the slice around it" % (names[tid], e["name"], e["ts"]))
+                break
+            stack.append(end)
 
 
 def check_utf8(trace, tool, work):

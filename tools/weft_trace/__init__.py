@@ -10,8 +10,9 @@ One module per concept; each imports only those above it in this list:
             event files or summary files; how a run that ended early ended
   walk      the one pass over a track's records (Visitor), per-PE times
   messages  sends matched to the handlers that ran them
+  mpi       the MPI ranks' calls (rank_calls), and the subcommand mpi
   output    the output file checked before any work
-  summary, perfetto, plots (profile and timeline), check, migrations:
+  summary, perfetto, plots (profile and timeline), check, migrations, mpi:
             the subcommands
   cli       the command line: options, exit statuses, one-line errors
 

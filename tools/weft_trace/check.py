@@ -8,6 +8,7 @@ the rest; this module adds the rules across records: each PE's busy + idle
 """
 
 from .messages import match_messages
+from .mpi import rank_calls
 from .reader import Issues, end_where, load_trace, trace_ending
 from .walk import pe_times
 
@@ -60,6 +61,11 @@ def check_full(trace, issues, checked):
                                                        len(trace.tracks) - len(trace.pe_tracks)))
     checked.append("%d records: known kinds, ticks non-decreasing per file, every begin with its end, "
                    "properly nested per track (entries inside handlers, no handler inside idle)" % nrec)
+    ranks = rank_calls(trace, issues)
+    if ranks:
+        checked.append("MPI calls of %d ranks: each rank's calls nest (an mpi_end closes the rank's "
+                       "innermost call), its waits lie inside its calls, every call ends in a complete "
+                       "trace" % len(ranks))
     for t in trace.tracks:
         print("%s: %s, %d records" % (t.file, t.label if t.kind == "pe" else "comm thread of node %d" % t.node.n,
                                        t.nrec))

@@ -12,6 +12,7 @@ import sys
 from .check import cmd_check
 from .format import TraceError
 from .migrations import cmd_migrations
+from .mpi import cmd_mpi
 from .perfetto import cmd_perfetto, parse_flows
 from .plots import cmd_profile, cmd_timeline, parse_pes
 from .reader import Issues
@@ -83,6 +84,16 @@ def build_parser():
     s.add_argument("--json", action="store_true", help="one JSON object instead of text (with each "
                    "thread's steps)")
     s.set_defaults(func=cmd_migrations)
+
+    s = sub.add_parser("mpi", help="per MPI rank and call: count, time, waiting, bytes (mpiP-style)",
+                       description="The MPI calls of each rank of a program linked by weft-mpicc, from "
+                       "the mpi records (format version 3): per call over all ranks and per rank its "
+                       "count, total, mean and max time, the time waited inside (suspended, its PE free "
+                       "for other ranks) and the bytes of its point-to-point operations. Full mode only.")
+    s.add_argument("dir", metavar="DIR", help="trace directory")
+    s.add_argument("--calls", action="store_true", help="also each rank's table of calls")
+    s.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    s.set_defaults(func=cmd_mpi)
 
     s = sub.add_parser("check", help="validate a trace; exit 0 valid, 1 not",
                        description="Validate a trace against the spec and list every problem: headers, "

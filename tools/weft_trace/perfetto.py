@@ -1,6 +1,7 @@
 """weft-trace perfetto: a Chrome/Perfetto trace-event JSON file (one
-process per node, one thread per PE and comm thread; slices, instants,
-counters and message flow arrows) for https://ui.perfetto.dev.
+process per node, one thread per PE and comm thread, and one per MPI rank;
+slices, instants, counters and message flow arrows) for
+https://ui.perfetto.dev.
 
 The file is written one track at a time, the events of a track complete
 once its walk is over, so memory holds one track's events only; they are
@@ -18,9 +19,39 @@ from .format import (COUNTER, CPU, HQ_NODE_QUEUE, HQ_REMOTE, MARK, MIGRATE_IN, M
                      REDUCTION_STEPS, SEND, SEND_BROADCAST, SEND_REMOTE, SEND_TO_NODE, STEAL,
                      VERSION, TraceError, i32)
 from .messages import match_messages
+from .mpi import rank_calls
 from .output import prepare_output
 from .reader import load_trace, node_ending, trace_ending
 from .walk import F_A, F_B, F_C, F_D, F_DATA, F_PAIR, F_TICK, Visitor, walk
+
+
+RANK_TID_BASE = 200000        # tid of MPI rank R: after every PE and comm thread
+
+
+def rank_events(trace, issues):
+    """Each MPI rank as a thread of its node, after the PEs (named with its
+    PE): a slice per call (peer, tag, bytes, communicator, time waited) and,
+    inside it, a slice per wait."""
+    meta, events = [], []
+    for r in sorted(rank_calls(trace, issues).values(), key=lambda r: r.rank):
+        tid = RANK_TID_BASE + r.rank
+        meta.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": r.node, "tid": tid,
+                     "args": {"name": "rank %d (PE %d)" % (r.rank, r.pe)}})
+        meta.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": r.node, "tid": tid,
+                     "args": {"sort_index": tid}})
+        for name, t0, t1, peer, tag, nbytes, comm, waited, _ in r.spans:
+            args = {"rank": r.rank, "communicator": comm, "waited_us": us(waited)}
+            if peer != -3:
+                args.update(peer=peer, tag=tag, bytes=nbytes)
+            events.append({"name": name, "cat": "mpi", "ph": "X", "ts": us(t0), "dur": us(t1 - t0),
+                           "pid": r.node, "tid": tid, "args": args})
+        for t0, t1 in r.waits:
+            events.append({"name": "waiting", "cat": "mpi", "ph": "X", "ts": us(t0), "dur": us(t1 - t0),
+                           "pid": r.node, "tid": tid})
+    # Sorted by start, the longer first at one time: a call before the wait
+    # it holds.
+    events.sort(key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+    return meta, events
 
 
 def us(ns):
@@ -232,7 +263,9 @@ def cmd_perfetto(args, issues):
                                  "args": {"name": t.label}})
                     meta.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": node.n,
                                  "tid": t.tid, "args": {"sort_index": t.tid}})
-            emit(meta)
+            rank_meta, rank_slices = rank_events(trace, issues)
+            emit(meta + rank_meta)
+            emit(rank_slices)
             # One track at a time: its events are complete (every dur known)
             # once its walk is over, and memory holds one track only.
             ends = {}

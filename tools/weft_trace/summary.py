@@ -6,14 +6,17 @@ summary files (walk.summary_mode_times); the report is the same.
 
 import json
 
+from .mpi import as_json, call_table, rank_calls, totals
 from .reader import end_where, load_trace, node_ending, trace_ending
 from .walk import pe_times, summary_mode_times
 
 
 def cmd_summary(args, issues):
     trace = load_trace(args.dir, issues)
+    ranks = {}
     if trace.mode == "full":
         pes, names = pe_times(trace, issues)
+        ranks = rank_calls(trace, issues)
     else:
         pes, names = summary_mode_times(trace)
     pes.sort(key=lambda p: p["pe"])
@@ -54,6 +57,8 @@ def cmd_summary(args, issues):
                           "busiest": [p["pe"] for p in by_busy[:3]],
                           "least_busy": [p["pe"] for p in least[:3]]},
         }
+        if ranks:
+            out["mpi"] = as_json(ranks)
         print(json.dumps(out, indent=1))
         return 0
 
@@ -110,6 +115,11 @@ def cmd_summary(args, issues):
         lines.append("  least busy: " + ", ".join("PE %d (%.3f ms)" % (p["pe"], ms(p["busy_ns"])) for p in least[:3]))
     else:
         lines.append("Imbalance: no busy time on any PE")
+    if ranks:
+        lines.append("")
+        lines.append("MPI calls of %d rank%s (all ranks; waited: suspended inside the call; "
+                     "`weft-trace mpi` for each rank)" % (len(ranks), "" if len(ranks) == 1 else "s"))
+        lines += call_table(totals(ranks), None if args.all else 15)
     counters = [p for p in pes if p["counters"]]
     if counters:
         lines.append("")

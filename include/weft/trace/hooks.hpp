@@ -44,6 +44,12 @@ enum class kind : std::uint8_t {
   flush_end = 23,
   end = 24,  // the track's last record: how the run ended (session.hpp's end_how)
   cpu = 25,  // the CPU the track's thread runs on, when it changed
+  // MPI ranks (src/mpi/tracing.cpp): a call's span and its waits, each
+  // naming the rank (a rank runs on its PE's thread: tools split them).
+  mpi_begin = 26,
+  mpi_end = 27,
+  mpi_wait_begin = 28,
+  mpi_wait_end = 29,
 };
 
 // Handler ids of what runs on a PE without a message.

@@ -170,6 +170,9 @@ std::vector<numa_counts> numa_counters() {
 
 std::string topology::describe_mem(const std::string& mem) const {
   std::string s = "mem=" + mem;
+  if (const std::size_t n = numa_arenas().size(); n > 0)
+    s +=
+        " (" + std::to_string(n) + " mimalloc arena" + (n == 1 ? "" : "s") + ", one per NUMA node)";
   if (numa_nodes_ <= 1) s += " (one NUMA node: every policy places memory alike)";
   return s;
 }

@@ -325,6 +325,11 @@ void start_node(running_node& r, const runtime_config& cfg, int argc, char** arg
   base::select_allocator(cfg.alloc == alloc_kind::mimalloc ? base::raw_allocator::mimalloc
                                                            : base::raw_allocator::system);
   base::set_block_pool(cfg.msg_pool);
+  // --weft:mem=local: mimalloc's arenas, one per NUMA node, before any PE
+  // allocates (numa_arenas.cpp). 64 GiB of address space each: nothing is
+  // touched until used.
+  if (cfg.mem == "local" && cfg.alloc == alloc_kind::mimalloc)
+    base::make_numa_arenas(std::size_t(64) << 30);
 
   r.node = std::make_unique<core::node_state>();
   core::node_state* node = r.node.get();

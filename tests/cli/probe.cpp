@@ -16,6 +16,8 @@
 //               (exit 4, weft's message naming 'probe.forget'); the probe
 //               then leaves with _Exit, so the line shows only if weft
 //               flushed it
+//   arena       each PE mallocs a block and prints which NUMA node's mimalloc
+//               arena it is in (--weft:mem=local) and the range's policy
 //   mempolicy   each PE prints its memory policy and the NUMA node of a page
 //               it touched (--weft:mem), then exit at quiescence
 #include <sched.h>
@@ -27,11 +29,12 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <weft/base/topology.hpp>
 #include <weft/weft.hpp>
 
 namespace {
 
-weft::handler_id h_ring, h_bounce, h_throw, h_noop, h_forget, h_mempolicy;
+weft::handler_id h_ring, h_bounce, h_throw, h_noop, h_forget, h_mempolicy, h_arena;
 
 struct hop {
   int remaining;
@@ -86,6 +89,29 @@ void mempolicy(weft::message_ptr) {
               mode >= 0 && mode <= 4 ? names[mode] : "unknown", mask[0], node);
 }
 
+// --weft:mem=local: the program's heap (malloc, mimalloc's) comes from the
+// arena of the PE's NUMA node, whose range is bound to that node.
+void arena(weft::message_ptr) {
+  void* block = std::malloc(1 << 20);
+  static_cast<char*>(block)[4096] = 1;
+  int in = -1;
+  for (const weft::base::numa_arena& a : weft::base::numa_arenas())
+    if (static_cast<char*>(block) >= a.start && static_cast<char*>(block) < a.start + a.bytes)
+      in = a.node;
+  int mode = -1;
+  unsigned long mask[16] = {};
+  if (syscall(SYS_get_mempolicy, &mode, mask, 16 * 8 * sizeof(unsigned long),
+              static_cast<char*>(block) + 4096, 2ul /* F_ADDR */) != 0)
+    mode = -1;
+  std::printf("probe: PE %d arenas=%zu block_in_arena_of_node=%d range_policy=%s nodes=0x%lx\n",
+              weft::my_pe(), weft::base::numa_arenas().size(), in,
+              mode == 1   ? "preferred"
+              : mode == 0 ? "default"
+                          : "other",
+              mask[0]);
+  std::free(block);
+}
+
 void program(weft::args a) {
   const std::string what = a.argc > 1 ? a.argv[1] : "";
   const int n = weft::num_pes();
@@ -113,6 +139,9 @@ void program(weft::args a) {
   } else if (what == "hang") {
     // Nothing to do and no exit: with --weft:on-quiescence=wait only
     // --weft:timeout ends this run.
+  } else if (what == "arena") {
+    for (int pe = 0; pe < n; ++pe) weft::send(pe, weft::make_message(h_arena, 8));
+    weft::exit_at_quiescence(0);
   } else if (what == "mempolicy") {
     for (int pe = 0; pe < n; ++pe) weft::send(pe, weft::make_message(h_mempolicy, 8));
     weft::exit_at_quiescence(0);
@@ -133,6 +162,7 @@ int main(int argc, char** argv) {
   h_noop = weft::register_handler("probe.noop", noop);
   h_forget = weft::register_handler("probe.forget", forget);
   h_mempolicy = weft::register_handler("probe.mempolicy", mempolicy);
+  h_arena = weft::register_handler("probe.arena", arena);
   const int code = weft::run(argc, argv, program);
   if (argc > 1 && std::strcmp(argv[1], "forget") == 0) std::_Exit(code);  // no flush of ours
   std::printf("probe: weft::run returned %d\n", code);

@@ -165,4 +165,18 @@ struct numa_counts {
 // Every node's; empty where the kernel offers none.
 WEFT_API std::vector<numa_counts> numa_counters();
 
+// mimalloc's NUMA-aware arenas for --weft:mem=local (numa_arenas.cpp): one
+// range of address space per NUMA node, bound to it, that mimalloc serves
+// the threads of that node from first.
+struct numa_arena {
+  int node;
+  char* start;
+  std::size_t bytes;
+};
+// Makes them, once per process (later calls return the first's); an arena
+// the system refuses is said in a warning and left out.
+WEFT_API std::vector<numa_arena> make_numa_arenas(std::size_t bytes_per_node);
+// Those made, if any.
+WEFT_API std::vector<numa_arena> numa_arenas();
+
 }  // namespace weft::base

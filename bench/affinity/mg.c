@@ -77,18 +77,25 @@ static void zero3(double* u, int n) {
 /* r = v - A u (r may be v: each point reads v only where it writes r). The
  * sums over the four neighbours of a line in the (2,3) plane at face and
  * at edge distance are formed once per line and shared by three points. */
+/* The sums along the line (i2, i3) of x's four neighbours in the (2,3)
+ * plane at face distance and at edge distance, for every i1 of the line:
+ * what A and S share between three points. */
+static void line_sums(const double* x, int m, int i2, int i3, double* face, double* edge) {
+  for (int i1 = 0; i1 < m; ++i1) {
+    face[i1] = x[AT(m, i1, i2 - 1, i3)] + x[AT(m, i1, i2 + 1, i3)] + x[AT(m, i1, i2, i3 - 1)] +
+               x[AT(m, i1, i2, i3 + 1)];
+    edge[i1] = x[AT(m, i1, i2 - 1, i3 - 1)] + x[AT(m, i1, i2 + 1, i3 - 1)] +
+               x[AT(m, i1, i2 - 1, i3 + 1)] + x[AT(m, i1, i2 + 1, i3 + 1)];
+  }
+}
+
 static void resid(const double* u, const double* v, double* r, int n) {
   const int m = n + 2;
 #pragma omp parallel for schedule(static)
   for (int i3 = 1; i3 <= n; ++i3) {
     double face[m], edge[m];
     for (int i2 = 1; i2 <= n; ++i2) {
-      for (int i1 = 0; i1 < m; ++i1) {
-        face[i1] = u[AT(m, i1, i2 - 1, i3)] + u[AT(m, i1, i2 + 1, i3)] + u[AT(m, i1, i2, i3 - 1)] +
-                   u[AT(m, i1, i2, i3 + 1)];
-        edge[i1] = u[AT(m, i1, i2 - 1, i3 - 1)] + u[AT(m, i1, i2 + 1, i3 - 1)] +
-                   u[AT(m, i1, i2 - 1, i3 + 1)] + u[AT(m, i1, i2 + 1, i3 + 1)];
-      }
+      line_sums(u, m, i2, i3, face, edge);
       for (int i1 = 1; i1 <= n; ++i1)
         r[AT(m, i1, i2, i3)] = v[AT(m, i1, i2, i3)] - coef_a[0] * u[AT(m, i1, i2, i3)] -
                                coef_a[2] * (edge[i1] + face[i1 - 1] + face[i1 + 1]) -
@@ -105,12 +112,7 @@ static void psinv(const double* r, double* u, int n) {
   for (int i3 = 1; i3 <= n; ++i3) {
     double face[m], edge[m];
     for (int i2 = 1; i2 <= n; ++i2) {
-      for (int i1 = 0; i1 < m; ++i1) {
-        face[i1] = r[AT(m, i1, i2 - 1, i3)] + r[AT(m, i1, i2 + 1, i3)] + r[AT(m, i1, i2, i3 - 1)] +
-                   r[AT(m, i1, i2, i3 + 1)];
-        edge[i1] = r[AT(m, i1, i2 - 1, i3 - 1)] + r[AT(m, i1, i2 + 1, i3 - 1)] +
-                   r[AT(m, i1, i2 - 1, i3 + 1)] + r[AT(m, i1, i2 + 1, i3 + 1)];
-      }
+      line_sums(r, m, i2, i3, face, edge);
       for (int i1 = 1; i1 <= n; ++i1)
         u[AT(m, i1, i2, i3)] +=
             coef_s[0] * r[AT(m, i1, i2, i3)] +

@@ -122,13 +122,7 @@ MPI_Comm hold_comm(const char* call, rank_state& me, MPI_Comm comm) {
   comm_view v = view(call, me, comm);
   v.name.clear();
   v.attributes.clear();
-  for (std::size_t i = 2; i < me.comms.size(); ++i)
-    if (me.comms[i].core == nullptr) {
-      me.comms[i] = std::move(v);
-      return MPI_Comm(i + 1);
-    }
-  me.comms.push_back(std::move(v));
-  return MPI_Comm(me.comms.size());
+  return store_comm(me, std::move(v));
 }
 
 bool describe_collective(std::uint64_t key, char* out, std::size_t size) {

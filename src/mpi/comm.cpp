@@ -80,13 +80,7 @@ MPI_Comm add_comm(rank_state& me, std::shared_ptr<const comm_core> core, int ran
   v.core = std::move(core);
   v.rank = rank;
   v.errhandler = errhandler;
-  for (std::size_t i = 2; i < me.comms.size(); ++i)
-    if (me.comms[i].core == nullptr) {
-      me.comms[i] = std::move(v);
-      return MPI_Comm(i + 1);
-    }
-  me.comms.push_back(std::move(v));
-  return MPI_Comm(me.comms.size());
+  return store_comm(me, std::move(v));
 }
 
 // ---- The exchanges a creation needs: a binomial gather to rank 0 and a
@@ -163,6 +157,16 @@ void check_subset(const char* call, const comm_view& c, const std::vector<int>& 
 }
 
 }  // namespace
+
+MPI_Comm store_comm(rank_state& me, comm_view v) {
+  for (std::size_t i = 2; i < me.comms.size(); ++i)
+    if (me.comms[i].core == nullptr) {
+      me.comms[i] = std::move(v);
+      return MPI_Comm(i + 1);
+    }
+  me.comms.push_back(std::move(v));
+  return MPI_Comm(me.comms.size());
+}
 
 void make_predefined_comms(rank_state& r, int world_size) {
   {

@@ -227,6 +227,8 @@ rank_state& self(const char* call);
 // The calling rank's view of `comm`; an error (MPI_ERR_COMM) naming `call`
 // if it is not a communicator of the rank's.
 comm_view& view(const char* call, rank_state& me, MPI_Comm comm);
+// A new handle of the rank's for `v` (its freed handles are reused first).
+MPI_Comm store_comm(rank_state& me, comm_view v);
 // MPI_COMM_WORLD and MPI_COMM_SELF for a new rank (comm.cpp).
 void make_predefined_comms(rank_state& r, int world_size);
 // MPI_Comm_split's work, for topo.cpp too: the new communicator of the

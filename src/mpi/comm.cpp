@@ -270,10 +270,12 @@ WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
     broadcast_from_zero(call, comm, c.rank, size, creation_tag(next_collective(me, comm)), &context,
                         sizeof context);
     const comm_view& parent = view(call, me, comm);
+    std::shared_ptr<const graph_topology> graph = parent.graph;
     const MPI_Comm made = make_comm(me, parent.errhandler, context, parent.core->members,
                                     parent.core->dims, parent.core->periods);
     copy_attributes(call, me, comm, made);
     me.comms[std::size_t(made - 1)].name.clear();
+    me.comms[std::size_t(made - 1)].graph = std::move(graph);
     *newcomm = made;
   });
 }

@@ -59,6 +59,18 @@ struct comm_core {
   mutable shm_slot shm;
 };
 
+// A graph topology (topo_graph.cpp): MPI_Graph_create's or
+// MPI_Dist_graph_create's. What a neighbourhood collective uses is the
+// rank's own: the ranks (in the communicator) it receives from and sends to,
+// in order.
+struct graph_topology {
+  int kind = 0;  // MPI_GRAPH or MPI_DIST_GRAPH
+  std::vector<int> sources, destinations;
+  std::vector<int> source_weights, destination_weights;
+  bool weighted = false;
+  std::vector<int> index, edges;  // MPI_GRAPH: the whole graph (MPI_Graph_get)
+};
+
 // A rank's handle on a communicator: what MPI keeps per process (its name,
 // attributes and error handler are the rank's own, as they are a
 // process's own in MPI).
@@ -71,6 +83,8 @@ struct comm_view {
   // Shared-memory collectives the rank has called on it (coll_shm.cpp):
   // the same sequence at every member, as next_collective's.
   std::uint32_t shm_collectives = 0;
+  // A graph topology: the rank's neighbours (a dup keeps it).
+  std::shared_ptr<const graph_topology> graph;
 };
 
 // The context of `comm` for a message: the program's, or the hidden one

@@ -118,9 +118,10 @@ WEFT_MPI_API int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
 
 WEFT_MPI_API int MPI_Topo_test(MPI_Comm comm, int* status) {
   return guard(__func__, comm, [&] {
-    *status = view("MPI_Topo_test", self("MPI_Topo_test"), comm).core->periods.empty()
-                  ? MPI_UNDEFINED
-                  : MPI_CART;
+    const comm_view& v = view("MPI_Topo_test", self("MPI_Topo_test"), comm);
+    *status = v.graph != nullptr        ? v.graph->kind
+              : v.core->periods.empty() ? MPI_UNDEFINED
+                                        : MPI_CART;
   });
 }
 

@@ -198,8 +198,8 @@ WEFT_MPI_API int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int sour
 WEFT_MPI_API int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                           MPI_Comm comm) {
   return guard(__func__, comm, [&] {
-    int q = isend("MPI_Send", buf, count, datatype, dest, tag, comm);
-    finish("MPI_Send", &q, MPI_STATUS_IGNORE, true);
+    int q = isend("MPI_Send", buf, count, datatype, dest, tag, comm, false, false, true, true);
+    if (q != MPI_REQUEST_NULL) finish("MPI_Send", &q, MPI_STATUS_IGNORE, true);
   });
 }
 

@@ -351,8 +351,11 @@ int guard(const char* call, MPI_Comm comm, Body body) {
 // matched the message (an acknowledgement from its PE).
 // `may_lend`: false where the call must be done with `buf` when it
 // returns (a buffered send, MPI_Sendrecv_replace), so no rendezvous.
+// `eager_null`: a blocking send's: MPI_REQUEST_NULL where the send is
+// complete once its message is sent (no acknowledgement to wait for).
 int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective = false, bool synchronous = false, bool may_lend = true);
+          MPI_Comm comm, bool collective = false, bool synchronous = false, bool may_lend = true,
+          bool eager_null = false);
 int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
           MPI_Comm comm, bool collective = false);
 // Completes *handle (waiting when `block`); false: not complete (only

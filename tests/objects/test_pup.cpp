@@ -183,8 +183,7 @@ bool documented_error(const std::string& m) {
   };
   if (m.starts_with("corrupt buffer while unpacking ")) {
     const std::size_t at = m.find(" at offset ");
-    return at != std::string::npos && at > 31 && digits_then(at + 11, ": ") &&
-           !m.ends_with(": ");
+    return at != std::string::npos && at > 31 && digits_then(at + 11, ": ") && !m.ends_with(": ");
   }
   if (m.starts_with("truncated buffer while unpacking ")) {
     const std::size_t need = m.find(": need ");
@@ -248,8 +247,8 @@ TEST(PupFuzz, CorruptBuffersNeverCrash) {
     const std::vector<std::byte> middle(buf.begin() + long(counts_at), buf.begin() + long(var_end));
     return weft::to_bytes(out.counts, out.pair, out.tuple, out.var) == middle &&
            out.flag == (buf.back() == std::byte{1}) && out.particles == s.particles &&
-           out.index == s.index && out.names == s.names && out.ids == s.ids &&
-           out.tags == s.tags && out.owned && *out.owned == *s.owned && out.bits == s.bits;
+           out.index == s.index && out.names == s.names && out.ids == s.ids && out.tags == s.tags &&
+           out.owned && *out.owned == *s.owned && out.bits == s.bits;
   };
 
   const long rounds = weft_test::scaled(200'000, 20'000);
@@ -269,8 +268,7 @@ TEST(PupFuzz, CorruptBuffersNeverCrash) {
     }
     // What this round must give, where it is known.
     enum class expect { anything, success, bad_flag, truncated } want = expect::anything;
-    if (!random && buf.size() < valid.size() &&
-        std::equal(buf.begin(), buf.end(), valid.begin())) {
+    if (!random && buf.size() < valid.size() && std::equal(buf.begin(), buf.end(), valid.begin())) {
       want = expect::truncated;
     } else if (!random && buf.size() == valid.size()) {
       bool only_payload = true;
@@ -402,3 +400,26 @@ TEST(PupSpan, TruncatedOrOversizedLengthsThrow) {
 }
 
 }  // namespace
+
+namespace {
+struct Hidden {};
+template <int N>
+struct Grid {};
+}  // namespace
+
+// Names as a trace or an error shows them (issue 30): no anonymous
+// namespaces, a constructor named after its class.
+TEST(TypeNames, ReadableWithoutAnonymousNamespaces) {
+  using weft::objects::detail::constructor_name;
+  using weft::objects::detail::readable_name;
+  using weft::objects::detail::type_name_v;
+  EXPECT_EQ(readable_name(type_name_v<Hidden>), "Hidden");
+  EXPECT_EQ(readable_name("{anonymous}::Queen::{anonymous}::step"), "Queen::step");
+  EXPECT_EQ(readable_name("(anonymous namespace)::Queen::step"), "Queen::step");
+  EXPECT_EQ(readable_name("ns::Block::run"), "ns::Block::run");
+  EXPECT_EQ(constructor_name(type_name_v<Hidden>), "Hidden::Hidden");
+  EXPECT_EQ(constructor_name("{anonymous}::Queen"), "Queen::Queen");
+  EXPECT_EQ(constructor_name("ns::Block<3, ns::Cell<int> >"),
+            "ns::Block<3, ns::Cell<int> >::Block");
+  EXPECT_EQ(constructor_name(type_name_v<Grid<2>>), "Grid<2>::Grid");
+}

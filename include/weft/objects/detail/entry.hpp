@@ -207,7 +207,7 @@ std::uint32_t entry_id() {
                 "an exclusive nodegroup entry method cannot be a coroutine: its exclusion "
                 "would end at its first co_await");
   static const std::uint32_t id =
-      register_entry(entry_info{std::string(member_name_v<M>), &type_tag<T>, &invoke_entry<T, M>,
+      register_entry(entry_info{readable_name(member_name_v<M>), &type_tag<T>, &invoke_entry<T, M>,
                                 nullptr, false, is_exclusive<T, M>(), &repack_entry<T, M>});
   return id;
 }
@@ -232,9 +232,8 @@ element_base* construct_element(pupper& p) {
 template <class T, class... A>
 std::uint32_t ctor_id() {
   static const std::uint32_t id =
-      register_entry(entry_info{std::string(objects::detail::type_name_v<T>) + "::" +
-                                    std::string(objects::detail::type_name_v<T>) + "(constructor)",
-                                &type_tag<T>, nullptr, &construct_element<T, A...>, false, false});
+      register_entry(entry_info{constructor_name(objects::detail::type_name_v<T>), &type_tag<T>,
+                                nullptr, &construct_element<T, A...>, false, false});
   return id;
 }
 template <class T, class... A>
@@ -244,7 +243,7 @@ template <class T>
 std::uint32_t element_type_id() {
   static const std::uint32_t id = [] {
     element_type_info info;
-    info.name = std::string(objects::detail::type_name_v<T>);
+    info.name = readable_name(objects::detail::type_name_v<T>);
     if constexpr (std::is_default_constructible_v<T> && has_pup_member<T>) {
       info.make_empty = []() -> element_base* { return new T(); };
       info.pup = [](element_base& e, pupper& p) { static_cast<T&>(e).pup(p); };
@@ -268,8 +267,7 @@ constexpr bool args_match(std::index_sequence<I...>) {
 template <class Params, class... Args, std::size_t... I>
 constexpr bool args_not_stolen(std::index_sequence<I...>) {
   return ((std::is_copy_constructible_v<std::tuple_element_t<I, Params>> ||
-           !std::is_lvalue_reference_v<Args>) &&
-          ...);
+           !std::is_lvalue_reference_v<Args>)&&...);
 }
 
 template <class Params, class... Args>

@@ -1,10 +1,11 @@
 // MPI_Info objects (MPI 3.1, 9): sets of (key, value) strings a program
 // hands to calls as hints, and MPI_Comm_set_info / MPI_Comm_get_info.
 //
-// The objects are a table of the process, behind a mutex: the ranks of a
-// process share it as they share the datatype table, each object being
-// used by the rank that made it (an MPI process's handles are its own;
-// here a handle made by one rank is simply never seen by the others).
+// The objects are a table of the process, behind a mutex, that the ranks
+// of a process share as they share the datatype table; each object is
+// its rank's own, as an MPI process's handles are its own: another
+// rank's handle -- say one this rank freed and another then got back --
+// is refused as not an info object.
 // Keys keep the order they were first set in, which MPI_Info_get_nthkey
 // numbers.
 #include <cstring>
@@ -24,8 +25,14 @@ using entries = std::vector<std::pair<std::string, std::string>>;
 
 struct info_object {
   entries kv;
+  int owner = -1;  // the world rank that made it (-1: off a rank)
   bool live = false;
 };
+
+int caller() {
+  const rank_state* me = current_rank();
+  return me != nullptr ? me->rank : -1;
+}
 
 std::mutex g_mutex;
 // Objects by handle - 2 (MPI_INFO_ENV is 1, made when first named).
@@ -66,10 +73,11 @@ info_object& object(const char* call, MPI_Info info, bool changes = false) {
     make_env(current_rank());
     return g_env;
   }
-  if (info < 2 || std::size_t(info - 2) >= g_infos.size() || !g_infos[std::size_t(info - 2)].live)
+  if (info < 2 || std::size_t(info - 2) >= g_infos.size() || !g_infos[std::size_t(info - 2)].live ||
+      g_infos[std::size_t(info - 2)].owner != caller())
     fail(call, MPI_ERR_INFO,
-         "%d is not an info object (MPI_INFO_NULL, freed, or never made by MPI_Info_create or "
-         "MPI_Info_dup)",
+         "%d is not an info object of this rank (MPI_INFO_NULL, freed, or never made by "
+         "MPI_Info_create or MPI_Info_dup)",
          info);
   return g_infos[std::size_t(info - 2)];
 }
@@ -85,6 +93,7 @@ MPI_Info add(entries kv) {
   }
   info_object& o = g_infos[std::size_t(handle - 2)];
   o.kv = std::move(kv);
+  o.owner = caller();
   o.live = true;
   return handle;
 }
@@ -289,5 +298,22 @@ WEFT_MPI_API int MPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used) {
     const comm_view& v = view(call, self(call), comm);
     std::lock_guard lock(g_mutex);
     *info_used = add(v.hints);
+  });
+}
+
+// A dup whose hints are `info`'s, not the parent's (MPI_INFO_NULL: none).
+WEFT_MPI_API int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
+  return guard(__func__, comm, [&] {
+    const char* call = "MPI_Comm_dup_with_info";
+    rank_state& me = self(call);
+    check_arg(call, newcomm, "newcomm");
+    entries kv;
+    if (info != MPI_INFO_NULL) {
+      std::lock_guard lock(g_mutex);
+      kv = object(call, info).kv;
+    }
+    const int code = MPI_Comm_dup(comm, newcomm);
+    if (code != MPI_SUCCESS) fail(call, code, "the dup failed (error class %d)", code);
+    view(call, me, *newcomm).hints = std::move(kv);
   });
 }

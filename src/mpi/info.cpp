@@ -142,9 +142,9 @@ WEFT_MPI_API int MPI_Info_set(MPI_Info info, const char* key, const char* value)
     const std::string k = checked_key(call, key);
     if (value == nullptr) fail(call, MPI_ERR_INFO_VALUE, "the value is a null pointer");
     const std::size_t n = std::strlen(value);
-    if (n == 0 || n > MPI_MAX_INFO_VAL)
+    if (n > MPI_MAX_INFO_VAL)
       fail(call, MPI_ERR_INFO_VALUE,
-           "the value of key \"%s\" is %zu characters long; values have 1 to %d", k.c_str(), n,
+           "the value of key \"%s\" is %zu characters long; values have at most %d", k.c_str(), n,
            MPI_MAX_INFO_VAL);
     std::lock_guard lock(g_mutex);
     entries& kv = object(call, info, true).kv;

@@ -102,6 +102,8 @@ static void test_info(void) {
   CHECK(MPI_Info_set(info, "k", long_value) == MPI_ERR_INFO_VALUE);
   long_value[MPI_MAX_INFO_VAL] = '\0'; /* exactly the longest */
   CHECK(MPI_Info_set(info, "k", long_value) == MPI_SUCCESS);
+  CHECK(MPI_Info_set(copy, "empty", "") == MPI_SUCCESS);
+  CHECK(MPI_Info_get_valuelen(copy, "empty", &len, &flag) == MPI_SUCCESS && flag && len == 0);
   CHECK(MPI_Info_delete(info, "missing") == MPI_ERR_INFO_NOKEY);
   CHECK(MPI_Info_get_nthkey(info, 5, key) == MPI_ERR_ARG);
   CHECK(MPI_Info_get_nkeys(MPI_INFO_NULL, &n) == MPI_ERR_INFO);

@@ -71,6 +71,14 @@ const char* class_text(int c) {
       return "MPI_ERR_TOPOLOGY: invalid topology";
     case MPI_ERR_DIMS:
       return "MPI_ERR_DIMS: invalid dimensions";
+    case MPI_ERR_INFO:
+      return "MPI_ERR_INFO: invalid info object";
+    case MPI_ERR_INFO_KEY:
+      return "MPI_ERR_INFO_KEY: invalid info key";
+    case MPI_ERR_INFO_VALUE:
+      return "MPI_ERR_INFO_VALUE: invalid info value";
+    case MPI_ERR_INFO_NOKEY:
+      return "MPI_ERR_INFO_NOKEY: no such info key";
     default:
       return nullptr;
   }

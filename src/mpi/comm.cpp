@@ -276,12 +276,11 @@ WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
     copy_attributes(call, me, comm, made);
     me.comms[std::size_t(made - 1)].name.clear();
     me.comms[std::size_t(made - 1)].graph = std::move(graph);
+    // The hints go with the copy (MPI_Comm_dup_with_info replaces them:
+    // info.cpp).
+    me.comms[std::size_t(made - 1)].hints = view(call, me, comm).hints;
     *newcomm = made;
   });
-}
-
-WEFT_MPI_API int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info, MPI_Comm* newcomm) {
-  return MPI_Comm_dup(comm, newcomm);
 }
 
 WEFT_MPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {

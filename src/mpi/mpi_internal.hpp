@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 #include "weft/core/message.hpp"
 #include "weft/mpi/mpi.h"
@@ -80,6 +81,8 @@ struct comm_view {
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
   std::string name;
   std::map<int, void*> attributes;  // by keyval (attr.cpp)
+  // MPI_Comm_set_info's hints, in the order set (info.cpp).
+  std::vector<std::pair<std::string, std::string>> hints;
   // Shared-memory collectives the rank has called on it (coll_shm.cpp):
   // the same sequence at every member, as next_collective's.
   std::uint32_t shm_collectives = 0;

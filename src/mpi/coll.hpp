@@ -52,6 +52,18 @@ struct op_ref {
   bool commutative = true;
 };
 
+// A collective's context for the calling rank of `comm` (its number is
+// taken at launch); MPI_ERR_COMM naming `call` for a handle that is none.
+inline ctx begin(const char* call, MPI_Comm comm) {
+  self(call);
+  ctx c{};
+  c.call = call;
+  c.comm = comm;
+  c.size = comm_size(call, comm);
+  c.rank = comm_rank(call, comm);
+  return c;
+}
+
 // Resolves `op` for a reduction of `type`: MPI_ERR_OP naming the op and the
 // type if the op is not one, or not defined for that type by the standard.
 op_ref resolve_op(const char* call, MPI_Op op, MPI_Datatype type);

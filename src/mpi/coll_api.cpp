@@ -12,16 +12,6 @@ using namespace weft::mpi::coll;
 
 namespace {
 
-ctx begin(const char* call, MPI_Comm comm) {
-  self(call);
-  ctx c{};
-  c.call = call;
-  c.comm = comm;
-  c.size = comm_size(call, comm);
-  c.rank = comm_rank(call, comm);
-  return c;
-}
-
 // Bytes of data in one element of `type`; MPI_ERR_TYPE for a handle that
 // is not a datatype, or a derived one not committed.
 std::size_t size_of(const char* call, MPI_Datatype type) {

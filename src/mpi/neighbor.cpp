@@ -114,16 +114,6 @@ void exchange(const ctx& c, const neighbourhood& n, const void* sendbuf, const b
   for (int& h : handles) finish(c.call, &h, MPI_STATUS_IGNORE, true);
 }
 
-ctx begin(const char* call, MPI_Comm comm) {
-  self(call);
-  ctx c{};
-  c.call = call;
-  c.comm = comm;
-  c.size = comm_size(call, comm);
-  c.rank = comm_rank(call, comm);
-  return c;
-}
-
 // Every form, as alltoallw's: `s` and `r` made from the neighbourhood's
 // degrees by the caller.
 template <class MakeBlocks>

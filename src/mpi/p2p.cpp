@@ -188,38 +188,29 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   // process has no state here, and the transport has its own.
   const bool lend = to != MPI_PROC_NULL && may_lend && bytes >= lend_bytes && l.map == nullptr &&
                     world().ranks[std::size_t(to)] != nullptr;
-  if (eager_null && !synchronous && !lend) {
-    // MPI_Send of a message that travels whole: complete once sent, so no
-    // request to make and release (a tenth of the 8-byte ping-pong's
-    // instructions).
-    if (!collective) trace_operation(me, dest, tag, bytes);
-    if (to == MPI_PROC_NULL) return MPI_REQUEST_NULL;
-    message_ptr m = make_message(h_message, sizeof(header) + bytes);
-    const header h{context_of(c, collective), c.rank, to, tag, bytes, 0, 0, 0};
-    std::memcpy(m->data(), &h, sizeof h);
-    unsigned char* payload = reinterpret_cast<unsigned char*>(m->data()) + sizeof h;
-    if (l.map != nullptr)
-      pack_map(l.map, count, buf, payload);
-    else if (bytes != 0)
-      std::memcpy(payload, buf, bytes);
-    weft::send(rank_pe(to), std::move(m));
-    return MPI_REQUEST_NULL;
-  }
-  const int handle = new_request(me, request::send);
-  request& q = at(me, handle);
-  q.owner = comm;
   if (!collective) trace_operation(me, dest, tag, bytes);
-  q.complete = true;
+  // MPI_Send of a message that travels whole (eager_null) is complete once
+  // sent: no request to make and release (a tenth of the 8-byte
+  // ping-pong's instructions). Every other send has one.
+  const bool acked = synchronous || lend;
+  int handle = MPI_REQUEST_NULL;
+  request* q = nullptr;
+  if (!eager_null || acked) {
+    handle = new_request(me, request::send);
+    q = &at(me, handle);
+    q->owner = comm;
+    q->complete = true;
+  }
   if (to == MPI_PROC_NULL) return handle;
   message_ptr m = make_message(h_message, sizeof(header) + (lend ? sizeof buf : bytes));
   header h{context_of(c, collective), c.rank, to, tag, bytes, 0, 0, lend ? 1 : 0};
-  if (synchronous || lend) {
+  if (acked) {
     // Pending until the acknowledgement; what it waits for (the deadlock
     // report) and where its message went (MPI_Cancel).
-    q.complete = false;
-    q.source = dest;
-    q.tag = tag;
-    q.dest = to;
+    q->complete = false;
+    q->source = dest;
+    q->tag = tag;
+    q->dest = to;
     h.ack_rank = me.rank;
     h.ack_handle = handle;
   }

@@ -63,6 +63,13 @@ const graph_topology& graph_of(const char* call, MPI_Comm comm, int kind) {
 
 using namespace weft::mpi;
 
+// MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY (mpi.h): defined here, in a linkage
+// block (a lone `extern "C"` declaration would only declare them).
+extern "C" {
+__attribute__((visibility("default"))) int MPI_weft_unweighted_[1];
+__attribute__((visibility("default"))) int MPI_weft_weights_empty_[1];
+}
+
 WEFT_MPI_API int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
                                   const int edges[], int reorder, MPI_Comm* comm_graph) {
   return guard(__func__, comm_old, [&] {

@@ -12,6 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef WEFT_BENCH_TLS_BYTES
+/* The mpi_ranks_pingpong_tls*_weft variants: a program with this many
+ * bytes of thread-locals, which each rank has a copy of (--weft:rank-tls=
+ * private) switched in and out with it. */
+__thread char tls_pad[WEFT_BENCH_TLS_BYTES];
+#endif
+
 static int cmp(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
@@ -22,6 +29,9 @@ int main(int argc, char** argv) {
   int rank, size, repeat = 5;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+#ifdef WEFT_BENCH_TLS_BYTES
+  tls_pad[rank % WEFT_BENCH_TLS_BYTES] = (char)rank;
+#endif
   for (int i = 1; i < argc; ++i)
     if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
   if (size < 2) {

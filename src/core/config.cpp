@@ -327,6 +327,12 @@ void define_runtime_options(base::option_set& set) {
               "MPI ranks to the job's P PEs: block (rank r of n on PE r*P/n) or rr (rank r on PE "
               "r mod P)",
               base::one_of({"block", "rr"})});
+  set.define({"rank-tls", "private", "private|shared",
+              "MPI programs: the program's thread_local and __thread variables are each "
+              "rank's own (private: a copy per rank, switched with it) or shared by the ranks "
+              "of a PE (shared: no copy, for a program with large thread-locals that does not "
+              "need them per rank)",
+              base::one_of({"private", "shared"})});
   set.define({"ult-stack", "0", "integer 0 or 16..16777216 (KiB)",
               "the stack of each MPI rank (a logical thread), in KiB; 0: the C library's "
               "default thread stack (ulimit -s), at least 4 MiB. An overflow is reported as "
@@ -426,6 +432,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.tasks_scheme = set.get("tasks-scheme");
   c.mpi_vp = int(set.get_int("vp"));
   c.mpi_rank_map_rr = set.get("rank-map") == "rr";
+  c.mpi_rank_tls_private = set.get("rank-tls") == "private";
   c.ult_stack_kib = std::size_t(set.get_int("ult-stack"));
   c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.ult_isolate_all = set.get("ult-isolate") == "all";

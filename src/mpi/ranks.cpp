@@ -10,12 +10,14 @@
 // --weft:rank-map -- where every rank runs, and the state of its own ranks.
 // PE 0 of the job then asks every PE to start its ranks: each is a logical
 // thread of a family of its own (so the ranks of a PE share its OS thread
-// as fibers) running the real main with its own copy of the arguments.
+// as fibers) running the real main with its own copy of the arguments and,
+// under --weft:rank-tls=private, of the program's thread-locals.
 // The job ends when the last rank of every process has returned, with the
 // first non-zero code a main returned (0 if none; procs.cpp gathers the
 // processes' codes), or at MPI_Abort; if every rank waits and nothing is in
 // flight, quiescence detection ends it with the deadlock report instead of
 // a hang.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <cstdarg>
@@ -29,6 +31,7 @@
 #include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
 #include "weft/core/send.hpp"
+#include "weft/threads/fiber.hpp"
 
 namespace weft::mpi {
 
@@ -138,6 +141,7 @@ void make_world() {
     r->u.arg = r.get();
     r->u.family = r.get();  // a family of its own: ranks share their PE's thread
     r->u.stack_bytes = stack;
+    r->u.private_tls = cfg.mpi_rank_tls_private;
     r->u.label = "MPI rank";
     r->u.label_id = i;
     make_predefined_comms(*r, n);
@@ -328,4 +332,18 @@ extern "C" WEFT_API int weft_mpi_run(int argc, char** argv, char** envp,
     std::_Exit(code);
   }
   return code;
+}
+
+// The destructors of the program's C++ thread_local objects: one built by a
+// rank (in its own copy of the program's thread-locals, --weft:rank-tls=
+// private) is destroyed as the rank ends, on its copy; any other goes to
+// the C library, to run at its OS thread's exit. libstdc++ registers them
+// here: libweft-mpi.so comes before libc.so in a program's search order.
+extern "C" WEFT_API int __cxa_thread_atexit_impl(void (*fn)(void*), void* object, void* dso) {
+  if (weft::threads::fiber::take_thread_local_destructor(fn, object)) return 0;
+  using impl = int (*)(void (*)(void*), void*, void*);
+  static const impl next = reinterpret_cast<impl>(dlsym(RTLD_NEXT, "__cxa_thread_atexit_impl"));
+  if (next == nullptr)
+    weft::base::fatal("weft-mpi: the C library has no __cxa_thread_atexit_impl: %s", dlerror());
+  return next(fn, object, dso);
 }

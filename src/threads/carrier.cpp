@@ -75,6 +75,7 @@ void carrier::main(int cpu) {
 void carrier::run(ult* u) {
   u->f = fiber::create(&detail::ult_entry, u, u->stack_bytes);
   u->f->set_label(u->label, u->label_id);
+  if (u->private_tls) u->f->give_private_tls();
   detail::set_current(u);
   for (;;) {
     bool done = false;

@@ -60,7 +60,7 @@ class carrier {
   // True while the carrier sleeps on tokens_ (or is about to): whoever
   // turns it false counts the carrier as its PE's guest again.
   std::atomic<bool> asleep_{false};
-  std::atomic<ult*> job_{nullptr};   // set by start, taken by the carrier
+  std::atomic<ult*> job_{nullptr};  // set by start, taken by the carrier
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -80,7 +80,7 @@ class carrier_pool {
  private:
   std::mutex mutex_;
   std::vector<std::unique_ptr<carrier>> slots_;  // index = slot; [0] unused (guarded)
-  std::vector<char> busy_;                        // guarded
+  std::vector<char> busy_;                       // guarded
 };
 
 namespace detail {

@@ -37,6 +37,7 @@
 #include <cerrno>
 #include <cstring>
 #include <vector>
+#include "program_tls.hpp"
 #include "weft/base/error.hpp"
 #include "weft/core/pe.hpp"
 
@@ -59,6 +60,16 @@ namespace bctx = boost::context::detail;
 namespace {
 
 thread_local fiber* t_current WEFT_TLS_FAST = nullptr;
+
+// Whose contents the program's thread-local block holds (program_tls.hpp):
+// a fiber with a private copy, or null for the thread's own, which are
+// kept in t_own meanwhile.
+thread_local fiber* t_tls_owner WEFT_TLS_FAST = nullptr;
+struct own_tls {
+  detail::program_tls* copy = nullptr;
+  ~own_tls() { detail::program_tls_destroy(copy); }
+};
+thread_local own_tls t_own;
 
 std::size_t page_bytes() {
   static const std::size_t p = std::size_t(::sysconf(_SC_PAGESIZE));
@@ -169,6 +180,36 @@ struct fiber_access {
     return f->label_id_;
   }
 
+  // The block gets f's contents (f has a private copy).
+  static void install_tls(fiber* f) {
+    fiber* owner = t_tls_owner;
+    if (owner == f) [[likely]]
+      return;
+    // Its contents are in its copy, unless another thread's block holds
+    // them: a fiber that moved, which the copy cannot follow.
+    if (f->tls_thread_ != nullptr)
+      base::fatal(
+          "weft::threads: a fiber with a private copy of the program's thread-locals "
+          "was resumed on another OS thread than the one it last ran on");
+    if (owner != nullptr) {
+      detail::program_tls_save(owner->tls_);
+      owner->tls_thread_ = nullptr;
+    } else {
+      if (t_own.copy == nullptr) t_own.copy = detail::program_tls_create();
+      detail::program_tls_save(t_own.copy);
+    }
+    detail::program_tls_load(f->tls_);
+    f->tls_thread_ = &t_own;
+    t_tls_owner = f;
+  }
+  // f, which owned the block, ended: the thread's own contents come back.
+  static void release_tls(fiber* f) noexcept {
+    if (t_tls_owner != f) return;
+    detail::program_tls_load(t_own.copy);
+    f->tls_thread_ = nullptr;
+    t_tls_owner = nullptr;
+  }
+
   // First code run on the fiber's stack.
   static void trampoline(bctx::transfer_t t) noexcept {
     fiber* f = static_cast<fiber*>(t.data);
@@ -178,6 +219,11 @@ struct fiber_access {
       f->fn_(f->arg_);
     } catch (...) {
       f->error_ = std::current_exception();
+    }
+    // Its thread_local objects end with it, as a thread's do at its exit.
+    if (f->tls_ != nullptr) {
+      detail::program_tls_run_destructors(f->tls_);
+      release_tls(f);
     }
     f->done_ = true;
     // This stack dies: no fake stack to keep (null save slot).
@@ -308,6 +354,7 @@ void fiber::destroy(fiber* f) noexcept {
 #if WEFT_FIBER_TSAN
   if (f->tsan_fiber_ != nullptr) __tsan_destroy_fiber(f->tsan_fiber_);
 #endif
+  detail::program_tls_destroy(f->tls_);
   unmap_stack(f->stack_, f->stack_bytes_);
   delete f;
 }
@@ -337,7 +384,10 @@ bool fiber::resume() {
 #endif
   const int resumer_errno = errno;
   errno = errno_;
+  if (tls_ != nullptr) fiber_access::install_tls(this);
   const bctx::transfer_t t = bctx::jump_fcontext(ctx_, this);
+  // A fiber with a copy that resumed this one runs on with its own.
+  if (prev != nullptr && prev->tls_ != nullptr) fiber_access::install_tls(prev);
   errno_ = errno;
   errno = resumer_errno;
   fiber_access::finish_switch(fake, nullptr, nullptr);
@@ -362,6 +412,27 @@ void fiber::suspend() {
   // Resumed (maybe by another resumer than before): remember where it is.
   f->back_ = t.fctx;
   fiber_access::finish_switch(f->fake_stack_, &f->back_stack_bottom_, &f->back_stack_size_);
+}
+
+void fiber::give_private_tls() {
+  if (started_) base::fatal("weft::threads::fiber::give_private_tls: the fiber has started");
+  // The runtime's own thread-locals must lie outside the block it copies:
+  // true where weft is a shared library (libweft-mpi.so), not where it is
+  // linked into the program.
+  if (detail::program_tls_holds(&t_current))
+    base::fatal(
+        "not implemented: a private copy of the program's thread-locals per logical "
+        "thread where weft is linked statically into the program (its own "
+        "thread-locals would be copied with them); link libweft-mpi.so as weft-mpicc "
+        "does, or run with --weft:rank-tls=shared");
+  if (tls_ == nullptr) tls_ = detail::program_tls_create();
+}
+
+bool fiber::take_thread_local_destructor(void (*fn)(void*), void* object) {
+  fiber* f = t_current;
+  if (f == nullptr || f->tls_ == nullptr || !detail::program_tls_holds(object)) return false;
+  f->tls_->destructors.emplace_back(fn, object);
+  return true;
 }
 
 fiber* fiber::current() noexcept {

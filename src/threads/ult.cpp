@@ -235,6 +235,7 @@ void start_here(ult* u) {
   u->host = nullptr;
   u->f = fiber::create(&detail::ult_entry, u, u->stack_bytes);
   u->f->set_label(u->label, u->label_id);
+  if (u->private_tls) u->f->give_private_tls();
   run_on_pe(d, u);
 }
 

@@ -47,7 +47,8 @@ struct runtime_config {
   // job's PEs (false: block, true: round robin); the mpi layer reads them.
   int mpi_vp = 0;
   bool mpi_rank_map_rr = false;
-  std::size_t ult_stack_kib = 0;  // --weft:ult-stack; 0: the layer's default
+  bool mpi_rank_tls_private = true;  // --weft:rank-tls: each rank has its own thread-locals
+  std::size_t ult_stack_kib = 0;     // --weft:ult-stack; 0: the layer's default
   // A logical thread (an OpenMP thread; layer threads) that waits this long
   // to start behind a PE that stays inside one handler starts on an OS
   // thread of its own (a carrier) instead.

@@ -37,6 +37,10 @@
 
 namespace weft::threads {
 
+namespace detail {
+struct program_tls;
+}
+
 class WEFT_API fiber {
  public:
   using entry = void (*)(void* arg);
@@ -61,6 +65,18 @@ class WEFT_API fiber {
   static void suspend();
   // The fiber the calling thread runs now, or null on a thread's own stack.
   static fiber* current() noexcept;
+
+  // Gives the fiber its own copy of the program's thread-local variables
+  // (the executable's `thread_local` and `__thread` ones; shared libraries'
+  // stay the OS thread's): it starts as a new thread's would, and is
+  // switched in and out with the fiber (src/threads/program_tls.hpp).
+  // Before the first resume. Nothing to do for a program without any.
+  void give_private_tls();
+  // A C++ thread_local object of the program built on a fiber with its own
+  // copy is destroyed when that fiber ends, not when its OS thread does:
+  // true when the running fiber takes the destructor (the C library's
+  // __cxa_thread_atexit_impl is routed here first: libweft-mpi does).
+  static bool take_thread_local_destructor(void (*fn)(void*), void* object);
 
   bool finished() const noexcept { return done_; }
   // What the fiber runs, for the report of an overflow of its stack: e.g.
@@ -91,6 +107,8 @@ class WEFT_API fiber {
   // resumer's scheduler: futex waits that time out) sets it: each side
   // keeps its own across a switch. The fiber's, while it is switched out.
   int errno_ = 0;
+  detail::program_tls* tls_ = nullptr;  // give_private_tls: its copy while switched out
+  const void* tls_thread_ = nullptr;    // the thread whose block holds its contents, if one does
   std::exception_ptr error_;
   // Sanitizer state: the resumer's stack bounds (AddressSanitizer), the
   // fiber's and its resumer's TSan fibers; null outside sanitized builds.

@@ -27,7 +27,10 @@
 // another mechanism; glibc keeps per-thread state (its struct pthread, the
 // DTV of dynamically loaded modules' TLS, malloc's arenas, rseq) that a
 // copied block shares or corrupts; the sanitizers' runtimes keep theirs in
-// TLS. docs/omp.md has the measurements behind the choice.
+// TLS. docs/omp.md has the measurements behind the choice. What a ULT can
+// have of its own without an OS thread is the program's thread-local block
+// (the executable's variables), copied in and out as it switches
+// (private_tls below: MPI ranks; src/threads/program_tls.hpp).
 //
 // Progress. A ULT that spins waiting for another (a wavefront pipeline's
 // flags) cannot be preempted by a fiber scheduler; under these rules no two
@@ -71,6 +74,9 @@ struct ult {
   // The owner's per-ULT pointer, read and written only by code running on
   // the ULT (libweft-omp: the OpenMP thread it runs as now).
   void* local = nullptr;
+  // The program's thread-local variables are its own, not its OS thread's
+  // (fiber::give_private_tls): MPI ranks, which share their PE's thread.
+  bool private_tls = false;
 
   // --- the layer's
   enum : int { unstarted = 0, started = 1 };

@@ -80,7 +80,9 @@ void carrier::run(ult* u) {
   for (;;) {
     bool done = false;
     try {
+      if (trace::on()) detail::trace_switch(trace::kind::ult_begin, u);
       done = u->f->resume();
+      if (trace::on()) detail::trace_switch(trace::kind::ult_end, u);
     } catch (const std::exception& e) {
       base::fatal("an exception escaped a logical thread of PE %d (on a carrier): %s", pe_,
                   e.what());

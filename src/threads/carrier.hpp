@@ -18,6 +18,7 @@
 #include <vector>
 #include "weft/base/cache.hpp"
 #include "weft/threads/ult.hpp"
+#include "weft/trace/hooks.hpp"
 
 namespace weft::threads {
 
@@ -88,6 +89,7 @@ namespace detail {
 // the fiber entry every ULT starts in.
 void set_current(ult* u) noexcept;
 void ult_entry(void* arg);
+void trace_switch(trace::kind k, ult* u);
 }  // namespace detail
 
 }  // namespace weft::threads

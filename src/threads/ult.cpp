@@ -101,12 +101,35 @@ bool family_here(const void* family) noexcept {
   return false;
 }
 
+}  // namespace
+
+namespace detail {
+// A traced ULT's switch in or out on its host thread's track (ult_begin /
+// ult_end): named once, by its label and id ("MPI rank 3"), so that each
+// logical thread's running time is a name of the summary.
+void trace_switch(trace::kind k, ult* u) {
+  if (u->trace_name == ~0u) {
+    char name[96];
+    if (u->label != nullptr && u->label_id >= 0)
+      std::snprintf(name, sizeof name, "%s %ld", u->label, u->label_id);
+    else
+      std::snprintf(name, sizeof name, "%s", u->label != nullptr ? u->label : "logical thread");
+    u->trace_name = trace::detail::intern_user_name(name);
+  }
+  trace::detail::emit(k, u->trace_name, std::uint32_t(u->label_id), std::uint32_t(u->pe), 0);
+}
+}  // namespace detail
+
+namespace {
+
 // Runs (or goes on with) a ULT hosted by this PE's thread until it
 // suspends or ends.
 void run_on_pe(node_data& d, ult* u) {
   ult* const saved = t_ult;
   t_ult = u;
+  if (trace::on()) detail::trace_switch(trace::kind::ult_begin, u);
   const bool done = u->f->resume();
+  if (trace::on()) detail::trace_switch(trace::kind::ult_end, u);
   t_ult = saved;
   if (!done) return;
   fiber::destroy(u->f);

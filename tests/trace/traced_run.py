@@ -536,6 +536,11 @@ def check_mpi(trace, tool, work, ranks):
     s = run(tool + ["summary", trace], expect=0)
     if "MPI calls of %d ranks" % ranks not in s.stdout:
         fail("summary has no MPI section:\n%s" % s.stdout)
+    # Each rank's switches in and out (ult_begin/ult_end) are a named slice:
+    # the summary lists each rank's time switched in.
+    for r in range(ranks):
+        if not re.search(r"\bMPI rank %d\b" % r, s.stdout):
+            fail("summary lists no switched-in time of MPI rank %d:\n%s" % (r, s.stdout))
     out = os.path.join(work, "run.json")
     run(tool + ["perfetto", trace, "-o", out], expect=0)
     try:
@@ -548,6 +553,10 @@ def check_mpi(trace, tool, work, ranks):
              if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"]["name"].startswith("rank ")}
     if len(names) != ranks:
         fail("perfetto has %d rank threads, expected %d: %s" % (len(names), ranks, names))
+    ults = [e for e in events if e.get("cat") == "ult"]
+    if {e["name"] for e in ults} != {"MPI rank %d" % r for r in range(ranks)}:
+        fail("perfetto's logical-thread slices name %s, expected MPI ranks 0..%d"
+             % (sorted({e["name"] for e in ults}), ranks - 1))
     by_tid = {}
     for e in events:
         if e.get("cat") == "mpi":

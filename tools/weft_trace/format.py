@@ -32,6 +32,7 @@ KIND_NAMES = {
     18: "mark", 19: "region_begin", 20: "region_end", 21: "counter",
     22: "flush_begin", 23: "flush_end", 24: "end", 25: "cpu",
     26: "mpi_begin", 27: "mpi_end", 28: "mpi_wait_begin", 29: "mpi_wait_end",
+    34: "ult_begin", 35: "ult_end",
 }
 # The kinds each version's files may hold: version 1 has no end record,
 # versions 1 and 2 no cpu record nor MPI records.
@@ -49,16 +50,19 @@ STEAL, REDUCTION, MIGRATE_OUT, MIGRATE_IN, MARK = 10, 11, 12, 13, 18
 
 # Paired kinds: begin kind -> pair name, end kind -> pair name.
 BEGINS = {1: "handler", 3: "entry", 6: "idle", 8: "task", 14: "lb",
-          16: "progress", 19: "region", 22: "flush"}
+          16: "progress", 19: "region", 22: "flush", 34: "ult"}
 ENDS = {2: "handler", 4: "entry", 7: "idle", 9: "task", 15: "lb",
-        17: "progress", 20: "region", 23: "flush"}
+        17: "progress", 20: "region", 23: "flush", 35: "ult"}
 # Pairs whose end repeats the begin's `a` as an id: an end must match it.
 # (progress_end and flush_end carry a count in `a`, not an id.)
-ID_PAIRS = frozenset(("handler", "entry", "region", "lb"))
+ID_PAIRS = frozenset(("handler", "entry", "region", "lb", "ult"))
 # The spec's classification: busy is time inside an outermost one of these.
 BUSY_PAIRS = frozenset(("handler", "task", "region"))
 # Name spaces reported per name by `summary` (pair -> space of the summary file).
-NAMED_PAIRS = {"handler": "handler", "entry": "entry", "region": "user", "task": "task"}
+# A logical thread's time switched in ("ult": an MPI rank, an OpenMP
+# thread) is named in the user names ("MPI rank 3").
+NAMED_PAIRS = {"handler": "handler", "entry": "entry", "region": "user", "task": "task",
+               "ult": "user"}
 
 MAIN_ID = 0xFFFFFFFF
 TIMER_ID = 0xFFFFFFFE

@@ -103,6 +103,8 @@ class PerfettoVisitor(Visitor):
                           {"owner_pe": i32(a), "first": b, "iterations": c, "stolen": bool(d)})
         elif pair == "region":
             ev = self._ev(node.name("user", a), "region", "X", tick)
+        elif pair == "ult":
+            ev = self._ev(node.name("user", a), "ult", "X", tick, {"pe": c})
         elif pair == "idle":
             ev = self._ev("idle", "idle", "X", tick)
         elif pair == "progress":

@@ -81,9 +81,10 @@ struct ult {
   // --- the layer's
   enum : int { unstarted = 0, started = 1 };
   std::atomic<int> state{unstarted};
-  fiber* f = nullptr;       // while it runs or is suspended
-  carrier* host = nullptr;  // null: PE `pe`'s own OS thread runs it
-  int pe = -1;              // node-local rank of the PE it belongs to
+  fiber* f = nullptr;              // while it runs or is suspended
+  carrier* host = nullptr;         // null: PE `pe`'s own OS thread runs it
+  int pe = -1;                     // node-local rank of the PE it belongs to
+  std::uint32_t trace_name = ~0u;  // its name in the trace (user names), once traced
   // held_up's first reading of the PE it waits behind (see there).
   std::atomic<std::uint64_t> probe_progress{0};
   std::atomic<std::uint64_t> probe_ns{0};

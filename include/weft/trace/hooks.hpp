@@ -50,6 +50,10 @@ enum class kind : std::uint8_t {
   mpi_end = 27,
   mpi_wait_begin = 28,
   mpi_wait_end = 29,
+  // A logical thread (threads layer: an MPI rank, an OpenMP thread) switched
+  // in and out on the PE's thread: a names it (user names: "MPI rank 3").
+  ult_begin = 34,
+  ult_end = 35,
 };
 
 // Handler ids of what runs on a PE without a message.
@@ -116,12 +120,14 @@ WEFT_API std::uint32_t intern_user_name(std::string_view name);
 }
 
 namespace detail {
-// The kinds that open a slice: one of them ends an idle period.
-inline constexpr std::uint32_t begin_kinds =
-    1u << std::uint32_t(kind::handler_begin) | 1u << std::uint32_t(kind::entry_begin) |
-    1u << std::uint32_t(kind::task_begin) | 1u << std::uint32_t(kind::region_begin) |
-    1u << std::uint32_t(kind::progress_begin) | 1u << std::uint32_t(kind::lb_begin) |
-    1u << std::uint32_t(kind::flush_begin);
+// The kinds that open a slice: one of them ends an idle period. 64 bits:
+// kinds run past 31.
+inline constexpr std::uint64_t begin_kinds =
+    1ull << std::uint32_t(kind::handler_begin) | 1ull << std::uint32_t(kind::entry_begin) |
+    1ull << std::uint32_t(kind::task_begin) | 1ull << std::uint32_t(kind::region_begin) |
+    1ull << std::uint32_t(kind::progress_begin) | 1ull << std::uint32_t(kind::lb_begin) |
+    1ull << std::uint32_t(kind::flush_begin);
+static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per kind");
 
 // A scheduler point (a handler, loop chunk or region begins; a turn of an
 // idle period) looks at the CPU the thread runs on, and records it when it
@@ -150,7 +156,7 @@ inline constexpr std::uint32_t begin_kinds =
   raw_record* r = f.next;
   if (r != nullptr && r + 1 < f.limit) [[likely]] {
     const std::uint64_t tick = tick_now(f);
-    if (f.idle_open && (begin_kinds >> std::uint32_t(k) & 1u)) [[unlikely]] {
+    if (f.idle_open && (begin_kinds >> std::uint32_t(k) & 1u) != 0) [[unlikely]] {
       *r++ = {tick << 8 | std::uint64_t(kind::idle_end), 0, 0, 0, 0};
       f.idle_open = false;
     }

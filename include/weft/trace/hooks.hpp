@@ -50,6 +50,11 @@ enum class kind : std::uint8_t {
   mpi_end = 27,
   mpi_wait_begin = 28,
   mpi_wait_end = 29,
+  // A balancing step's phases (src/objects/sync_trace.cpp); like lb_begin
+  // and lb_end they pair per collection and step, not with the track's
+  // slices: a step spans many handlers.
+  lb_phase_begin = 30,
+  lb_phase_end = 31,
 };
 
 // Handler ids of what runs on a PE without a message.
@@ -120,8 +125,7 @@ namespace detail {
 inline constexpr std::uint32_t begin_kinds =
     1u << std::uint32_t(kind::handler_begin) | 1u << std::uint32_t(kind::entry_begin) |
     1u << std::uint32_t(kind::task_begin) | 1u << std::uint32_t(kind::region_begin) |
-    1u << std::uint32_t(kind::progress_begin) | 1u << std::uint32_t(kind::lb_begin) |
-    1u << std::uint32_t(kind::flush_begin);
+    1u << std::uint32_t(kind::progress_begin) | 1u << std::uint32_t(kind::flush_begin);
 
 // A scheduler point (a handler, loop chunk or region begins; a turn of an
 // idle period) looks at the CPU the thread runs on, and records it when it

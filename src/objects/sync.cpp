@@ -537,6 +537,7 @@ void request_balance_everywhere() {
 void sync_pe_start() {
   const runtime_config& cfg = weft::config();
   start_sampling();
+  lb_trace_pe_start();
   if (!g_balancing || cfg.lb_period_s <= 0) return;
   // A condition, not a timer: it keeps no job from ending (quiescence).
   const double period_ns = cfg.lb_period_s * 1e9;

@@ -46,6 +46,10 @@ void phase_record(const local_collection& lc, step_trace& s, lb_phase p, bool be
 
 }  // namespace
 
+void lb_trace_pe_start() {
+  t_steps.clear();
+}
+
 void lb_trace_enter(const local_collection& lc) {
   if (!trace::on()) return;
   step_trace& s = state_of(lc);

@@ -11,6 +11,9 @@ namespace weft::objects::detail {
 
 enum class lb_phase : std::uint32_t { collection = 0, strategy = 1, migration = 2 };
 
+// A PE starts: its counts of steps start again (a thread that was a PE of
+// an earlier run in the process, the main thread, keeps its thread_locals).
+void lb_trace_pe_start();
 // The PE takes part in the collection's current step: its span and its
 // collection phase begin (once per step; later calls do nothing).
 void lb_trace_enter(const local_collection& lc);

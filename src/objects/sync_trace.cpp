@@ -2,6 +2,7 @@
 // numbers the collection's steps itself: each step ends with one resume on
 // every PE, so the counts agree without the step's messages carrying it.
 #include "objects/sync_trace.hpp"
+#include <algorithm>
 #include <bit>
 #include <unordered_map>
 

@@ -7,6 +7,7 @@
 //
 // The epoch (migrations so far) orders location news: a PE keeps the
 // newest it has heard, whatever order the news arrives in.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,21 @@ namespace {
 // Migrating elements overtake what is queued at their destination, so few
 // messages arrive before them and bounce.
 constexpr std::int32_t migration_priority = INT32_MAX;
+
+// The `d` field of migrate_out / migrate_in: the element's packed bytes
+// (saturated at 30 bits), whether it moved by pointer (then nothing was
+// packed: the bytes are what packing it takes) and whether the balancer
+// moved it.
+std::uint32_t migrate_field(std::size_t bytes, bool by_pointer, bool by_balancer) {
+  constexpr std::size_t most = (std::size_t(1) << 30) - 1;
+  return std::uint32_t(std::min(bytes, most)) | (by_pointer ? 1u << 30 : 0u) |
+         (by_balancer ? 1u << 31 : 0u);
+}
+
+// What packing the element takes, for the trace of a move by pointer.
+std::size_t traced_size(const element_record& rec) {
+  return element_type(rec.ref.type).pup != nullptr ? packed_size(rec) : 0;
+}
 
 }  // namespace
 
@@ -85,7 +101,7 @@ std::size_t migrate_out(local_collection& lc, element_record& rec, bool by_balan
   const std::uint64_t had = rec.last_bcast;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
-                        std::uint32_t(key.w[0]), 0);
+                        std::uint32_t(key.w[0]), migrate_field(bytes, false, by_balancer));
   remove_element(lc, rec);
   bcast_departed(lc, key, epoch, had);
   lc.known[key] = {to, epoch, false};
@@ -108,12 +124,13 @@ void receive_migrating_element(message_ptr m) {
   rec.coll = &lc;
   set_measured(rec, lc.ref);
   rec.comm = rec.measured && g_comm_records;
-  if (trace::on()) [[unlikely]]
-    trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
-                        std::uint32_t(h.key.w[0]), 0);
   pupper p = pupper::unpacker(args_of(*m), args_size(*m));
   std::uint8_t flags = 0;
   p | rec.red_round | rec.epoch | rec.last_bcast | flags;
+  if (trace::on()) [[unlikely]]
+    trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
+                        std::uint32_t(h.key.w[0]),
+                        migrate_field(args_size(*m), false, (flags & 1) != 0));
   if (flags & 2) rec.sync = sync_state::waiting;
   if (rec.measured) pup_load(rec, p);
   t_constructing_record = &rec;
@@ -175,7 +192,8 @@ void move_by_pointer(local_collection& lc, element_record& rec, int to, bool by_
   lc.cache.drop(key);
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_out, rec.ref.type, std::uint32_t(to),
-                        std::uint32_t(key.w[0]), 0);
+                        std::uint32_t(key.w[0]),
+                        migrate_field(traced_size(rec), true, by_balancer));
   message_ptr m = new_control_message(rec.ref, key, op_migrate_pointer, sizeof(std::uint64_t));
   const std::uint64_t raw = reinterpret_cast<std::uintptr_t>(owned.release());
   std::memcpy(args_of(*m), &raw, sizeof raw);
@@ -202,7 +220,8 @@ void receive_element_by_pointer(message_ptr m) {
   rec.coll = &lc;
   if (trace::on()) [[unlikely]]
     trace::detail::emit(trace::kind::migrate_in, lc.ref.type, std::uint32_t(h.origin_pe),
-                        std::uint32_t(key.w[0]), 0);
+                        std::uint32_t(key.w[0]),
+                        migrate_field(traced_size(rec), true, by_balancer));
   m.reset();
   (void)lc.local.insert(owned);
   round_hist_add(lc, rec.red_round);

@@ -32,6 +32,7 @@
 #include <map>
 #include <unordered_set>
 #include "objects/internal.hpp"
+#include "objects/sync_trace.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/core/handler.hpp"
 #include "weft/core/run.hpp"
@@ -82,6 +83,8 @@ void report_if_done(local_collection& lc) {
   append_bytes(*m, sizeof peak, lc.sync_kept);
   lc.sync_kept.clear();
   send_object_to_pe(lc.ref.root_pe, std::move(m));
+  // The root's migration lasts until every PE reported (end_step).
+  if (lc.ref.root_pe != my_pe()) lb_trace_phase(lc, lb_phase::migration, false);
 }
 
 // The element's place in the plan can no longer be kept: its destination
@@ -217,7 +220,10 @@ void arrive_at_sync(element_record& rec, std::coroutine_handle<> h) {
   // arrays too: they are placed in their own steps, or with this one under
   // --weft:lb-arrays=together).
   ++lc.sync_waiting;
-  if (g_balancing && lc.sync_waiting == lc.local.size()) r.background = background_since_last(lc);
+  if (lc.sync_waiting == lc.local.size()) {
+    if (g_balancing) r.background = background_since_last(lc);
+    lb_trace_enter(lc);  // this PE's elements all wait: its part of the step begins
+  }
   callback_desc cb;
   cb.kind = callback_kind::sync;
   cb.ref = rec.ref;
@@ -267,6 +273,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value) {
   root.in_step = true;
   root.unassisted = false;
   root.t_start = base::wall_ns();
+  lb_trace_enter(lc);
   root.records.clear();
   root.comm.clear();
   from_bytes(value, root.records);
@@ -283,6 +290,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value) {
 void receive_sync_count(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
+  lb_trace_enter(lc);  // a PE without elements waiting takes part from here
   std::uint64_t counts[2] = {lc.msgs_sent, lc.msgs_taken};
   pe_objects& s = this_pe_objects();
   if (auto it = s.msgs_sent_unknown.find(h.collection); it != s.msgs_sent_unknown.end())
@@ -342,6 +350,8 @@ void plan_step(local_collection& lc) {
   sync_root& root = lc.sync;
   const std::uint64_t step = root.steps++;
   root.t_quiet = base::wall_ns();
+  lb_trace_phase(lc, lb_phase::collection, false);
+  if (g_balancing) lb_trace_phase(lc, lb_phase::strategy, true);
   balance_plan plan;
   if (g_balancing && g_lb_together && !root.unassisted) {
     // Placed with the other arrays that call at_sync: the plan comes back
@@ -388,6 +398,10 @@ void carry_out_plan(local_collection& lc, std::uint64_t step, balance_plan plan)
     root.moves.push_back({records[i].key, to, records[i].epoch + 1});
   }
   root.t_plan = base::wall_ns();
+  if (trace::on()) [[unlikely]] {
+    lb_trace_strategy_done(lc, lb_imbalance(records, {}), lb_imbalance(records, plan.pe));
+    lb_trace_phase(lc, lb_phase::migration, true);
+  }
   root.line.clear();
   if (g_lb_stats) {
     char waits[48];
@@ -431,6 +445,7 @@ void start_unassisted_step(local_collection& lc) {
   root.in_step = true;
   root.unassisted = true;
   root.t_start = base::wall_ns();
+  lb_trace_enter(lc);
   root.records.clear();
   root.comm.clear();
   root.record_replies = 0;
@@ -474,6 +489,7 @@ void receive_lb_collect(message_ptr m) {
   // flight.
   lc.paused = true;
   lc.deliver_fast = false;
+  lb_trace_enter(lc);
   // In the tree the records, and what this PE counted, are taken when
   // the step's plan starts (an empty answer counts this PE in).
   std::vector<sync_record> out;
@@ -521,6 +537,7 @@ void request_balance_everywhere() {
 void sync_pe_start() {
   const runtime_config& cfg = weft::config();
   start_sampling();
+  lb_trace_pe_start();
   if (!g_balancing || cfg.lb_period_s <= 0) return;
   // A condition, not a timer: it keeps no job from ending (quiescence).
   const double period_ns = cfg.lb_period_s * 1e9;
@@ -553,6 +570,8 @@ void receive_sync_plan(message_ptr m) {
     report_if_done(lc);
     return;
   }
+  lb_trace_phase(lc, lb_phase::collection, false);
+  lb_trace_phase(lc, lb_phase::migration, true);
   const bool unassisted = h.args.round != 0;
   std::int64_t incoming = 0;
   std::memcpy(&incoming, args_of(*m), sizeof incoming);
@@ -614,6 +633,7 @@ void receive_sync_done(message_ptr m) {
 
 void end_step(local_collection& lc) {
   sync_root& root = lc.sync;
+  lb_trace_phase(lc, lb_phase::migration, false);
   if (!root.kept.empty()) {
     const std::unordered_set<index_key, index_key_hash> kept(root.kept.begin(), root.kept.end());
     std::erase_if(root.moves, [&](const sync_move& mv) { return kept.contains(mv.key); });
@@ -650,6 +670,7 @@ void end_step(local_collection& lc) {
 void receive_sync_resume(message_ptr m) {
   const obj_header& h = header_of(*m);
   local_collection& lc = get_local_collection(h.collection);
+  lb_trace_leave(lc);
   // Where the moved elements are now: nobody sends to them by the old way
   // (a message forwarded from there could be overtaken by a later one).
   for (const sync_move& mv : read_bytes<sync_move>(*m, 0))

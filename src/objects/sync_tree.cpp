@@ -65,6 +65,7 @@
 #include <unordered_set>
 #include <vector>
 #include "objects/internal.hpp"
+#include "objects/sync_trace.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/timer.hpp"
 #include "weft/core/run.hpp"
@@ -466,6 +467,10 @@ void tree_root_moves(local_collection& lc, double predicted, std::uint64_t cross
         ts.predicted_max_all, root.moves.size(), static_cast<unsigned long long>(ts.crossing),
         root.waves);
     root.line = buf;
+    // Every level decided: the rest of the step is the moves.
+    lb_trace_strategy_done(lc, avg > 0 ? before / avg : 1.0,
+                           avg > 0 ? ts.predicted_max_all / avg : 1.0);
+    lb_trace_phase(lc, lb_phase::migration, true);
   }
   if (--root.pending > 0) return;
   end_step(lc);

@@ -121,3 +121,22 @@ if(TARGET omp_weft_loops)
   set_tests_properties(trace.omp.loops PROPERTIES TIMEOUT 300 LABELS trace
                        ENVIRONMENT "WEFT_THREADS=2;OMP_NUM_THREADS=2;WEFT_QUIET=1")
 endif()
+
+# Balancing steps in the trace (issue 30): an array that balances at_sync
+# steps, then one on demand; each step is a span on every PE with its
+# phases, its migrations are those --weft:lb-stats says it planned, and
+# `weft-trace lb` reports it (tests/trace/lb_run.py).
+add_executable(trace_lb_program ${CMAKE_CURRENT_SOURCE_DIR}/lb_program.cpp)
+target_link_libraries(trace_lb_program PRIVATE weft::weft)
+foreach(c balanced off)
+  if(c STREQUAL "balanced")
+    set(lb --weft:lb=greedy)
+  else()
+    set(lb --weft:lb=off)
+  endif()
+  add_test(NAME trace.lb.${c}
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/lb_run.py --tool ${weft_trace_tool}
+                   --case ${c} -- $<TARGET_FILE:trace_lb_program> 16 3 --weft:threads=4 ${lb}
+                   --weft:quiet --weft:timeout=200)
+  set_tests_properties(trace.lb.${c} PROPERTIES TIMEOUT 300 LABELS "trace;lb")
+endforeach()

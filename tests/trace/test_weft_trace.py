@@ -312,7 +312,9 @@ class PerfettoTest(Base):
         self.assertEqual(len(slices("entry#5", 1)), 1)
         self.assertEqual(len(slices("user#9", 2)), 1)
         self.assertEqual(len(slices("phase", 0)), 1)
-        self.assertEqual(len(slices("lb phase 0", 3)), 1)
+        # lb_begin / lb_end pair per collection and step, not with the
+        # track's slices (weft-trace lb reads them): no slice of their own.
+        self.assertEqual(len(slices("lb phase 0", 3)), 0)
         self.assertEqual(len(slices("idle", 0)), 2)
         self.assertEqual(slices("idle")[0]["cat"], "idle")
         flush = slices("trace flush", 0)
@@ -1126,6 +1128,119 @@ class MpiTest(Base):
                 tracks={"pe0": MPE0, "pe1": MPE1}, version=3, cpus=MCPUS,
                 end={"how": "exit", "tick": 2000000})
         return td
+
+
+# A balancing step of collection 1 (Block[2d]) on two PEs (format version 3):
+# PE 0 is its root (strategy: max/avg 1.5 -> predicted 1.0), one element
+# (index 7, 64 bytes) moves from PE 0 to PE 1; one more moves by migrate_to
+# after the step. Busy before the step: PE 0 150 us, PE 1 50 us (max/avg
+# 1.5); after it: 301 us each (1.0).
+PHB, PHE = 30, 31
+BAL, PTR = 1 << 31, 1 << 30
+
+
+def f32bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+LPE0 = [(0, CPU, 0), (0, HB, MAIN, -1, 0, 0), (150000, HE, MAIN), (150000, IB), (200000, IE),
+        (200000, HB, 7, -1, 0, 0), (200000, LBB, 0, 1, 1), (200000, PHB, 0, 1 << 8 | 0),
+        (202000, HE, 7), (202000, IB), (210000, IE),
+        (210000, HB, 7, 1, 0, 0), (210000, PHE, 0, 1 << 8 | 0), (210000, PHB, 0, 1 << 8 | 1),
+        (220000, PHE, 0, 1 << 8 | 1, f32bits(1.5), f32bits(1.0)), (220000, PHB, 0, 1 << 8 | 2),
+        (225000, MOUT, 1, 1, 7, 64 | BAL), (226000, HE, 7), (226000, IB), (240000, IE),
+        (240000, HB, 7, 1, 0, 0), (240000, PHE, 0, 1 << 8 | 2), (250000, LBE, 0, 1),
+        (251000, HE, 7), (251000, IB), (300000, IE),
+        (300000, HB, 7, 1, 0, 0), (600000, MOUT, 1, 1, 3, 40 | PTR), (600000, HE, 7),
+        (600000, IB), (1000000, IE), (1000000, END, EXIT)]
+LPE1 = [(0, CPU, 1), (0, HB, 7, 0, 0, 0), (50000, HE, 7), (50000, IB), (205000, IE),
+        (205000, HB, 7, 0, 0, 0), (205000, LBB, 0, 1, 0), (205000, PHB, 0, 1 << 8 | 0),
+        (206000, HE, 7), (206000, IB), (222000, IE),
+        (222000, HB, 7, 0, 0, 0), (222000, PHE, 0, 1 << 8 | 0), (222000, PHB, 0, 1 << 8 | 2),
+        (223000, HE, 7), (223000, IB), (230000, IE),
+        (230000, HB, 7, 0, 0, 0), (230000, MIN, 1, 0, 7, 64 | BAL), (235000, PHE, 0, 1 << 8 | 2),
+        (236000, HE, 7), (236000, IB), (252000, IE),
+        (252000, HB, 7, 0, 0, 0), (252000, LBE, 0, 1), (253000, HE, 7), (253000, IB), (400000, IE),
+        (400000, HB, 7, 0, 0, 0), (600000, MIN, 1, 0, 3, 40 | PTR), (700000, HE, 7),
+        (700000, IB), (1000000, IE), (1000000, END, EXIT)]
+
+
+class LbTest(Base):
+    """weft-trace lb (and profile's step marks) on a synthetic trace of one
+    balancing step on two PEs."""
+
+    def lb_job(self, pe0=LPE0, pe1=LPE1, name="lb", mode="full"):
+        td = TraceDir(os.path.join(self.tmp, name))
+        kw = {}
+        if mode == "summary":
+            kw["summary"] = {"format": "weft-trace-summary", "version": 3, "node": 0, "bin_ns": 1048576,
+                             "pes": [{"pe": 0, "wall_ns": 1000000, "busy_ns": 0, "idle_ns": 0,
+                                      "bins": [], "names": [], "counters": {}}]}
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=NAMES0,
+                tracks={"pe0": pe0, "pe1": pe1}, version=3, cpus={"pe0": [0], "pe1": [1]},
+                end={"how": "exit", "tick": 2000000}, mode=mode, **kw)
+        return td
+
+    def test_json(self):
+        rc, out, err = run("lb", self.lb_job().root, "--json")
+        self.assertOk((rc, out, err))
+        doc = json.loads(out)
+        self.assertEqual(doc["pes"], 2)
+        self.assertEqual(len(doc["steps"]), 1)
+        s = doc["steps"][0]
+        self.assertEqual((s["collection"], s["step"], s["root_pe"], s["pes"]), ("Block[2d]", 0, 0, 2))
+        self.assertEqual((s["begin_ns"], s["end_ns"], s["duration_ns"]), (200000.0, 252000.0, 52000.0))
+        self.assertEqual(s["phases_ns"], {"collection": 10000.0, "strategy": 10000.0, "migration": 20000.0})
+        self.assertEqual((s["migrations"], s["bytes"], s["arrived"], s["by_pointer"]), (1, 64, 1, 0))
+        self.assertEqual(s["moves"], [{"element": 7, "from": 0, "to": 1, "bytes": 64, "by_pointer": False}])
+        # Each PE's window runs between its own steps' ends and begins.
+        self.assertEqual((s["before"]["max_ns"], s["before"]["avg_ns"]), (150000.0, 100000.0))
+        self.assertAlmostEqual(s["before"]["ratio"], 1.5)
+        self.assertEqual((s["after"]["max_ns"], s["after"]["avg_ns"], s["after"]["ratio"]),
+                         (301000.0, 301000.0, 1.0))   # the step's last handler, then 300 us
+        self.assertEqual((s["strategy_before"], s["predicted"]), (1.5, 1.0))
+        self.assertAlmostEqual(s["gain_measured"], 1.5)
+        self.assertAlmostEqual(s["gain_predicted"], 1.5)
+        self.assertEqual(doc["other_migrations"], 1)
+
+    def test_text_profile_check(self):
+        td = self.lb_job()
+        rc, out, err = run("lb", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("Load balancing: 1 step on 2 PEs, 1 migration, 64 bytes", out)
+        self.assertIn("Block[2d] step 0 at 0.200 ms: 0.052 ms (collection 0.010, strategy 0.010, "
+                      "migration 0.020 on PE 0), 1 migration, 64 bytes", out)
+        self.assertIn("busy max/avg before 1.500", out)
+        self.assertIn("after  1.000", out)
+        self.assertIn("gain measured 1.500x, predicted 1.500x (strategy: max/avg 1.500 -> predicted 1.000)",
+                      out)
+        self.assertIn("Migrations outside the steps (migrate_to): 1", out)
+        self.assertOk(run("check", td.root))
+        png = os.path.join(self.tmp, "profile.png")
+        self.assertOk(run("profile", td.root, "-o", png))
+        self.assertPng(png)
+
+    def test_unpaired_and_none(self):
+        # A step whose end PE 1 never wrote (a killed run): still reported, on
+        # both PEs, its end the last one seen.
+        cut = [r for r in LPE1 if r[1] != LBE]
+        rc, out, err = run("lb", self.lb_job(pe1=cut, name="cut").root, "--json")
+        self.assertOk((rc, out, err))
+        s = json.loads(out)["steps"][0]
+        self.assertEqual((s["pes"], s["end_ns"]), (2, 250000.0))
+        # An end without its begin: a warning, not a traceback.
+        stray = [r for r in LPE1 if r[1] != LBB]
+        rc, out, err = run("lb", self.lb_job(pe1=stray, name="stray").root)
+        self.assertOk((rc, out, err))
+        self.assertIn("lb_end of Block[2d] step 0 on PE 1 has no lb_begin", err)
+        # No step at all.
+        plain = [r for r in LPE0 if r[1] not in (LBB, LBE, PHB, PHE, MOUT)]
+        rc, out, err = run("lb", self.lb_job(pe0=plain, pe1=RPE1, name="plain").root)
+        self.assertOk((rc, out, err))
+        self.assertIn("No balancing step in this trace", out)
+
+    def test_summary_mode_is_refused(self):
+        self.assertBadInput(run("lb", self.lb_job(name="sum", mode="summary").root), "summary-mode")
 
 
 class LauncherTest(Base):

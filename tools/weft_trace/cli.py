@@ -11,6 +11,7 @@ import sys
 
 from .check import cmd_check
 from .format import TraceError
+from .lb import cmd_lb
 from .migrations import cmd_migrations
 from .mpi import cmd_mpi
 from .perfetto import cmd_perfetto, parse_flows
@@ -94,6 +95,16 @@ def build_parser():
     s.add_argument("--calls", action="store_true", help="also each rank's table of calls")
     s.add_argument("--json", action="store_true", help="one JSON object instead of text")
     s.set_defaults(func=cmd_mpi)
+
+    s = sub.add_parser("lb", help="per balancing step: load before and after, predicted vs measured gain",
+                       description="The load-balancing steps (format version 3's lb records): per step "
+                       "its time and phases (collection, strategy, migration), migrations and bytes, "
+                       "the PEs' busy max/avg between the steps before and after it, and the gain "
+                       "measured beside the strategy's prediction. Full mode only.")
+    s.add_argument("dir", metavar="DIR", help="trace directory")
+    s.add_argument("--json", action="store_true", help="one JSON object instead of text (with each "
+                   "step's moves)")
+    s.set_defaults(func=cmd_lb)
 
     s = sub.add_parser("check", help="validate a trace; exit 0 valid, 1 not",
                        description="Validate a trace against the spec and list every problem: headers, "

@@ -32,6 +32,7 @@ KIND_NAMES = {
     18: "mark", 19: "region_begin", 20: "region_end", 21: "counter",
     22: "flush_begin", 23: "flush_end", 24: "end", 25: "cpu",
     26: "mpi_begin", 27: "mpi_end", 28: "mpi_wait_begin", 29: "mpi_wait_end",
+    30: "lb_phase_begin", 31: "lb_phase_end",
     34: "ult_begin", 35: "ult_end",
 }
 # The kinds each version's files may hold: version 1 has no end record,
@@ -47,15 +48,21 @@ MPI_BEGIN, MPI_END, MPI_WAIT_BEGIN, MPI_WAIT_END = 26, 27, 28, 29
 END_HOWS = {0: "exit", 1: "fatal", 2: "timeout", 3: "signal"}
 SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM"}
 STEAL, REDUCTION, MIGRATE_OUT, MIGRATE_IN, MARK = 10, 11, 12, 13, 18
+# A balancing step (tools/weft_trace/lb.py): each PE's part and its phases;
+# they pair per collection and step, not with the track's slices.
+LB_BEGIN, LB_END, LB_PHASE_BEGIN, LB_PHASE_END = 14, 15, 30, 31
+LB_PHASES = {0: "collection", 1: "strategy", 2: "migration"}
+# migrate_out / migrate_in d: bytes (bits 0-29), moved by pointer, by the balancer.
+MIGRATE_BYTES, MIGRATE_BY_POINTER, MIGRATE_BY_BALANCER = (1 << 30) - 1, 1 << 30, 1 << 31
 
 # Paired kinds: begin kind -> pair name, end kind -> pair name.
-BEGINS = {1: "handler", 3: "entry", 6: "idle", 8: "task", 14: "lb",
+BEGINS = {1: "handler", 3: "entry", 6: "idle", 8: "task",
           16: "progress", 19: "region", 22: "flush", 34: "ult"}
-ENDS = {2: "handler", 4: "entry", 7: "idle", 9: "task", 15: "lb",
+ENDS = {2: "handler", 4: "entry", 7: "idle", 9: "task",
         17: "progress", 20: "region", 23: "flush", 35: "ult"}
 # Pairs whose end repeats the begin's `a` as an id: an end must match it.
 # (progress_end and flush_end carry a count in `a`, not an id.)
-ID_PAIRS = frozenset(("handler", "entry", "region", "lb", "ult"))
+ID_PAIRS = frozenset(("handler", "entry", "region", "ult"))
 # The spec's classification: busy is time inside an outermost one of these.
 BUSY_PAIRS = frozenset(("handler", "task", "region"))
 # Name spaces reported per name by `summary` (pair -> space of the summary file).

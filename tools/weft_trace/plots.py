@@ -1,6 +1,7 @@
 """weft-trace profile and timeline: the two PNG pictures, drawn with
 matplotlib. profile: busy / overhead / idle as a percentage of PE time over
-wall-clock bins (full and summary mode); timeline: one row per PE, the
+wall-clock bins (full and summary mode; in full mode the balancing steps
+marked as bands); timeline: one row per PE, the
 outermost busy slices colored by name (full mode only).
 
 matplotlib is imported by pyplot() when one of them runs, not when the
@@ -77,6 +78,20 @@ class ProfileVisitor(Visitor):
             spread(self.idle, self.width, a, b)
 
 
+def mark_lb_steps(ax, trace, issues):
+    """The balancing steps on the time axis: a band from a step's first
+    lb_begin to its last lb_end, and a line at its start (a step of a few
+    microseconds is narrower than a pixel)."""
+    from .lb import lb_steps
+    steps, _ = lb_steps(trace, issues)
+    for i, s in enumerate(steps):
+        t0 = s.begin / 1e6
+        t1 = (s.end if s.end is not None else trace.end_ns()) / 1e6
+        ax.axvspan(t0, t1, color="#1f5fa8", alpha=0.3, linewidth=0)
+        ax.axvline(t0, color="#1f5fa8", linewidth=0.8,
+                   label="balancing step (%d)" % len(steps) if i == 0 else None)
+
+
 def cmd_profile(args, issues):
     out = prepare_output(args.output)
     if args.bins < 1:
@@ -130,6 +145,8 @@ def cmd_profile(args, issues):
     ax.set_title("%s: time profile of %d PEs on %d node%s (%s mode, %d bins of %.3g ms)"
                  % (prog, npes, len(trace.nodes), "" if len(trace.nodes) == 1 else "s",
                     trace.mode, nb, width / 1e6))
+    if trace.mode == "full":
+        mark_lb_steps(ax, trace, issues)
     ending = trace_ending(trace)
     if ending:
         ax.axvline(end / 1e6, color="red", linestyle="--", linewidth=1.5,

@@ -50,6 +50,11 @@ enum class kind : std::uint8_t {
   mpi_end = 27,
   mpi_wait_begin = 28,
   mpi_wait_end = 29,
+  // A balancing step's phases (src/objects/sync_trace.cpp); like lb_begin
+  // and lb_end they pair per collection and step, not with the track's
+  // slices: a step spans many handlers.
+  lb_phase_begin = 30,
+  lb_phase_end = 31,
   // A logical thread (threads layer: an MPI rank, an OpenMP thread) switched
   // in and out on the PE's thread: a names it (user names: "MPI rank 3").
   ult_begin = 34,
@@ -125,8 +130,7 @@ namespace detail {
 inline constexpr std::uint64_t begin_kinds =
     1ull << std::uint32_t(kind::handler_begin) | 1ull << std::uint32_t(kind::entry_begin) |
     1ull << std::uint32_t(kind::task_begin) | 1ull << std::uint32_t(kind::region_begin) |
-    1ull << std::uint32_t(kind::progress_begin) | 1ull << std::uint32_t(kind::lb_begin) |
-    1ull << std::uint32_t(kind::flush_begin);
+    1ull << std::uint32_t(kind::progress_begin) | 1ull << std::uint32_t(kind::flush_begin);
 static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per kind");
 
 // A scheduler point (a handler, loop chunk or region begins; a turn of an

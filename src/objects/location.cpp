@@ -183,8 +183,9 @@ void receive_location(message_ptr m) {
   mb.waiter->got.push_back(std::move(m));
   if (mb.waiter->got.size() >= mb.waiter->need) {
     std::coroutine_handle<> c = mb.waiter->h;
+    const promise_base* p = mb.waiter->promise;
     mb.waiter = nullptr;
-    resume(&rec, c);
+    resume(&rec, c, p);
   }
 }
 

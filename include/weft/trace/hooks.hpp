@@ -228,7 +228,7 @@ WEFT_API extern constinit thread_local std::uint32_t t_sample_left;
 // Whether the calling thread's next send goes into the trace. Tracing on.
 [[gnu::always_inline]] inline bool sample_send() noexcept {
   std::uint32_t& left = t_sample_left;
-  if (left > 1) [[likely]] {
+  if (left > 1) {
     --left;
     return false;
   }

@@ -133,7 +133,7 @@ void receive_location(message_ptr m) {
 [[gnu::noinline, gnu::cold]] void trace_entry_begin(const element_record& rec,
                                                     const entry_info& e) {
   trace::kind after = trace::kind::handler_begin;
-  if (trace::detail::g_sample_every > 1) {
+  if (trace::detail::g_sample_every.load(std::memory_order_relaxed) > 1) {
     const std::uint8_t last = trace::detail::last_kind();
     if (last == std::uint8_t(trace::kind::entry_end) ||
         last == std::uint8_t(trace::kind::handler_end))

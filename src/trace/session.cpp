@@ -45,7 +45,7 @@
 
 namespace weft::trace {
 namespace detail {
-std::uint32_t g_sample_every = 1;
+std::atomic<std::uint32_t> g_sample_every{1};
 constinit thread_local std::uint32_t t_sample_left = 0;
 }  // namespace detail
 
@@ -156,7 +156,8 @@ void start_session(const session_config& config) {
       write_metadata(*s, nullptr);
     }
     install_signal_handlers();
-    detail::g_sample_every = std::max<std::uint32_t>(config.sample, 1);
+    detail::g_sample_every.store(std::max<std::uint32_t>(config.sample, 1),
+                                 std::memory_order_relaxed);
     detail::g_on.store(true, std::memory_order_release);
   }
 }

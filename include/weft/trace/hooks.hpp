@@ -220,8 +220,10 @@ inline constexpr std::uint32_t begin_kinds =
 // so the receiver records its handler_begin/handler_end exactly for the kept
 // ones, with no counter of its own, and the tool pairs them as before. A send
 // left out costs a countdown and a flag bit: no time stamp, no record.
-// Written before any PE starts (start_session); 1 keeps every send.
-WEFT_API extern std::uint32_t g_sample_every;
+// Written before any PE starts (start_session); 1 keeps every send. Atomic
+// for a program's own threads, which may send while a node starts; a
+// relaxed load is a plain move.
+WEFT_API extern std::atomic<std::uint32_t> g_sample_every;
 // Sends of the calling thread until the next kept one (0 or 1: the next).
 WEFT_API extern constinit thread_local std::uint32_t t_sample_left;
 
@@ -232,7 +234,7 @@ WEFT_API extern constinit thread_local std::uint32_t t_sample_left;
     --left;
     return false;
   }
-  left = g_sample_every;
+  left = g_sample_every.load(std::memory_order_relaxed);
   return true;
 }
 

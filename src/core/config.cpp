@@ -438,13 +438,6 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;
   c.trace_sample = std::uint32_t(set.get_int("trace-sample"));
-  // Summary mode keeps totals, not messages: a sampled summary would only
-  // undercount its handlers.
-  if (c.trace_sample > 1 && c.trace_mode == "summary")
-    base::usage_error(
-        "%s applies only with --weft:trace-mode=full (summary mode keeps no "
-        "messages to sample)",
-        set.origin("trace-sample").c_str());
   c.counters = set.get("counters");
   c.counters_given = set.given("counters");
   c.lb = set.get("lb");
@@ -505,6 +498,14 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   }
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());
+  if (set.given("trace-sample") && c.trace_dir.empty())
+    base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-sample").c_str());
+  // Summary mode keeps totals, not messages: a sampled summary would only
+  // undercount its handlers.
+  if (c.trace_sample > 1 && c.trace_mode == "summary")
+    base::usage_error(
+        "%s applies only with --weft:trace-mode=full (summary mode keeps no messages to sample)",
+        set.origin("trace-sample").c_str());
 
   // Mode rules: options that cannot apply to this run are errors.
   if (c.transport == "local") {

@@ -213,8 +213,7 @@ void handle(node_state& node, pe_state& pe, message* m) {
   }
   const handler_entry& h = node.handler_entries[m->handler];
   const handler_id hid = m->handler;
-  // Decided here: the handler consumes the message.
-  const bool traced = trace::on() && !(m->flags & message_flags::untraced);
+  const bool traced = trace::on() && !(m->flags & message_flags::untraced);  // m is consumed
   if (traced) [[unlikely]] {
     std::uint32_t flags = m->reserved_;
     if (m->flags & message_flags::node) flags |= trace::send_flags::node_queue;

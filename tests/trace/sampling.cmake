@@ -18,8 +18,8 @@ add_test(NAME trace.sample.every4
 set_tests_properties(trace.sample.coroutine trace.sample.every4 PROPERTIES TIMEOUT 300
                      LABELS trace)
 
-# A factor that is not a positive integer, or sampling in summary mode: one
-# line naming the problem and the accepted forms, exit status 2.
+# A factor that is not a positive integer, sampling in summary mode or without
+# a trace: one line naming the problem (and the accepted forms), exit status 2.
 foreach(bad 0 -3 x 1.5 "")
   string(MAKE_C_IDENTIFIER "v${bad}" name)
   add_test(NAME trace.sample.bad_${name}
@@ -37,3 +37,10 @@ add_test(NAME trace.sample.bad_summary
                  "-DEXPECT_REGEX=--weft:trace-sample=4 applies only with --weft:trace-mode=full"
                  -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
 set_tests_properties(trace.sample.bad_summary PROPERTIES TIMEOUT 60 LABELS trace)
+add_test(NAME trace.sample.without_trace
+         COMMAND ${CMAKE_COMMAND}
+                 "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace-sample=4"
+                 -DEXPECT_CODE=2
+                 "-DEXPECT_REGEX=--weft:trace-sample=4 applies only with --weft:trace=DIR"
+                 -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
+set_tests_properties(trace.sample.without_trace PROPERTIES TIMEOUT 60 LABELS trace)

@@ -196,6 +196,10 @@ void define_runtime_options(base::option_set& set) {
               "full: every event; summary: per entry method totals and a utilization "
               "histogram only, for long runs",
               base::one_of({"full", "summary"})});
+  set.define({"trace-sample", "1", "integer 1..1000000",
+              "keep every Nth message's send and receive in the trace (a decision the sender "
+              "makes, carried by the message); entry methods are all kept; 1: every message",
+              base::integer_in(1, 1000000)});
   set.define({"trace-buffer", "4", "MiB 1..4096",
               "trace buffer per PE; a full buffer is written out (shown as a flush)",
               base::integer_in(1, 4096)});
@@ -440,6 +444,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.trace_dir = set.given("trace") ? set.get("trace") : "";
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;
+  c.trace_sample = std::uint32_t(set.get_int("trace-sample"));
   c.counters = set.get("counters");
   c.counters_given = set.given("counters");
   c.lb = set.get("lb");
@@ -500,6 +505,14 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   }
   if (set.given("trace-mode") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());
+  if (set.given("trace-sample") && c.trace_dir.empty())
+    base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-sample").c_str());
+  // Summary mode keeps totals, not messages: a sampled summary would only
+  // undercount its handlers.
+  if (c.trace_sample > 1 && c.trace_mode == "summary")
+    base::usage_error(
+        "%s applies only with --weft:trace-mode=full (summary mode keeps no messages to sample)",
+        set.origin("trace-sample").c_str());
 
   // Mode rules: options that cannot apply to this run are errors.
   if (c.transport == "local") {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include "core/node.hpp"
 #include "weft/base/error.hpp"
+#include "weft/trace/hooks.hpp"
 
 namespace weft::core {
 
@@ -67,6 +68,18 @@ inline void check_message(const node_state& node, const message& m, const char* 
         "%s: message for handler id %u, which was never registered (%zu handlers "
         "registered: ids 0..%zu)",
         what, m.handler, n, n == 0 ? 0 : n - 1);
+}
+
+// The send of `m` in the trace (to `to`, with the send record's `flags`), or,
+// left out by --weft:trace-sample, the mark that tells its receiver so (a
+// copy of a message takes its flags: each send decides anew). Tracing on.
+[[gnu::always_inline]] inline void trace_send(message& m, int to, std::uint32_t flags) {
+  if (trace::detail::sample_send()) {
+    m.flags &= std::uint16_t(~message_flags::untraced);
+    m.reserved_ = trace::detail::record_send(to, m.size, m.handler, flags);
+  } else {
+    m.flags |= message_flags::untraced;
+  }
 }
 
 // Counts a message sent from this thread (for quiescence detection).

@@ -26,6 +26,7 @@
 #include "base/op_count.hpp"
 #include "core/handler_table.hpp"
 #include "core/node.hpp"
+#include "core/node_ref.hpp"
 #include "weft/base/error.hpp"
 #include "weft/base/fence.hpp"
 #include "weft/base/timer.hpp"
@@ -178,9 +179,8 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
       copy->src_pe = node.first_pe + pe.rank;
       const int child_node = int((child_rel + root_node) % nodes);
       if (trace::on()) [[unlikely]]
-        copy->reserved_ = trace::detail::record_send(
-            child_node * n + local_root, copy->size, copy->handler,
-            trace::send_flags::bcast_copy | trace::send_flags::to_remote);
+        trace_send(*copy, child_node * n + local_root,
+                   trace::send_flags::bcast_copy | trace::send_flags::to_remote);
       count_one(pe.sent);
       send_remote(node, child_node, copy.release());
     }
@@ -193,8 +193,7 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
     message_ptr copy = copy_message(m);
     copy->src_pe = node.first_pe + pe.rank;
     if (trace::on()) [[unlikely]]
-      copy->reserved_ = trace::detail::record_send(node.first_pe + child, copy->size, copy->handler,
-                                                   trace::send_flags::bcast_copy);
+      trace_send(*copy, node.first_pe + child, trace::send_flags::bcast_copy);
     count_one(pe.sent);
     deliver_local(node, child, copy.release());
   }
@@ -214,7 +213,8 @@ void handle(node_state& node, pe_state& pe, message* m) {
   }
   const handler_entry& h = node.handler_entries[m->handler];
   const handler_id hid = m->handler;
-  if (trace::on()) [[unlikely]] {
+  const bool traced = trace::on() && !(m->flags & message_flags::untraced);  // m is consumed
+  if (traced) [[unlikely]] {
     std::uint32_t flags = m->reserved_;
     if (m->flags & message_flags::node) flags |= trace::send_flags::node_queue;
     if (m->src_pe >= 0 &&
@@ -237,7 +237,7 @@ void handle(node_state& node, pe_state& pe, message* m) {
                 pe.rank);
   }
   if (timed) pe.busy_cycles += base::cycles() - t0;
-  if (trace::on()) [[unlikely]]
+  if (traced) [[unlikely]]
     trace::detail::emit_adjacent(trace::kind::entry_end, trace::kind::handler_end, hid, 0, 0, 0);
   pe.current_handler.store(outer, std::memory_order_relaxed);
   pe.last_run.store(hid, std::memory_order_relaxed);

@@ -55,7 +55,7 @@ namespace {
   m.src_pe = my_pe();
   m.flags = std::uint16_t((m.flags & ~(message_flags::broadcast | message_flags::node)) | flags);
   if (trace::on()) [[unlikely]]
-    m.reserved_ = trace::detail::record_send(trace_to, m.size, m.handler, trace_flags);
+    core::trace_send(m, trace_to, trace_flags);
   core::count_send(node);
 }
 

@@ -32,7 +32,44 @@ void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& 
   owner->extras().coroutines.push_back(h);
 }
 
-void resume(element_record* owner, std::coroutine_handle<> h) {
+namespace {
+
+// A resumed coroutine's run in the trace: the entry method whose call made
+// it (entry_begin/entry_end with the method's id, element type and index, as
+// its first part has), or main (handler_begin/handler_end of the main
+// handler, as main's first part has). Without this the work after each
+// co_await would show as the runtime handler that resumed it
+// (objects.control, objects.element).
+class resumed_span {
+ public:
+  explicit resumed_span(const promise_base* p) {
+    if (p == nullptr) return;
+    while (p->parent != nullptr) p = p->parent;
+    if (!p->detached) return;  // not the runtime's: nothing to name it after
+    if (p->owner != nullptr && p->entry != promise_base::no_entry) {
+      end_ = trace::kind::entry_end;
+      id_ = p->entry;
+      trace::detail::emit(trace::kind::entry_begin, id_, p->owner->ref.type,
+                          std::uint32_t(p->owner->key.w[0]), 0);
+    } else if (p->owner == nullptr) {
+      end_ = trace::kind::handler_end;
+      id_ = trace::main_handler;
+      trace::detail::emit(trace::kind::handler_begin, id_, std::uint32_t(-1), 0, 0);
+    }
+  }
+  // The frame, even the element, may be gone by now: only what was copied.
+  ~resumed_span() {
+    if (end_ != trace::kind{} && trace::on()) trace::detail::emit(end_, id_, 0, 0, 0);
+  }
+  resumed_span(const resumed_span&) = delete;
+  resumed_span& operator=(const resumed_span&) = delete;
+
+ private:
+  trace::kind end_{};
+  std::uint32_t id_ = 0;
+};
+
+void resume_run(element_record* owner, std::coroutine_handle<> h) {
   if (owner != nullptr && owner->ref.kind == collection_kind::nodegroup) {
     // A nodegroup neither reduces nor migrates: nothing to do after it.
     h.resume();
@@ -50,6 +87,21 @@ void resume(element_record* owner, std::coroutine_handle<> h) {
     if (t0 != 0) end_load(*owner, t0);
     after_entry(*owner);
   }
+}
+
+[[gnu::noinline]] void resume_traced(element_record* owner, std::coroutine_handle<> h,
+                                     const promise_base* p) {
+  const resumed_span span(p);
+  resume_run(owner, h);
+}
+
+}  // namespace
+
+void resume(element_record* owner, std::coroutine_handle<> h, const promise_base* p) {
+  if (trace::on()) [[unlikely]]
+    resume_traced(owner, h, p);
+  else
+    resume_run(owner, h);
 }
 
 void promise_base::finished_detached(promise_base& p) noexcept {
@@ -133,7 +185,8 @@ void receive_future_value(message_ptr m) {
   future_slot& f = it->second;
   f.has = true;
   f.value.assign(args_of(*m), args_of(*m) + args_size(*m));
-  if (f.h) resume(f.waiter ? f.waiter->effective_owner() : nullptr, std::exchange(f.h, {}));
+  if (f.h)
+    resume(f.waiter ? f.waiter->effective_owner() : nullptr, std::exchange(f.h, {}), f.waiter);
 }
 
 }  // namespace weft::objects::detail

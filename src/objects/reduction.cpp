@@ -409,7 +409,7 @@ void receive_allreduce_result(message_ptr m) {
       continue;
     if (slot->h) {
       std::coroutine_handle<> c = std::exchange(slot->h, {});
-      resume(slot->owner, c);
+      resume(slot->owner, c, slot->promise);
     }
   }
 }

@@ -696,7 +696,7 @@ void receive_sync_resume(message_ptr m) {
     rec.sync = sync_state::none;
     --lc.sync_waiting;
     if (was == sync_state::coroutine)
-      resume(&rec, std::exchange(rec.extras().sync_h, {}));
+      resume(&rec, std::exchange(rec.extras().sync_h, {}), std::exchange(rec.extras().sync_p, {}));
     else
       run_resume_from_sync(rec);
   }

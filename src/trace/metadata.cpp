@@ -16,6 +16,7 @@
 // the run's start and end, quiet on the abort path).
 #include <fcntl.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -72,7 +73,7 @@ std::string metadata_body(session& s, bool failing, std::uint64_t end_tick, std:
   std::string j = "{\n";
   j += "  \"format\": \"weft-trace\", \"version\": " + std::to_string(format_version) + ",\n";
   j += std::string("  \"mode\": \"") + (s.cfg.mode == trace_mode::full ? "full" : "summary") +
-       "\",\n";
+       "\", \"sample\": " + std::to_string(std::max<std::uint32_t>(s.cfg.sample, 1)) + ",\n";
   j += "  \"node\": " + std::to_string(s.cfg.node) + ", \"nodes\": " + std::to_string(s.cfg.nodes) +
        ", \"first_pe\": " + std::to_string(s.cfg.first_pe) +
        ", \"pes\": " + std::to_string(s.cfg.pes) +

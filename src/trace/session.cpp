@@ -44,6 +44,11 @@
 #include "weft/base/timer.hpp"
 
 namespace weft::trace {
+namespace detail {
+std::atomic<std::uint32_t> g_sample_every{1};
+constinit thread_local std::uint32_t t_sample_left = 0;
+}  // namespace detail
+
 namespace internal {
 
 std::atomic<session*> g_session{nullptr};
@@ -114,7 +119,7 @@ void start_session(const session_config& config) {
                     config.dir.c_str(), path.c_str(), base::errno_text(err).c_str(), err);
       }
     }
-    struct stat st{};
+    struct stat st {};
     if (::stat(config.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       base::fatal("--weft:trace=%s: not a directory", config.dir.c_str());
     if (::access(config.dir.c_str(), W_OK) != 0) {
@@ -151,6 +156,8 @@ void start_session(const session_config& config) {
       write_metadata(*s, nullptr);
     }
     install_signal_handlers();
+    detail::g_sample_every.store(std::max<std::uint32_t>(config.sample, 1),
+                                 std::memory_order_relaxed);
     detail::g_on.store(true, std::memory_order_release);
   }
 }

@@ -1266,6 +1266,71 @@ class LauncherTest(Base):
         self.assertBadInput(run_tool(copy, "summary", td.root), "the package weft_trace")
 
 
+class SampledTest(Base):
+    """A trace of --weft:trace-sample=N (issue 30): most entries run without
+    a handler record; they are busy time, the check accepts them, and the
+    summary says what its rows count."""
+
+    # One PE, 1 ms: an entry with no handler (its message was left out), an
+    # idle period, then a kept message (handler and entry) that sends one.
+    EVENTS = [(0, HB, MAIN, -1, 0, 0), (50000, HE, MAIN),
+              (100000, EB, 3, 1, 0), (200000, EE, 3),
+              (200000, IB), (300000, IE),
+              (300000, HB, 7, 0, 16, 0), (300000, EB, 3, 1, 1),
+              (350000, SEND, 0, 16, 7, 0),
+              (400000, EE, 3), (400000, HE, 7),
+              (400000, IB), (1000000, IE)]
+
+    def sampled_job(self, sample):
+        td = TraceDir(os.path.join(self.tmp, "sampled"))
+        td.node(0, nodes=1, first_pe=0, pes=1, k=0.5, wall_ns=1000000, real_ns_base=R0,
+                names=NAMES0, tracks={"pe0": self.EVENTS})
+        path = td.path("node0.json")
+        with open(path) as f:
+            meta = json.load(f)
+        if sample is not None:
+            meta["sample"] = sample
+        with open(path, "w") as f:
+            json.dump(meta, f)
+        return td
+
+    def test_entries_without_handlers_are_busy(self):
+        td = self.sampled_job(16)
+        self.assertOk(run("check", td.root))
+        rc, out, err = run("summary", td.root, "--json")
+        self.assertOk((rc, out, err))
+        doc = json.loads(out)
+        self.assertEqual(doc["sample"], 16)
+        self.assertEqual(doc["sampled_messages"]["sends_recorded"], 1)
+        self.assertEqual(doc["sampled_messages"]["sent_about"], 16)
+        pe = doc["pes"][0]
+        # main 50 us, the lone entry 100 us, the kept handler 100 us.
+        self.assertAlmostEqual(pe["busy_ns"], 250000, delta=1.0)
+        self.assertAlmostEqual(pe["idle_ns"], 700000, delta=1.0)
+        names = {(n["space"], n["name"]): n for n in doc["names"]}
+        self.assertEqual(names[("entry", "Block::ghost")]["count"], 2)
+        self.assertEqual(names[("handler", "objects.element")]["count"], 1)
+        rc, out, err = run("summary", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("Sampled trace (--weft:trace-sample=16)", out)
+        self.assertIn("1 sends recorded, about 16 sent", out)
+        self.assertIn("busy: outermost handler, entry, task or region", out)
+
+    def test_unsampled_trace_wants_entries_in_handlers(self):
+        td = self.sampled_job(None)
+        rc, out, err = run("check", td.root)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("outside any handler", out)
+        rc, out, err = run("summary", td.root)
+        self.assertOk((rc, out, err))
+        self.assertNotIn("Sampled trace", out)
+
+    def test_bad_factor(self):
+        for bad in (0, -2, "4", True):
+            td = self.sampled_job(bad)
+            self.assertBadInput(run("summary", td.root), "node0.json", "sample")
+
+
 if __name__ == "__main__":
     if not os.access(TOOL, os.X_OK):
         sys.exit("weft-trace not found or not executable: %s (set WEFT_TRACE_TOOL)" % TOOL)

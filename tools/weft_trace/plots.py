@@ -180,6 +180,12 @@ class TimelineVisitor(Visitor):
                     if d > f[F_DATA][1]:
                         f[F_DATA][0], f[F_DATA][1] = node.name("entry", frame[F_ID]), d
                     break
+            else:
+                # A sampled trace (--weft:trace-sample) records most entries
+                # without their handler: such an entry is a bar of its own.
+                if node.sample > 1 and not any(f[F_PAIR] in BUSY_PAIRS for f in stack):
+                    self.bars.append((node.ns(frame[F_TICK]), node.ns(tick),
+                                      node.name("entry", frame[F_ID])))
         elif pair in BUSY_PAIRS:
             if any(f[F_PAIR] in BUSY_PAIRS for f in stack):
                 return

@@ -181,6 +181,7 @@ class Node:
         self.path = os.path.join(directory, self.file)
         self.tracks = []
         self.summary = None
+        self.sample = 1         # --weft:trace-sample: 1 message in this many traced
         self._names = {}        # (space, id) -> name, looked up once
 
     @property
@@ -234,6 +235,11 @@ def load_node(directory, n, issues):
     node.mode = field(meta, p, "mode", (str,))
     if node.mode not in ("full", "summary"):
         raise TraceError(p, "mode is \"%s\" (expected \"full\" or \"summary\")" % node.mode)
+    # --weft:trace-sample: 1 in `sample` messages has its send and handler
+    # records (absent in traces written before sampling: every message).
+    node.sample = field(meta, p, "sample", (int,), required=False, default=1)
+    if isinstance(node.sample, bool) or node.sample < 1:
+        raise TraceError(p, "sample is %s (expected an integer >= 1)" % json.dumps(node.sample))
     node.node_field = field(meta, p, "node", (int,))
     if node.node_field != n:
         issues.problem(p, "field node is %d (expected %d, the number in the file name)"
@@ -439,6 +445,7 @@ class Trace:
         self.dir = directory
         self.nodes = nodes
         self.mode = nodes[0].mode
+        self.sample = max(n.sample for n in nodes)
         self.argv = nodes[0].argv
         self.total_pes = nodes[0].total_pes
         self.open_at_end = {}   # id(track) -> slices open at its last record (after a walk)

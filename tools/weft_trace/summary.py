@@ -6,9 +6,31 @@ summary files (walk.summary_mode_times); the report is the same.
 
 import json
 
+from .format import HEADER_BYTES, RECORD_BYTES, SEND
 from .mpi import as_json, call_table, rank_calls, totals
 from .reader import end_where, load_trace, node_ending, trace_ending
 from .walk import pe_times, summary_mode_times
+
+
+def sampled_sends(trace):
+    """A sampled trace's send records: (recorded, about how many were sent)."""
+    kind = bytes([SEND])
+    recorded = sum(t.data[HEADER_BYTES::RECORD_BYTES].count(kind) for t in trace.tracks)
+    return recorded, recorded * trace.sample
+
+
+def sample_note(trace):
+    """What a sampled trace's rows count (--weft:trace-sample), for the report."""
+    recorded, sent = sampled_sends(trace)
+    n = trace.sample
+    def nth(k):
+        suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+        return "%d%s" % (k, suffix)
+    return ["Sampled trace (--weft:trace-sample=%d): 1 message in %d has its send and handler "
+            "records, so the handler rows (counts and times) cover those messages only; every "
+            "entry method call is recorded, and entry rows count them all." % (n, n),
+            "  messages: %d sends recorded, about %d sent (each thread keeps its 1st, %s, "
+            "%s, ... send)" % (recorded, sent, nth(n + 1), nth(2 * n + 1))]
 
 
 def cmd_summary(args, issues):
@@ -32,7 +54,7 @@ def cmd_summary(args, issues):
 
     if args.json:
         out = {
-            "dir": trace.dir, "mode": trace.mode, "argv": trace.argv,
+            "dir": trace.dir, "mode": trace.mode, "sample": trace.sample, "argv": trace.argv,
             "nodes": len(trace.nodes), "total_pes": trace.total_pes,
             "complete": trace.complete,
             "aborted": any(n.aborted for n in trace.nodes),
@@ -59,6 +81,10 @@ def cmd_summary(args, issues):
         }
         if ranks:
             out["mpi"] = as_json(ranks)
+        if trace.sample > 1:
+            recorded, sent = sampled_sends(trace)
+            out["sampled_messages"] = {"sends_recorded": recorded, "sent_about": sent,
+                                       "handler_rows": "sampled messages only"}
         print(json.dumps(out, indent=1))
         return 0
 
@@ -75,6 +101,8 @@ def cmd_summary(args, issues):
         lines.append("The run ended early: " + ending)
         for w in end_where(trace, trace.open_at_end):
             lines.append("  " + w)
+    if trace.sample > 1:
+        lines += sample_note(trace)
     lines.append("")
     shown = rows if args.all else rows[:30]
     lines.append("Time per name (%s of %d, by total)%s"
@@ -91,8 +119,8 @@ def cmd_summary(args, issues):
     else:
         lines.append("  (no handler, entry, task or region)")
     lines.append("")
-    lines.append("Per PE (busy: outermost handler, task or region; idle: idle periods; "
-                 "overhead: the rest of the PE's time)")
+    lines.append("Per PE (busy: outermost handler, %stask or region; idle: idle periods; "
+                 "overhead: the rest of the PE's time)" % ("entry, " if trace.sample > 1 else ""))
     lines.append("  %5s %4s %11s %6s %11s %6s %11s %6s %11s"
                  % ("PE", "node", "busy ms", "%", "idle ms", "%", "overhead ms", "%", "wall ms"))
 

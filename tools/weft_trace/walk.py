@@ -70,6 +70,10 @@ def walk(track, issues, visitor=None, strict=True):
     backwards = 0
     v = visitor
     nested_idle_reported = False
+    # A sampled trace has the handlers of 1 message in N only: its entries
+    # (all recorded) are busy time too.
+    sampled = node.sample > 1
+    busy_pairs = BUSY_PAIRS | {"entry"} if sampled else BUSY_PAIRS
 
     def account(tick):
         # Called whenever busy or idle starts or stops: adds the stretch since
@@ -106,7 +110,7 @@ def walk(track, issues, visitor=None, strict=True):
                 s[2] += dur - frame[F_CHILD]
                 if dur > s[3]:
                     s[3] = dur
-        if pair in BUSY_PAIRS:
+        if pair in busy_pairs:
             if busy_depth == 1:
                 account(tick)
             busy_depth -= 1
@@ -146,7 +150,7 @@ def walk(track, issues, visitor=None, strict=True):
         if pair is not None:
             ident = a if pair in ID_PAIRS else None
             frame = [pair, ident, idx, tick, a, b, c, d, 0, None]
-            if pair in BUSY_PAIRS:
+            if pair in busy_pairs:
                 if idle_depth and not nested_idle_reported and pair == "handler":
                     nested_idle_reported = True
                     issues.problem(path, "record %d: handler_begin %s inside an idle period "
@@ -163,7 +167,8 @@ def walk(track, issues, visitor=None, strict=True):
                     if busy_depth and res.both_at is None:
                         res.both_at = idx
                 idle_depth += 1
-            elif pair == "entry" and issues.checking and not any(f[F_PAIR] == "handler" for f in stack):
+            elif pair == "entry" and issues.checking and not sampled and not any(
+                    f[F_PAIR] == "handler" for f in stack):
                 issues.problem(path, "record %d: entry_begin %s outside any handler (expected an "
                                      "entry to run inside its handler)" % (idx, node.name("entry", a)))
             if v:

@@ -25,6 +25,9 @@ namespace message_flags {
 inline constexpr std::uint16_t broadcast = 1u << 0;  // forwarded down the spanning tree
 inline constexpr std::uint16_t node = 1u << 1;       // any PE of the node may take it
 inline constexpr std::uint16_t control = 1u << 2;    // between nodes: runtime control, no handler
+// --weft:trace-sample: the sender left this message out of the trace, so
+// its receiver records no handler_begin/handler_end for it (entries stay).
+inline constexpr std::uint16_t untraced = 1u << 3;
 }  // namespace message_flags
 
 struct alignas(16) message {

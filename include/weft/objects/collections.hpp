@@ -209,7 +209,7 @@ class element_ops : public element_base {
     auto lifted = lift<op_t>(std::move(value));
     using R = decltype(lifted);
     (void)reducer_registered<op_t, R>;
-    struct awaiter {
+    struct awaiter : awaits_with_promise<awaiter> {
       allreduce_slot slot;
       awaiter(element_record& rec, std::uint32_t reducer, std::vector<std::byte> v) {
         slot.collection = rec.ref.id;
@@ -224,7 +224,10 @@ class element_ops : public element_base {
       awaiter(const awaiter&) = delete;
       ~awaiter() { allreduce_unregister(&slot); }
       bool await_ready() const noexcept { return slot.ready; }
-      void await_suspend(std::coroutine_handle<> h) noexcept { slot.h = h; }
+      void suspend(std::coroutine_handle<> h, promise_base* p) noexcept {
+        slot.h = h;
+        slot.promise = p;
+      }
       R await_resume() {
         R r{};
         from_bytes(slot.value, r);
@@ -247,7 +250,7 @@ class element_ops : public element_base {
                   "weft::buffer");
     (void)awaited_registered<T, M>;
     (void)entry_registered<T, M>;
-    struct awaiter {
+    struct awaiter : awaits_with_promise<awaiter> {
       element_record* rec;
       std::uint32_t id;
       mailbox_waiter w;
@@ -274,8 +277,9 @@ class element_ops : public element_base {
         }
         return w.got.size() >= w.need;
       }
-      void await_suspend(std::coroutine_handle<> h) {
+      void suspend(std::coroutine_handle<> h, promise_base* p) {
         w.h = h;
+        w.promise = p;
         waiting = true;
         rec->extras().mailboxes[id].waiter = &w;
       }
@@ -304,7 +308,7 @@ class element_ops : public element_base {
   // keeps its PE: a suspended coroutine frame cannot be packed). An element
   // calls it once per step; messages sent to it meanwhile are delivered.
   auto at_sync() {
-    struct awaiter {
+    struct awaiter : awaits_with_promise<awaiter> {
       element_record* rec;
       bool arrived = false;
       explicit awaiter(element_record* r) : rec(r) {}
@@ -314,8 +318,9 @@ class element_ops : public element_base {
         if (!arrived) arrive_at_sync(*rec, {});
       }
       bool await_ready() const noexcept { return false; }
-      void await_suspend(std::coroutine_handle<> h) {
+      void suspend(std::coroutine_handle<> h, promise_base* p) {
         arrived = true;
+        rec->extras().sync_p = p;
         arrive_at_sync(*rec, h);
       }
       void await_resume() const noexcept {}

@@ -13,6 +13,7 @@
 // the entry method; in a task someone awaits, it is rethrown at the co_await.
 #pragma once
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -36,6 +37,11 @@ struct promise_base {
   element_record* owner = nullptr;   // the element owning a detached task
   promise_base* parent = nullptr;    // the coroutine awaiting this one (if a weft task)
   const char* what = "a coroutine";  // for error messages
+  // The entry method whose call made this task, once the runtime adopted it
+  // (no_entry: main, or not adopted): the trace names each part of the
+  // coroutine that runs after a co_await after it, as it does the first.
+  static constexpr std::uint32_t no_entry = 0xffffffffu;
+  std::uint32_t entry = no_entry;
 
   struct final_awaiter {
     bool await_ready() const noexcept { return false; }

@@ -224,6 +224,35 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
   emit(kind::send, std::uint32_t(dst), bytes, handler, flags | seq);
   return seq;
 }
+
+// Sampled tracing (--weft:trace-sample=N): the sender keeps every Nth of its
+// sends, and the message says whether it was kept (message_flags::untraced),
+// so the receiver records its handler_begin/handler_end exactly for the kept
+// ones, with no counter of its own, and the tool pairs them as before. A send
+// left out costs a countdown and a flag bit: no time stamp, no record.
+// Written before any PE starts (start_session); 1 keeps every send. Atomic
+// for a program's own threads, which may send while a node starts; a
+// relaxed load is a plain move.
+WEFT_API extern std::atomic<std::uint32_t> g_sample_every;
+// Sends of the calling thread until the next kept one (0 or 1: the next).
+WEFT_API extern constinit thread_local std::uint32_t t_sample_left;
+
+// Whether the calling thread's next send goes into the trace. Tracing on.
+[[gnu::always_inline]] inline bool sample_send() noexcept {
+  std::uint32_t& left = t_sample_left;
+  if (left > 1) {
+    --left;
+    return false;
+  }
+  left = g_sample_every.load(std::memory_order_relaxed);
+  return true;
+}
+
+// The kind of the calling thread's last record in its buffer (0: none).
+[[gnu::always_inline]] inline std::uint8_t last_kind() noexcept {
+  const fast_path& f = t_fast;
+  return f.next != nullptr && f.next > f.first ? std::uint8_t(f.next[-1].w) : 0;
+}
 }  // namespace detail
 
 }  // namespace weft::trace

@@ -27,6 +27,8 @@ struct session_config {
   // The job, for the metadata.
   int node = 0, nodes = 1, first_pe = 0, pes = 1;
   std::vector<std::string> argv;
+  // --weft:trace-sample: every Nth message kept (full mode; 1: all).
+  std::uint32_t sample = 1;
 };
 
 // Names of ids the layers below put in events ("handler", "entry",

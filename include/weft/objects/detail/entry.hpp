@@ -171,7 +171,10 @@ void invoke_entry(element_base& obj, message& m) {
                   "a coroutine entry method returns weft::task<> (results go through "
                   "futures or callbacks)");
     auto h = std::apply(call, args).release_to_runtime();
-    if (h) adopt_task(&obj.record(), h, h.promise(), entry(header_of(m).entry).name.c_str());
+    if (h) {
+      h.promise().entry = header_of(m).entry;
+      adopt_task(&obj.record(), h, h.promise(), entry(header_of(m).entry).name.c_str());
+    }
   } else {
     auto result = std::apply(call, args);
     const obj_header& h = header_of(m);

@@ -16,6 +16,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 #include "weft/base/export.hpp"
@@ -106,6 +107,7 @@ struct mailbox_waiter {
   std::size_t need = 0;
   std::vector<message_ptr> got;
   std::coroutine_handle<> h;
+  promise_base* promise = nullptr;  // h's, if a weft task (resume)
 };
 struct mailbox {
   std::deque<message_ptr> queued;
@@ -125,6 +127,7 @@ struct element_extras {
   std::vector<std::coroutine_handle<>> coroutines;  // suspended tasks it owns
   std::unordered_map<std::uint32_t, mailbox> mailboxes;
   std::coroutine_handle<> sync_h;  // co_await at_sync(): resumed after the step
+  promise_base* sync_p = nullptr;  // sync_h's promise, if a weft task (resume)
   // The load options that need more than the record's load_cycles
   // (src/objects/sync.cpp; the record has no room left): with
   // --weft:lb-sample > 1, the entries since the last step and how many of
@@ -389,7 +392,24 @@ WEFT_API void send_destroy(const collection_ref& ref, const index_key& key);
 WEFT_API void adopt_task(element_record* owner, std::coroutine_handle<> h, promise_base& p,
                          const char* what);
 // Resumes a coroutine waiting on something of `owner` (null: not an element).
-WEFT_API void resume(element_record* owner, std::coroutine_handle<> h);
+// `p` is h's promise when h is a weft task: the trace then shows the run as
+// the entry method that made the coroutine (or as main).
+WEFT_API void resume(element_record* owner, std::coroutine_handle<> h,
+                     const promise_base* p = nullptr);
+
+// The base of an awaiter whose coroutine resume() resumes: its
+// await_suspend gives Derived::suspend(h, p) the awaiting coroutine and its
+// promise when that is a weft task, else null (an awaiter declared inside a
+// function cannot have the member template itself).
+template <class Derived>
+struct awaits_with_promise {
+  template <class P>
+  void await_suspend(std::coroutine_handle<P> h) {
+    promise_base* p = nullptr;
+    if constexpr (std::is_base_of_v<promise_base, P>) p = &h.promise();
+    static_cast<Derived*>(this)->suspend(h, p);
+  }
+};
 
 // ---- reductions ---------------------------------------------------------------
 
@@ -430,6 +450,7 @@ struct allreduce_slot {
   std::vector<std::byte> value;
   std::coroutine_handle<> h;
   element_record* owner = nullptr;
+  promise_base* promise = nullptr;  // h's, if a weft task (resume)
 };
 WEFT_API void allreduce_register(allreduce_slot* s);
 WEFT_API void allreduce_unregister(allreduce_slot* s) noexcept;

@@ -321,6 +321,14 @@ def ended_early(case, cmd, env, trace, tool, work):
             out.append(line.decode("utf-8", "replace"))
             if b"trace_program: hanging" in line or time.monotonic() > deadline:
                 break
+        if case == "sigkill":
+            # A full buffer goes to the writer thread, which writes it a
+            # moment later: SIGKILL keeps what is in the files, so wait for
+            # one of the PEs' files to hold a whole buffer.
+            while time.monotonic() < deadline and not any(
+                    f.endswith(".events") and os.path.getsize(os.path.join(trace, f)) >= 32 + BUFFER_RECORDS * 24
+                    for f in os.listdir(trace)):
+                time.sleep(0.01)
         proc.send_signal(signal.SIGTERM if case == "sigterm" else signal.SIGKILL)
     try:
         rest, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))

@@ -11,7 +11,7 @@ stack is a plain list indexed by the F_* constants rather than an object
 with attributes: a walk makes one per slice.
 """
 
-from .format import (BEGINS, BUSY_PAIRS, COUNTER, ENDS, ID_PAIRS, KIND_NAMES, NAMED_PAIRS,
+from .format import (BEGINS, BUSY_PAIRS, COUNTER, DROPPED, ENDS, ID_PAIRS, KIND_NAMES, NAMED_PAIRS,
                      TraceError)
 
 
@@ -70,6 +70,7 @@ def walk(track, issues, visitor=None, strict=True):
     backwards = 0
     v = visitor
     nested_idle_reported = False
+    dropped = False      # the track dropped events: ends may lack their begins
 
     def account(tick):
         # Called whenever busy or idle starts or stops: adds the stretch since
@@ -189,6 +190,8 @@ def walk(track, issues, visitor=None, strict=True):
             elif pair == "lb":
                 what += " phase %d" % ident
             if j < 0:
+                if dropped:
+                    continue     # its begin was dropped
                 if strict:
                     raise TraceError(path, "record %d: %s has no begin (expected a %s_begin before it on "
                                            "this track)" % (idx, what, pair))
@@ -202,6 +205,14 @@ def walk(track, issues, visitor=None, strict=True):
                 close(inner, tick, None)
             close(stack.pop(), tick, a)
             continue
+        if kind == DROPPED:
+            # Nothing was recorded from the tick it began dropping: what was
+            # open then ended unseen, closed there.
+            at = min(tick, max(c | (d << 32), last_t))
+            while stack:
+                frame = stack.pop()
+                close(frame, max(at, frame[F_TICK]), None)
+            dropped = True
         if kind == COUNTER:
             res.counters[a] = c | (d << 32)
         if v:

@@ -565,7 +565,8 @@ void end_track() {
           else
             sleep_us(100);
       };
-      wait([&] { return !t->dropping || t->failed.load() || resume(*t, base::cycles()); });
+      // Stamped with the end's time: the track ends with the others.
+      wait([&] { return !t->dropping || t->failed.load() || resume(*t, now); });
       // Where the thread ends, if it moved since the last scheduler point.
       if (const int cpu = sched_getcpu(); cpu >= 0 && cpu != t->fp->cpu)
         put(*t, kind::cpu, now, std::uint32_t(cpu), 0, 0, 0);

@@ -124,12 +124,17 @@ int main(int argc, char** argv) {
       for (long i = 0; i < n; ++i) tr::detail::emit(tr::kind::mark, std::uint32_t(i), 2, 3, 4);
     });
     full.push_back(f);
+    // A session each: the pool holds one measurement's records.
+    stop();
+    start(tr::trace_mode::full);
     adjacent.push_back(per_event(events, [&](long n) {
       for (long i = 0; i < n; i += 2) {
         tr::detail::emit(tr::kind::handler_begin, 1, 2, 3, 4);
         tr::detail::emit_adjacent(tr::kind::handler_begin, tr::kind::entry_begin, 5, 6, 7, 8);
       }
     }));
+    stop();
+    start(tr::trace_mode::full);
     const double m = per_event(events, [&](long n) {
       // The first handler_begin reads the clock: no handler ended before it.
       tr::detail::emit(tr::kind::handler_end, 1, 0, 0, 0);

@@ -280,6 +280,7 @@ void start_trace(core::node_state& node, int argc, char** argv) {
   t.dir = cfg.trace_dir;
   t.mode = cfg.trace_mode == "summary" ? trace::trace_mode::summary : trace::trace_mode::full;
   t.buffer_bytes = cfg.trace_buffer_bytes;
+  t.pool_buffers = cfg.trace_pool;
   t.counters = trace::split_counter_list(cfg.counters);
   t.quiet = cfg.quiet;
   t.counters_asked = cfg.counters_given;

@@ -147,9 +147,7 @@ void start_session(const session_config& config) {
     remove_own_files(config.dir, config.node);
     const std::size_t bytes = std::max<std::size_t>(config.buffer_bytes, 64 * sizeof(record));
     s->cap = std::uint32_t(std::min<std::size_t>(bytes / sizeof(record), UINT32_MAX / 2));
-    s->pool = config.pool_buffers != 0
-                  ? std::clamp(config.pool_buffers, 2u, 64u)
-                  : env_number("WEFT_TRACE_POOL", 2, 64, 3, "the trace buffers per track");
+    s->pool = config.pool_buffers != 0 ? std::clamp(config.pool_buffers, 2u, 64u) : 3;
     s->slow_writer_ms =
         env_number("WEFT_TRACE_TEST_SLOW_WRITER", 0, 10000, 0, "milliseconds per buffer written");
   }

@@ -2,7 +2,7 @@
 // 24 records, and a full one is handed to the writer thread as a flush slice
 // (docs/tracing.md, docs/design/trace-format.md). Two PEs pass messages
 // whose handlers make many marks, several buffers' worth per PE, with a
-// pool (WEFT_TRACE_POOL) that holds them all: however far the writer falls
+// pool (--weft:trace-pool) that holds them all: however far the writer falls
 // behind on a loaded machine, nothing may be dropped (tests/trace/
 // test_trace_writer.cpp has the drops). Then each PE's event file must be a
 // valid trace (header, whole records, ticks that never go back, slices that
@@ -166,9 +166,9 @@ TEST_P(TraceBuffer, AFullBufferOfThisSizeIsWrittenWhole) {
   s.hops = per_pe / marks_per_message;  // each chain visits each PE hops/2 times, two chains
   g_run = &s;
   // ~10.5 MiB of records per PE: a pool of 16 MiB.
-  setenv("WEFT_TRACE_POOL", std::to_string(16 / mib).c_str(), 1);
   const int rc = run_node({threads_opt(pes), "--weft:trace=" + dir.string(),
-                           "--weft:trace-buffer=" + std::to_string(mib)},
+                           "--weft:trace-buffer=" + std::to_string(mib),
+                           "--weft:trace-pool=" + std::to_string(16 / mib)},
                           [] {
                             g_run->tick =
                                 std::make_unique<weft::trace::event_name>("trace_buffer.tick");
@@ -178,7 +178,6 @@ TEST_P(TraceBuffer, AFullBufferOfThisSizeIsWrittenWhole) {
                             weft::exit_at_quiescence(0);
                           });
   g_run = nullptr;
-  unsetenv("WEFT_TRACE_POOL");
   ASSERT_EQ(rc, 0);
   EXPECT_EQ(g_errors.load(), 0) << first_error();
 

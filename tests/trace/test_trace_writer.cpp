@@ -216,19 +216,22 @@ TEST(Writer, AnAbortWritesWhatWaitsAndTheDropCount) {
   fs::remove_all(dir);
 }
 
-// The pool's size from the environment, and a bad one refused in one line.
-TEST(Writer, PoolFromTheEnvironmentIsChecked) {
-  const fs::path dir = fresh_dir("pool-env");
+// The test knob is checked as an option is: a bad value is refused in one
+// line that names the accepted forms.
+TEST(Writer, SlowWriterKnobIsChecked) {
+  const fs::path dir = fresh_dir("knob");
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        setenv("WEFT_TRACE_POOL", "1", 1);
+        setenv("WEFT_TRACE_TEST_SLOW_WRITER", "fast", 1);
         session_config cfg;
         cfg.dir = dir.string();
         cfg.quiet = true;
         start_session(cfg);
       },
       testing::ExitedWithCode(2),
-      "WEFT_TRACE_POOL=1: expected the trace buffers per track, a whole number 2..64");
+      "WEFT_TRACE_TEST_SLOW_WRITER=fast: expected milliseconds per buffer written, a whole "
+      "number 0..10000");
   fs::remove_all(dir);
 }
 

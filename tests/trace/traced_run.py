@@ -51,7 +51,7 @@ the case asks for. Cases:
              no migration is counted, by the samples or by the kernel.
   dropped    (COMMAND trace_program STEPS marks --weft:trace-buffer=1) a
              writer thread made slow (WEFT_TRACE_TEST_SLOW_WRITER) with two
-             buffers per track (WEFT_TRACE_POOL) falls behind the bursts of
+             buffers per track (--weft:trace-pool, as WEFT_TRACE_POOL) falls behind the bursts of
              marks: the run succeeds, the PEs' files hold dropped records,
              `summary` says how many events were dropped, in all and per
              PE, and its JSON agrees with the files; the marks in the files

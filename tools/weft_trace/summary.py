@@ -81,7 +81,7 @@ def cmd_summary(args, issues):
             lines.append("  " + w)
     if dropped:
         lines.append("%d event%s dropped: the writer fell behind; a larger --weft:trace-buffer or "
-                     "WEFT_TRACE_POOL, or fewer events (summary mode, fewer marks), keeps them"
+                     "--weft:trace-pool, or fewer events (summary mode, fewer marks), keeps them"
                      % (total_dropped, "" if total_dropped == 1 else "s"))
         for t in dropped:
             where = t.label if t.kind == "pe" else "comm thread of node %d" % t.node.n

@@ -65,6 +65,7 @@ struct runtime_config {
   std::string trace_dir;
   std::string trace_mode = "full";
   std::size_t trace_buffer_bytes = 4u << 20;
+  unsigned trace_pool = 3;  // buffers per PE
   std::string counters;
   bool counters_given = false;
   // Load balancing (the lb layer reads these; core validates the numbers,

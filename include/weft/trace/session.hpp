@@ -18,7 +18,7 @@ struct session_config {
   trace_mode mode = trace_mode::full;
   std::size_t buffer_bytes = 0;  // per buffer (full mode)
   // Buffers per track (full mode), 2..64: one filled while the others wait
-  // for the writer thread. 0: WEFT_TRACE_POOL, else 3.
+  // for the writer thread (--weft:trace-pool; 0: 3).
   unsigned pool_buffers = 0;
   std::vector<std::string> counters;  // names to open per PE (empty: none)
   // Counters the kernel refuses are said in one line only when the program

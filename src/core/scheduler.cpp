@@ -200,9 +200,6 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
   }
 }
 
-// `follows`: the message runs right after another's handler ended, nothing
-// recorded between them (run_own_queue's batch): its handler_begin takes
-// that handler_end's time stamp, one clock read per message (issue 30).
 void handle(node_state& node, pe_state& pe, message* m, bool follows = false) {
   if (m->handler >= node.num_handlers)
     base::fatal(
@@ -223,12 +220,7 @@ void handle(node_state& node, pe_state& pe, message* m, bool follows = false) {
     if (m->src_pe >= 0 &&
         (m->src_pe < node.first_pe || m->src_pe >= node.first_pe + int(node.pes.size())))
       flags |= trace::send_flags::remote;
-    if (follows)
-      trace::detail::emit_adjacent(trace::kind::handler_end, trace::kind::handler_begin, hid,
-                                   std::uint32_t(m->src_pe), m->size, flags);
-    else
-      trace::detail::emit(trace::kind::handler_begin, hid, std::uint32_t(m->src_pe), m->size,
-                          flags);
+    trace::detail::begin_handler(follows, hid, std::uint32_t(m->src_pe), m->size, flags);
   }
   // A handler may run nested in another (detail::serve_messages): the
   // watchdog must see the outer one again when it returns.
@@ -268,7 +260,7 @@ int run_own_queue(node_state& node, pe_state& pe, int limit) {
     message* m = pop_own(pe, did == 0);
     // The common case: no priorities anywhere, the message runs as popped.
     if (m != nullptr && m->priority == 0 && pe.prioritized.empty()) {
-      handle(node, pe, m, did > 0);
+      handle(node, pe, m, did > 0);  // after the first: the previous one's end stamp
       ++did;
       continue;
     }

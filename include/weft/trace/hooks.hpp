@@ -217,6 +217,20 @@ inline constexpr std::uint32_t begin_kinds =
   emit(k, a, b, c, d);
 }
 
+// A handler begins. One that runs right after another of the scheduler's
+// batch (`follows`: nothing recorded between them but that one's end) takes
+// that handler_end's time stamp: one clock read a message, four records to
+// an entry method; the few nanoseconds of the queue's pop between the two
+// go to the handler.
+[[gnu::always_inline]] inline void begin_handler(bool follows, std::uint32_t hid, std::uint32_t src,
+                                                 std::uint32_t bytes,
+                                                 std::uint32_t flags) noexcept {
+  if (follows)
+    emit_adjacent(kind::handler_end, kind::handler_begin, hid, src, bytes, flags);
+  else
+    emit(kind::handler_begin, hid, src, bytes, flags);
+}
+
 // A send: records it and returns the sequence number the message carries
 // (the receiver's handler_begin names it, so tools can draw the arrow).
 [[gnu::always_inline]] inline std::uint8_t record_send(std::int32_t dst, std::uint32_t bytes,

@@ -7,16 +7,28 @@
 //  - clock: the time-stamp read alone (base::cycles(), rdtsc on x86-64), the
 //    floor of any event;
 //  - off: a hook with tracing off (`if (trace::on()) ...`): one branch;
-//  - full: trace::detail::emit into the thread's buffer, full mode, the
-//    buffer (--buffer MiB, default 4) written out to --dir (default
-//    /dev/shm, else /tmp) whenever it fills: the flushes are in the figure;
+//  - full: trace::detail::emit into the thread's buffer, full mode, each
+//    event with its own clock read; a full buffer (--buffer MiB, default 4)
+//    is handed to the session's writer thread, which writes it to --dir
+//    (default /dev/shm, else /tmp) while the thread fills the next of its
+//    pool (--pool buffers; by default enough for a measurement's events, as
+//    a tight loop of events outruns any writer): the hand-offs are in the
+//    figure;
 //  - full_adjacent: an entry event that takes the time of the handler event
 //    before it (emit_adjacent: no clock read), as objects' entry_begin does;
+//  - full_message: what the scheduler records for each message of a batch
+//    to an entry method, per event: handler_begin (the time of the previous
+//    handler_end), entry_begin (the same), entry_end (a clock read),
+//    handler_end (entry_end's time): one clock read per four events;
+//  - full_dropped: events the full-mode measurements dropped (the writer
+//    fell behind; a dropped event costs less than a stored one, so a
+//    figure with drops is not the cost of recording): 0 for a valid run;
 //  - summary: begin/end pairs in summary mode (per-name totals and the
 //    utilization histogram), per event.
 // Ratios to the clock are formed per repeat.
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -38,16 +50,21 @@ const char* about =
     "the previous one's time, and summary mode. Flags:\n"
     "  --events=N     events per measurement (default 4000000)\n"
     "  --buffer=MiB   trace buffer (default 4)\n"
+    "  --pool=N       trace buffers per track, 2..64 (default: enough for one measurement's\n"
+    "                 events, so that the writer thread never makes it drop)\n"
     "  --dir=DIR      where full mode writes (default /dev/shm, else /tmp)";
 
 std::string g_dir;
 std::size_t g_buffer = 4u << 20;
+unsigned g_pool = 3;
+std::uint64_t g_dropped = 0;
 
 void start(tr::trace_mode mode) {
   tr::session_config c;
   c.dir = g_dir;
   c.mode = mode;
   c.buffer_bytes = g_buffer;
+  c.pool_buffers = g_pool;
   c.pes = 1;
   c.quiet = true;
   tr::start_session(c);
@@ -56,6 +73,7 @@ void start(tr::trace_mode mode) {
 
 void stop() {
   tr::end_track();
+  g_dropped += tr::dropped_events();
   tr::pes_ended();
   tr::end_session();
 }
@@ -71,16 +89,22 @@ double per_event(long n, F&& f) {
 
 int main(int argc, char** argv) {
   wb::cli cli = wb::parse_cli(argc, argv, about);
-  wb::reject_unknown(cli, {"events", "buffer", "dir"});
+  wb::reject_unknown(cli, {"events", "buffer", "pool", "dir"});
   const long events = wb::positive_arg(cli, "events", 4'000'000, 1L << 40);
   g_buffer = std::size_t(wb::positive_arg(cli, "buffer", 4, 4096)) << 20;
-  struct stat st{};
-  g_dir = wb::arg(cli, "dir", ::stat("/dev/shm", &st) == 0 && ::access("/dev/shm", W_OK) == 0
-                                  ? "/dev/shm"
-                                  : "/tmp");
+  const long fit = long((std::size_t(events) * 24 + g_buffer - 1) / g_buffer) + 2;
+  g_pool = unsigned(wb::positive_arg(cli, "pool", std::min(fit, 64L), 64));
+  if (g_pool < 2) {
+    std::fprintf(stderr, "trace_event: --pool=%u: expected 2..64 buffers per track\n", g_pool);
+    return 2;
+  }
+  struct stat st {};
+  g_dir = wb::arg(
+      cli, "dir",
+      ::stat("/dev/shm", &st) == 0 && ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
   g_dir += "/weft-trace-event-bench." + std::to_string(getpid());
 
-  std::vector<double> clock, off, full, adjacent, summary, r_full, r_summary;
+  std::vector<double> clock, off, full, adjacent, message, summary, r_full, r_message, r_summary;
   volatile std::uint64_t sink = 0;
   for (int rep = 0; rep < cli.repeat; ++rep) {
     const double c = per_event(events, [&](long n) {
@@ -100,12 +124,28 @@ int main(int argc, char** argv) {
       for (long i = 0; i < n; ++i) tr::detail::emit(tr::kind::mark, std::uint32_t(i), 2, 3, 4);
     });
     full.push_back(f);
+    // A session each: the pool holds one measurement's records.
+    stop();
+    start(tr::trace_mode::full);
     adjacent.push_back(per_event(events, [&](long n) {
       for (long i = 0; i < n; i += 2) {
         tr::detail::emit(tr::kind::handler_begin, 1, 2, 3, 4);
         tr::detail::emit_adjacent(tr::kind::handler_begin, tr::kind::entry_begin, 5, 6, 7, 8);
       }
     }));
+    stop();
+    start(tr::trace_mode::full);
+    const double m = per_event(events, [&](long n) {
+      // The first handler_begin reads the clock: no handler ended before it.
+      tr::detail::emit(tr::kind::handler_end, 1, 0, 0, 0);
+      for (long i = 0; i < n; i += 4) {
+        tr::detail::emit_adjacent(tr::kind::handler_end, tr::kind::handler_begin, 1, 2, 16, 0);
+        tr::detail::emit_adjacent(tr::kind::handler_begin, tr::kind::entry_begin, 5, 6, 7, 0);
+        tr::detail::emit(tr::kind::entry_end, 5, 0, 0, 0);
+        tr::detail::emit_adjacent(tr::kind::entry_end, tr::kind::handler_end, 1, 0, 0, 0);
+      }
+    });
+    message.push_back(m);
     stop();
     start(tr::trace_mode::summary);
     const double s = per_event(events, [&](long n) {
@@ -117,23 +157,35 @@ int main(int argc, char** argv) {
     summary.push_back(s);
     stop();
     r_full.push_back(f / c);
+    r_message.push_back(m / c);
     r_summary.push_back(s / c);
   }
   std::string rm = "rm -rf '" + g_dir + "'";
-  if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "trace_event: could not remove %s\n", g_dir.c_str());
+  if (std::system(rm.c_str()) != 0)
+    std::fprintf(stderr, "trace_event: could not remove %s\n", g_dir.c_str());
 
   wb::reporter rep("trace_event", cli.json);
   auto row = [&](const char* metric, const std::vector<double>& xs) {
     const wb::summary s = wb::summarize(xs);
-    rep.row({{"metric", metric}, {"value", s.median}, {"min", s.min}, {"max", s.max},
+    rep.row({{"metric", metric},
+             {"value", s.median},
+             {"min", s.min},
+             {"max", s.max},
              {"buffer_mib", long(g_buffer >> 20)}});
   };
   row("clock_ns", clock);
   row("off_ns", off);
   row("full_ns", full);
   row("full_adjacent_ns", adjacent);
+  row("full_message_ns", message);
   row("summary_ns", summary);
   row("ratio_full_over_clock", r_full);
+  row("ratio_full_message_over_clock", r_message);
   row("ratio_summary_over_clock", r_summary);
+  rep.row({{"metric", "full_dropped"},
+           {"value", double(g_dropped)},
+           {"min", double(g_dropped)},
+           {"max", double(g_dropped)},
+           {"buffer_mib", long(g_buffer >> 20)}});
   return int(sink & 0);
 }

@@ -201,8 +201,13 @@ void define_runtime_options(base::option_set& set) {
               "makes, carried by the message); entry methods are all kept; 1: every message",
               base::integer_in(1, 1000000)});
   set.define({"trace-buffer", "4", "MiB 1..4096",
-              "trace buffer per PE; a full buffer is written out (shown as a flush)",
+              "each trace buffer of a PE; a full one goes to the writer thread (shown as a "
+              "flush)",
               base::integer_in(1, 4096)});
+  set.define({"trace-pool", "3", "buffers 2..64",
+              "trace buffers per PE: one filled while the others wait for the writer thread; "
+              "with none free the PE drops events and counts them",
+              base::integer_in(2, 64)});
   set.define({"counters", weft::trace::default_counters(),
               "off|comma list of " +
                   [] {
@@ -445,6 +450,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;
   c.trace_sample = std::uint32_t(set.get_int("trace-sample"));
+  c.trace_pool = unsigned(set.get_int("trace-pool"));
   c.counters = set.get("counters");
   c.counters_given = set.given("counters");
   c.lb = set.get("lb");

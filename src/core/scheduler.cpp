@@ -199,7 +199,7 @@ void forward_broadcast(node_state& node, pe_state& pe, const message& m) {
   }
 }
 
-void handle(node_state& node, pe_state& pe, message* m) {
+void handle(node_state& node, pe_state& pe, message* m, bool follows = false) {
   if (m->handler >= node.num_handlers)
     base::fatal(
         "PE %d received a message for handler id %u, which was never registered (%zu "
@@ -220,7 +220,7 @@ void handle(node_state& node, pe_state& pe, message* m) {
     if (m->src_pe >= 0 &&
         (m->src_pe < node.first_pe || m->src_pe >= node.first_pe + int(node.pes.size())))
       flags |= trace::send_flags::remote;
-    trace::detail::emit(trace::kind::handler_begin, hid, std::uint32_t(m->src_pe), m->size, flags);
+    trace::detail::begin_handler(follows, hid, std::uint32_t(m->src_pe), m->size, flags);
   }
   // A handler may run nested in another (detail::serve_messages): the
   // watchdog must see the outer one again when it returns.
@@ -260,7 +260,7 @@ int run_own_queue(node_state& node, pe_state& pe, int limit) {
     message* m = pop_own(pe, did == 0);
     // The common case: no priorities anywhere, the message runs as popped.
     if (m != nullptr && m->priority == 0 && pe.prioritized.empty()) {
-      handle(node, pe, m);
+      handle(node, pe, m, did > 0);  // after the first: the previous one's end stamp
       ++did;
       continue;
     }
@@ -277,7 +277,7 @@ int run_own_queue(node_state& node, pe_state& pe, int limit) {
     if (pe.prioritized.empty()) break;
     message* best = pe.prioritized.top().m;
     pe.prioritized.pop();
-    handle(node, pe, best);
+    handle(node, pe, best, did > 0);
     ++did;
   }
   return did;

@@ -6,9 +6,12 @@
 //
 // Each track's file ends with an end record saying how the run ended; a file
 // without one was cut off (SIGKILL). After a fatal error the failing thread
-// writes out the other tracks' buffers too: each buffer's count is published
-// with a release store after its record, and a track's `writing` flag keeps
-// the owner and the abort path from writing the same buffer at once.
+// writes out the other tracks' buffers too: those handed to the writer and
+// not yet written, then what the one being filled has published (each
+// buffer's count is published with a release store after its record), and
+// the count of events dropped since the last dropped record. A track's
+// `file` hold keeps the writer thread, the owner's end and the abort path
+// from writing the same file at once.
 // SIGTERM and SIGINT do the same from a handler that uses only
 // async-signal-safe calls (write, rename, atomics): the metadata it writes is
 // rendered beforehand (metadata.cpp).
@@ -18,6 +21,7 @@
 // purpose, the fatal message or the signal being what matters then.
 #include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
@@ -32,8 +36,8 @@ namespace weft::trace {
 namespace internal {
 
 // Appends the track's end record to its file, at `tick` or after the last
-// record written. The caller holds the file (the owner at its end, or the
-// `writing` flag). Async-signal-safe: write(2) alone.
+// record written. The caller holds the file (track::file). Async-signal-safe:
+// write(2) alone.
 void write_end_record(track& t, end_how how, int signal, std::uint64_t tick) {
   tick = std::max(tick, t.written_tick.load(std::memory_order_relaxed));
   const record r{tick << 8 | std::uint64_t(kind::end), std::uint32_t(how), std::uint32_t(signal), 0,
@@ -77,22 +81,59 @@ char* put_text(char* p, const char* text) {
   return p;
 }
 
+// Takes the track's file for good, waiting for a write of the writer
+// thread's to end (a buffer takes milliseconds; a second at most, so that a
+// file system that hangs does not hang the abort). False when the file is
+// taken already: its owner ended it (complete) or the writer never let go.
+// Async-signal-safe: atomics and nanosleep.
+bool take_file(track& t) {
+  for (int i = 0; i < 1000; ++i) {
+    int expect = file_free;
+    if (t.file.compare_exchange_strong(expect, file_taken, std::memory_order_acquire)) return true;
+    if (expect == file_taken) return false;
+    timespec ts{0, 1000000};
+    ::nanosleep(&ts, nullptr);
+  }
+  return false;
+}
+
 // After an abort, a timeout or a signal: writes out what every track's
-// buffer has published and the track's end record. Async-signal-safe: the
-// tracks are in slots, the counts and `writing` flags lock-free atomics.
-// A track whose `writing` another thread holds is left alone: its owner is
-// writing it out (or has ended it, its file complete).
+// buffers hold (those handed to the writer, in order, then the published
+// part of the one being filled), the events it dropped and its end record.
+// Async-signal-safe: the tracks are in slots, the counts and file holds
+// lock-free atomics. The owner, if it still runs, goes on filling its
+// buffers; with the file taken the writer writes none of them again.
 void write_buffers_at_end(session& s, end_how how, int sig, std::uint64_t tick) {
   if (s.cfg.mode != trace_mode::full) return;
   for (std::size_t i = 0; i < s.nslots; ++i) {
     track* t = s.slots[i].load(std::memory_order_acquire);
-    if (t == nullptr || t->writing.exchange(true, std::memory_order_acquire)) continue;
-    // Holding `writing`, this thread owns the file and the published part
-    // of the buffer; the owner, if it still runs, stops at its next flush.
-    if (t->fd < 0) continue;
-    const std::uint32_t n = count(*t, std::memory_order_acquire);
-    if (write_all(t->fd, t->buf.get(), std::size_t(n) * sizeof(record)) != 0) continue;
-    if (n > 0) t->written_tick.store(t->buf[n - 1].w >> 8, std::memory_order_relaxed);
+    if (t == nullptr || !take_file(*t)) continue;
+    if (t->fd < 0 || t->failed.load(std::memory_order_relaxed)) continue;
+    bool ok = true;
+    for (std::uint32_t k = 0; ok && k < t->nbufs; ++k) {
+      const std::uint32_t b = (t->wnext + k) % t->nbufs;
+      const std::uint32_t n = t->full[b].load(std::memory_order_acquire);
+      if (n == 0) break;  // the one being filled, or free
+      ok = write_all(t->fd, t->bufs[b].get(), std::size_t(n) * sizeof(record)) == 0;
+      if (ok) t->written_tick.store(t->bufs[b][n - 1].w >> 8, std::memory_order_relaxed);
+    }
+    // The buffer being filled: `next` within it (null while the track drops
+    // events or hands a buffer off).
+    const std::uint32_t c = t->cur.load(std::memory_order_acquire);
+    const record* first = t->bufs[c].get();
+    const record* next = std::atomic_ref<record*>(t->fp->next).load(std::memory_order_acquire);
+    if (ok && t->full[c].load(std::memory_order_acquire) == 0 && next > first &&
+        next <= first + t->cap) {
+      const std::size_t n = std::size_t(next - first);
+      ok = write_all(t->fd, first, n * sizeof(record)) == 0;
+      if (ok) t->written_tick.store(first[n - 1].w >> 8, std::memory_order_relaxed);
+    }
+    if (!ok) continue;
+    if (const std::uint64_t lost = t->dropped.load(std::memory_order_relaxed); lost != 0) {
+      const std::uint64_t at = std::max(tick, t->written_tick.load(std::memory_order_relaxed));
+      const record r = dropped_record(at, lost, t->drop_tick);
+      if (write_all(t->fd, &r, sizeof r) == 0) t->written_tick.store(at, std::memory_order_relaxed);
+    }
     write_end_record(*t, how, sig, tick);
   }
 }
@@ -112,7 +153,7 @@ void write_prerendered_metadata(session& s, const char* tail, std::size_t n) {
 // Writes out every track's buffer and end record and the metadata, then the
 // signal takes its default action (SA_RESETHAND put it back; a second signal
 // meanwhile ends the process at once). Only async-signal-safe calls: the
-// buffers' counts and the `writing` flags are lock-free atomics, files are
+// buffers' counts and the file holds are lock-free atomics, files are
 // written with open/write/rename, the metadata's body was rendered before.
 void on_end_signal(int sig) {
   const int saved_errno = errno;
@@ -140,10 +181,10 @@ void on_end_signal(int sig) {
 // Handles SIGTERM and SIGINT where nobody else does (the program, MPI).
 void install_signal_handlers() {
   for (int i = 0; i < 2; ++i) {
-    struct sigaction old{};
+    struct sigaction old {};
     if (::sigaction(g_signals[i], nullptr, &old) != 0) continue;
     if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_end_signal;
     sa.sa_flags = SA_RESETHAND | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
@@ -155,7 +196,7 @@ void remove_signal_handlers() {
   for (int i = 0; i < 2; ++i) {
     if (!g_installed[i]) continue;
     g_installed[i] = false;
-    struct sigaction now{};
+    struct sigaction now {};
     if (::sigaction(g_signals[i], nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) == 0 &&
         now.sa_handler == on_end_signal)
       ::sigaction(g_signals[i], &g_old_actions[i], nullptr);

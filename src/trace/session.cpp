@@ -4,14 +4,18 @@
 // ends that are not normal ending.cpp's; session_state.hpp maps them).
 // Format: docs/design/trace-format.md.
 //
-// Every track (a PE, or a node's comm thread) owns its buffer and its file;
-// its thread alone appends and writes out, so recording takes no lock and
-// touches no line another thread writes. The session's mutex guards only
-// the list of tracks, taken when a track begins or ends and when the
-// metadata is written. After a fatal error the failing thread writes out
-// the other tracks' buffers too: each buffer's count is published with a
-// release store after its record, and a track's `writing` flag keeps the
-// owner and the abort path from writing the same buffer at once.
+// Every track (a PE, or a node's comm thread) owns a pool of buffers and
+// its file; its thread alone appends, so recording takes no lock and
+// touches no line another thread writes. A full buffer goes to the
+// session's writer thread (started here, in full mode), which writes it to
+// the track's file while the track fills the next buffer of its pool; with
+// none free the track drops events and counts them (track.cpp). The
+// session's mutex guards only the list of tracks, taken when a track begins
+// or ends and when the metadata is written. After a fatal error the failing
+// thread writes out the other tracks' buffers too: each buffer's count is
+// published with a release store after its record, and a track's `file`
+// hold keeps the writer, the owner and the abort path from writing the same
+// file at once.
 //
 // A run that ends early keeps what its PEs wrote. The metadata is written at
 // start, again once every PE has begun (the time line's clock and the
@@ -33,8 +37,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,6 +72,19 @@ std::string node_file(const session& s, const std::string& rest) {
 }
 
 namespace {
+// A number from the environment variable `name`, lo..hi, or `dflt` when it
+// is not set; anything else is a usage error naming the accepted forms.
+unsigned env_number(const char* name, unsigned lo, unsigned hi, unsigned dflt, const char* what) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long n = std::strtoul(v, &end, 10);
+  if (*end != '\0' || errno != 0 || v[0] == '-' || n < lo || n > hi)
+    base::usage_error("%s=%s: expected %s, a whole number %u..%u", name, v, what, lo, hi);
+  return unsigned(n);
+}
+
 // A directory reused from a run of more nodes keeps their files; no node of
 // this job writes them, so node 0 removes them (the tools would take them
 // for part of this run).
@@ -133,6 +152,9 @@ void start_session(const session_config& config) {
     remove_own_files(config.dir, config.node);
     const std::size_t bytes = std::max<std::size_t>(config.buffer_bytes, 64 * sizeof(record));
     s->cap = std::uint32_t(std::min<std::size_t>(bytes / sizeof(record), UINT32_MAX / 2));
+    s->pool = config.pool_buffers != 0 ? std::clamp(config.pool_buffers, 2u, 64u) : 3;
+    s->slow_writer_ms =
+        env_number("WEFT_TRACE_TEST_SLOW_WRITER", 0, 10000, 0, "milliseconds per buffer written");
   }
   if (!config.counters.empty()) {
     // The process's first perf event costs the kernel ~10 ms to set up
@@ -158,6 +180,7 @@ void start_session(const session_config& config) {
     install_signal_handlers();
     detail::g_sample_every.store(std::max<std::uint32_t>(config.sample, 1),
                                  std::memory_order_relaxed);
+    if (s->cfg.mode == trace_mode::full) s->writer = std::thread(writer_main, std::ref(*s));
     detail::g_on.store(true, std::memory_order_release);
   }
 }
@@ -181,6 +204,17 @@ std::string session_counter_note() {
   return s->counter_note;
 }
 
+std::uint64_t dropped_events() {
+  session* s = g_session.load(std::memory_order_acquire);
+  if (s == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  std::uint64_t n = 0;
+  for (const auto& t : s->tracks)
+    n += t->dropped_total.load(std::memory_order_relaxed) +
+         t->dropped.load(std::memory_order_relaxed);
+  return n;
+}
+
 void pes_ended() {
   session* s = g_session.load(std::memory_order_acquire);
   if (s == nullptr || s->end_ready.load(std::memory_order_acquire)) return;
@@ -192,6 +226,13 @@ void end_session() {
   session* s = g_session.load(std::memory_order_acquire);
   if (s == nullptr) return;
   detail::g_on.store(false, std::memory_order_release);
+  if (s->writer.joinable()) {
+    // Every track has ended, its buffers written: nothing waits.
+    s->writer_stop.store(true, std::memory_order_release);
+    s->wake.fetch_add(1, std::memory_order_release);
+    s->wake.notify_one();
+    s->writer.join();
+  }
   if (s->traces) {
     remove_signal_handlers();
     std::lock_guard<std::mutex> lock(s->mutex);

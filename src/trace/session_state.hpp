@@ -15,11 +15,14 @@
 //   ending.cpp    end records, the abort path, SIGTERM and SIGINT
 //
 // Ownership and concurrency (the design in brief; session.cpp has the
-// whole story): every track (a PE, or a node's comm thread) owns its buffer
-// and its file; its thread alone appends and writes out, so recording takes
-// no lock and touches no line another thread writes. The session's mutex
-// guards only the list of tracks, taken when a track begins or ends and
-// when the metadata is written.
+// whole story): every track (a PE, or a node's comm thread) owns a pool of
+// buffers and its file; its thread alone appends, so recording takes no lock
+// and touches no line another thread writes. A full buffer is handed to the
+// session's writer thread, which writes it to the track's file while the
+// track fills the next one of its pool; with none free the track drops
+// events and counts them. The session's mutex guards only the list of
+// tracks, taken when a track begins or ends and when the metadata is
+// written.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -27,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 #include "weft/base/json.hpp"
@@ -59,19 +63,38 @@ struct open_slice {
   std::uint64_t nested = 0;  // time of slices that ran inside it
 };
 
+// Who holds a track's file (track::file): nobody, the writer thread while
+// it writes one buffer, or for good (the owner at its end, the abort path).
+enum file_hold : int { file_free = 0, file_writing = 1, file_taken = 2 };
+
 struct track {
   track_kind what = track_kind::pe;
   int pe = -1, local = -1;
   std::vector<int> cpus;  // the CPUs its thread may run on, when it began
-  // Full mode.
-  std::unique_ptr<record[]> buf;
-  std::uint32_t cap = 0;
-  // The owner thread's fast path: its `next` is where the next record goes.
+  // Full mode: a pool of nbufs buffers of cap records, filled in turn. The
+  // owner hands a full one to the writer by storing its count in full[i]
+  // (release); the writer stores 0 there once it is written (release), and
+  // the owner fills it again. In turn, so the file gets them in order.
+  std::vector<std::unique_ptr<record[]>> bufs;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> full;
+  std::uint32_t nbufs = 0, cap = 0;
+  std::atomic<std::uint32_t> cur{0};  // the buffer the owner fills
+  std::uint32_t wnext = 0;            // the next buffer to write (whoever holds the file)
+  // The owner thread's fast path: its `next` is where the next record goes
+  // (null while the track drops events).
   detail::fast_path* fp = nullptr;
   int fd = -1;
   std::string path;
-  bool failed = false;               // a write failed: the track records no more
-  std::atomic<bool> writing{false};  // its buffer is being written out
+  std::atomic<bool> failed{false};   // a write failed: the track records no more
+  std::atomic<int> file{file_free};  // file_hold
+  // Drops: while no buffer of the pool is free the owner counts the events
+  // it cannot store (`dropped`, since the last dropped record; the abort
+  // path reads it) and resumes, with a dropped record, when one is.
+  bool dropping = false;
+  std::uint64_t drop_tick = 0;     // when the track began to drop
+  std::uint64_t handoff_tick = 0;  // the last hand-off: its flush_end's time
+  std::uint32_t handed = 0;        // records of the last buffer handed off
+  std::atomic<std::uint64_t> dropped{0}, dropped_total{0};
   // The tick of the last record in the file (its writer alone stores it):
   // an end record written by another thread is not stamped before it.
   std::atomic<std::uint64_t> written_tick{0};
@@ -79,6 +102,7 @@ struct track {
   counter_set counters;
   std::vector<std::uint64_t> final_counters;
   std::uint64_t first_tick = 0, last_tick = 0;
+  bool summary = false;
   // Summary mode.
   std::vector<open_slice> stack;
   std::unordered_map<std::uint64_t, name_stat> names;  // kind << 32 | id
@@ -94,8 +118,15 @@ struct session {
   std::uint64_t tsc_base = 0;
   std::uint64_t mono_base = 0, real_base = 0;
   double ns_per_tick = 1.0;
-  std::uint32_t cap = 0;  // records per buffer
-  std::mutex mutex;       // guards tracks, the counter note, the metadata file
+  std::uint32_t cap = 0;        // records per buffer
+  std::uint32_t pool = 0;       // buffers per track
+  unsigned slow_writer_ms = 0;  // tests: the writer sleeps so long before each buffer
+  // The writer thread (full mode): `wake` counts hand-offs, the writer
+  // sleeps on it when it finds nothing to write.
+  std::thread writer;
+  std::atomic<std::uint32_t> wake{0};
+  std::atomic<bool> writer_stop{false};
+  std::mutex mutex;  // guards tracks, the counter note, the metadata file
   std::vector<std::unique_ptr<track>> tracks;
   std::vector<std::string> counter_names;
   std::string counter_note;
@@ -135,9 +166,14 @@ inline std::uint64_t tick_of(const session& s, std::uint64_t tsc) {
 // a declaration of default visibility would be read through the GOT.
 [[gnu::visibility("hidden")]] extern std::atomic<session*> g_session;
 
-// Records in the buffer (any thread: the abort path reads another's).
-inline std::uint32_t count(const track& t, std::memory_order order = std::memory_order_relaxed) {
-  return std::uint32_t(std::atomic_ref<record*>(t.fp->next).load(order) - t.buf.get());
+// The buffer the owner fills and the records in it (the owner's view; the
+// abort path reads another track's more carefully: ending.cpp).
+inline record* cur_buf(const track& t) {
+  return t.bufs[t.cur.load(std::memory_order_relaxed)].get();
+}
+inline std::uint32_t count(const track& t) {
+  record* next = t.fp->next;
+  return next == nullptr ? 0 : std::uint32_t(next - cur_buf(t));
 }
 
 // How the run ended: the metadata's "end".
@@ -161,6 +197,13 @@ std::string node_file(const session& s, const std::string& rest);
 // Writes all of [p, p + n) or returns the errno that stopped it.
 // Async-signal-safe: write(2) alone.
 int write_all(int fd, const void* p, std::size_t n);
+// The writer thread's loop, until s.writer_stop.
+void writer_main(session& s);
+// The dropped record of `n` events dropped since `since` (a tick), at `tick`.
+inline record dropped_record(std::uint64_t tick, std::uint64_t n, std::uint64_t since) {
+  return {tick << 8 | std::uint64_t(kind::dropped), std::uint32_t(n), std::uint32_t(n >> 32),
+          std::uint32_t(since), std::uint32_t(since >> 32)};
+}
 
 // ---- metadata.cpp
 // Writes `text` to `path` through a temporary file and a rename, so a
@@ -179,8 +222,7 @@ std::string summary_json(session& s);
 
 // ---- ending.cpp
 // Appends the track's end record to its file, at `tick` or after the last
-// record written. The caller holds the file (the owner at its end, or the
-// `writing` flag). Async-signal-safe: write(2) alone.
+// record written. The caller holds the file (track::file). Async-signal-safe: write(2) alone.
 void write_end_record(track& t, end_how how, int signal, std::uint64_t tick);
 // Handles SIGTERM and SIGINT where nobody else does (the program, MPI).
 void install_signal_handlers();

@@ -1,15 +1,21 @@
-// A thread's track: its event buffer and the writer that empties it into
-// the track's file, the summary mode's counts, and the hooks' slow paths
-// (what weft/trace/hooks.hpp calls when its inline path cannot store an
-// event). Format: docs/design/trace-format.md.
+// A thread's track: its pool of event buffers and the writer thread that
+// empties them into the track's file, the summary mode's counts, and the
+// hooks' slow paths (what weft/trace/hooks.hpp calls when its inline path
+// cannot store an event). Format: docs/design/trace-format.md.
 //
-// Every track (a PE, or a node's comm thread) owns its buffer and its file;
-// its thread alone appends and writes out, so recording takes no lock and
-// touches no line another thread writes. After a fatal error the failing
-// thread writes out the other tracks' buffers too (ending.cpp): each
-// buffer's count is published with a release store after its record, and a
-// track's `writing` flag keeps the owner and the abort path from writing the
-// same buffer at once.
+// Every track (a PE, or a node's comm thread) owns a pool of buffers and
+// its file; its thread alone appends, so recording takes no lock and
+// touches no line another thread writes. A full buffer is handed to the
+// session's writer thread and the track goes on in the next buffer of its
+// pool: no PE waits for the file system (writing 4 MiB to /dev/shm takes
+// ~10 ms, which used to land in whatever the PE ran). When the writer falls
+// behind and no buffer is free, the track drops events and counts them,
+// never blocks; the count goes into the trace as a dropped record when a
+// buffer is free again. After a fatal error the failing thread writes out
+// the other tracks' buffers too (ending.cpp): each buffer's count is
+// published with a release store after its record, and a track's `file`
+// hold keeps the writer, the owner's end and the abort path from writing
+// the same file at once.
 //
 // Recording and the summary counts stay in this one file: in summary mode
 // every event comes through record() to put() and summarize(), and in full
@@ -22,11 +28,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,18 +90,24 @@ thread_local track* t_track = nullptr;
 // The thread's track in any case (its counters serve --weft:stats).
 thread_local track* t_own = nullptr;
 
-// Writes the first n records of the track's buffer to its file. Returns
-// false (and stops the track, once said) when the file cannot take them.
-bool write_records(track& t, std::uint32_t n) {
-  if (t.fd < 0 || t.failed) return false;
-  if (int err = write_all(t.fd, t.buf.get(), std::size_t(n) * sizeof(record)); err != 0) {
-    t.failed = true;
+// Writes n records at `b` to the track's file. Returns false (and stops the
+// track, once said) when the file cannot take them.
+bool write_records(track& t, const record* b, std::uint32_t n) {
+  if (t.fd < 0 || t.failed.load(std::memory_order_relaxed)) return false;
+  if (int err = write_all(t.fd, b, std::size_t(n) * sizeof(record)); err != 0) {
+    t.failed.store(true, std::memory_order_relaxed);
     base::warn("trace: write failed for %s: %s (errno %d); this track records no more",
                t.path.c_str(), base::errno_text(err).c_str(), err);
     return false;
   }
-  if (n > 0) t.written_tick.store(t.buf[n - 1].w >> 8, std::memory_order_relaxed);
+  if (n > 0) t.written_tick.store(b[n - 1].w >> 8, std::memory_order_relaxed);
   return true;
+}
+
+void sleep_us(long us) {
+  timespec ts{us / 1000000, (us % 1000000) * 1000};
+  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 // --- summary mode --------------------------------------------------------
@@ -161,31 +175,52 @@ void summarize(track& t, kind k, std::uint64_t tick, std::uint32_t a) {
 // --- recording -------------------------------------------------------------
 
 void flush(track& t, std::uint64_t now);
+bool resume(track& t, std::uint64_t now);
 
 void set_count(track& t, std::uint32_t n) {
-  std::atomic_ref<record*>(t.fp->next).store(t.buf.get() + n, std::memory_order_release);
+  std::atomic_ref<record*>(t.fp->next).store(cur_buf(t) + n, std::memory_order_release);
 }
 
-inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
-                std::uint32_t c, std::uint32_t d) {
-  const session& s = *g_session.load(std::memory_order_relaxed);
-  std::uint64_t tick = tick_of(s, now);
-  if (s.cfg.mode == trace_mode::summary) {
-    summarize(t, k, tick, a);
-    return;
-  }
-  if (t.failed) return;
+// A record at `tick` (a session tick) into the buffer, which has room for it
+// (the caller checked t.dropping).
+inline void put_tick(track& t, kind k, std::uint64_t tick, std::uint32_t a, std::uint32_t b,
+                     std::uint32_t c, std::uint32_t d) {
   // A track's records never go back in time: callers that stamp two records
   // with one `now` (idle_end then a begin) may see the first one fill the
   // buffer, and the flush's own records come after `now`.
   if (tick < t.last_tick) tick = t.last_tick;
   const std::uint32_t i = count(t);
-  t.buf[i] = {tick << 8 | std::uint64_t(k), a, b, c, d};
+  cur_buf(t)[i] = {tick << 8 | std::uint64_t(k), a, b, c, d};
   set_count(t, i + 1);
   t.last_tick = tick;
   // Room stays for what a flush records into the full buffer (flush_begin);
   // the inline path stops at the same mark (fast_path::limit).
-  if (i + 2 >= t.cap) flush(t, now);
+  if (i + 2 >= t.cap) flush(t, base::cycles());
+}
+
+// An event of the track's own (not the program's: counters, cpu, the
+// flush's records), recorded unless the track drops events.
+inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
+                std::uint32_t c, std::uint32_t d) {
+  const session& s = *g_session.load(std::memory_order_relaxed);
+  const std::uint64_t tick = tick_of(s, now);
+  if (t.summary) {
+    summarize(t, k, tick, a);
+    return;
+  }
+  if (t.failed.load(std::memory_order_relaxed) || t.dropping) return;
+  put_tick(t, k, tick, a, b, c, d);
+}
+
+// The program's events (through the hooks): while the track drops them,
+// counted (the abort path reads the count) until a buffer is free again.
+inline void event(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
+                  std::uint32_t c, std::uint32_t d, std::uint64_t n = 1) {
+  if (t.dropping && !resume(t, now)) {
+    t.dropped.store(t.dropped.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    return;
+  }
+  put(t, k, now, a, b, c, d);
 }
 
 void put_counters(track& t, std::uint64_t now) {
@@ -194,44 +229,95 @@ void put_counters(track& t, std::uint64_t now) {
     put(t, kind::counter, now, std::uint32_t(i), 0, std::uint32_t(v[i]), std::uint32_t(v[i] >> 32));
 }
 
-// Writes the full buffer out; the time it takes shows on the track as a
-// flush slice (overhead, not the program's).
+void wake_writer(session& s) {
+  s.wake.fetch_add(1, std::memory_order_release);
+  s.wake.notify_one();
+}
+
+// Hands the buffer's n records to the writer. `next` goes null first, so
+// the abort path, seeing the buffer handed off, does not write it again as
+// the one being filled.
+void hand_off(track& t, std::uint32_t n) {
+  t.fp->limit = nullptr;
+  std::atomic_ref<record*>(t.fp->next).store(nullptr, std::memory_order_release);
+  t.full[t.cur.load(std::memory_order_relaxed)].store(n, std::memory_order_release);
+  wake_writer(*g_session.load(std::memory_order_relaxed));
+}
+
+// A full buffer goes to the writer, its end a flush slice (the hand-off's
+// time, on the track as overhead); the track goes on in the next buffer of
+// its pool, or drops events until that one is free.
 void flush(track& t, std::uint64_t now) {
   session& s = *g_session.load(std::memory_order_relaxed);
   std::uint32_t n = count(t);
-  const std::uint64_t tick = tick_of(s, now);
-  t.buf[n] = {tick << 8 | std::uint64_t(kind::flush_begin), 0, 0, 0, 0};
+  const std::uint64_t tick = std::max(tick_of(s, now), t.last_tick);
+  cur_buf(t)[n] = {tick << 8 | std::uint64_t(kind::flush_begin), 0, 0, 0, 0};
   set_count(t, ++n);
-  // After an abort the failing thread owns every buffer: this track stops.
-  if (t.writing.exchange(true, std::memory_order_acquire)) {
-    t.failed = true;
-    t.fp->limit = t.fp->next;  // the inline path stops too
-    return;
+  t.handoff_tick = tick;
+  t.handed = n;
+  hand_off(t, n);
+  t.dropping = true;
+  t.drop_tick = tick;
+  resume(t, base::cycles());
+}
+
+// The next buffer of the pool, if the writer has written it: the track
+// records again, first the flush's end, the events it dropped meanwhile and
+// its counters. False while that buffer waits for the writer.
+bool resume(track& t, std::uint64_t now) {
+  if (t.failed.load(std::memory_order_relaxed)) return false;
+  const std::uint32_t next = (t.cur.load(std::memory_order_relaxed) + 1) % t.nbufs;
+  if (t.full[next].load(std::memory_order_acquire) != 0) return false;
+  t.cur.store(next, std::memory_order_release);
+  detail::fast_path& f = *t.fp;
+  record* b = t.bufs[next].get();
+  f.first = b;
+  f.limit = b + (t.cap - 2);  // put_tick's flush mark
+  std::atomic_ref<record*>(f.next).store(b, std::memory_order_release);
+  t.dropping = false;
+  put_tick(t, kind::flush_end, t.handoff_tick, t.handed, 0, 0, 0);
+  if (const std::uint64_t lost = t.dropped.load(std::memory_order_relaxed); lost != 0) {
+    const std::uint64_t tick =
+        std::max(tick_of(*g_session.load(std::memory_order_relaxed), now), t.last_tick);
+    const record r = dropped_record(tick, lost, t.drop_tick);
+    put_tick(t, kind::dropped, tick, r.a, r.b, r.c, r.d);
+    t.dropped_total.store(t.dropped_total.load(std::memory_order_relaxed) + lost,
+                          std::memory_order_relaxed);
+    t.dropped.store(0, std::memory_order_relaxed);
   }
-  write_records(t, n);
-  set_count(t, 0);
-  t.writing.store(false, std::memory_order_release);
-  if (t.failed) {
-    t.fp->limit = t.fp->next;
-    return;
-  }
-  // User names interned since the metadata was written: a run killed later
-  // has them named (rare: most are interned once, early).
-  if (metadata_stale(s)) {
-    std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
-    if (lock.owns_lock() && metadata_stale(s)) write_metadata(s, nullptr);
-  }
-  put(t, kind::flush_end, base::cycles(), n, 0, 0, 0);
-  put_counters(t, base::cycles());
+  put_counters(t, now);
+  return true;
+}
+
+// --- the writer thread -----------------------------------------------------
+
+// Writes the track's next buffer if it waits; false when none does. One
+// buffer a track per pass: a track that refills as fast as the writer
+// empties it does not starve the others.
+bool write_waiting(session& s, track& t) {
+  const std::uint32_t i = t.wnext;
+  const std::uint32_t n = t.full[i].load(std::memory_order_acquire);
+  if (n == 0 || t.file.load(std::memory_order_relaxed) == file_taken) return false;
+  if (s.slow_writer_ms != 0) sleep_us(long(s.slow_writer_ms) * 1000);
+  int expect = file_free;
+  // Held for good: the abort path writes what is left, or the file ended.
+  if (!t.file.compare_exchange_strong(expect, file_writing, std::memory_order_acquire))
+    return false;
+  write_records(t, t.bufs[i].get(), n);
+  // Before the file is let go: whoever takes it next starts after this one.
+  t.wnext = (i + 1) % t.nbufs;
+  t.full[i].store(0, std::memory_order_release);
+  t.file.store(file_free, std::memory_order_release);
+  return true;
 }
 
 inline void append(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
                    std::uint32_t c, std::uint32_t d) {
   if (t.fp->idle_open && is_begin(k)) {
     t.fp->idle_open = false;
-    put(t, kind::idle_end, now, 0, 0, 0, 0);
+    event(t, kind::idle_end, now, 0, 0, 0, 0);
   }
-  put(t, k, now, a, b, c, d);
+  event(t, k, now, a, b, c, d);
 }
 
 // The CPUs the calling thread may run on (its binding, if it has one).
@@ -258,6 +344,35 @@ std::string counter_note(const std::vector<std::string>& refused) {
 }
 
 }  // namespace
+
+// Writes what the tracks hand over until end_session stops it: each pass
+// looks at every track (a slot each, filled as tracks begin) and writes what
+// waits; with nothing to write it sleeps until the next hand-off. It holds
+// no lock while it writes; SIGTERM and SIGINT go to the other threads (the
+// handler waits for a write in progress, which it could not do here).
+void writer_main(session& s) {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  for (;;) {
+    const std::uint32_t seen = s.wake.load(std::memory_order_acquire);
+    bool did = false;
+    for (std::size_t i = 0; i < s.nslots; ++i)
+      if (track* t = s.slots[i].load(std::memory_order_acquire)) did |= write_waiting(s, *t);
+    // User names interned since the metadata was written: a run killed later
+    // has them named (rare: most are interned once, early).
+    if (did && metadata_stale(s)) {
+      std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
+      if (lock.owns_lock() && metadata_stale(s)) write_metadata(s, nullptr);
+    }
+    if (did) continue;
+    if (s.writer_stop.load(std::memory_order_acquire)) return;
+    s.wake.wait(seen, std::memory_order_acquire);
+  }
+}
+
 }  // namespace internal
 
 using namespace internal;
@@ -270,14 +385,14 @@ void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint
   track* t = t_track;
   if (t == nullptr) return;
   // The summary counts slices: an instant costs it nothing, not even the time.
-  if (t->fp->next == nullptr && !is_begin(k) && !is_end(k)) return;
+  if (t->summary && !is_begin(k) && !is_end(k)) return;
   append(*t, k, base::cycles(), a, b, c, d);
 }
 
 void idle_enter_slow() noexcept {
   track* t = t_track;
   if (t == nullptr || t_fast.idle_open) return;
-  put(*t, kind::idle_begin, base::cycles(), 0, 0, 0, 0);
+  event(*t, kind::idle_begin, base::cycles(), 0, 0, 0, 0);
   t_fast.idle_open = true;
 }
 
@@ -285,7 +400,7 @@ void idle_leave_slow() noexcept {
   track* t = t_track;
   if (t == nullptr || !t_fast.idle_open) return;
   t_fast.idle_open = false;
-  put(*t, kind::idle_end, base::cycles(), 0, 0, 0, 0);
+  event(*t, kind::idle_end, base::cycles(), 0, 0, 0, 0);
 }
 
 void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept {
@@ -346,13 +461,17 @@ void begin_track(track_kind what, int pe, int local) {
     if (int err = write_all(t->fd, header, sizeof header); err != 0)
       base::fatal_sys(err, "write", "for the trace file %s (its header)", t->path.c_str());
     t->cap = s->cap;
+    t->nbufs = s->pool;
     // Zeroed, so that every page is touched here, before the time line
     // starts: left to the first records, a page fault every ~170 records
     // (4 KiB pages: THP is madvise-only on common kernels) cost the traced
     // run more than the records did.
-    t->buf.reset(new record[t->cap]());
+    for (std::uint32_t i = 0; i < t->nbufs; ++i) t->bufs.emplace_back(new record[t->cap]());
+    t->full = std::make_unique<std::atomic<std::uint32_t>[]>(t->nbufs);
+    for (std::uint32_t i = 0; i < t->nbufs; ++i) t->full[i].store(0, std::memory_order_relaxed);
   }
   if (s->traces && s->cfg.mode == trace_mode::summary) {
+    t->summary = true;
     t->bins.assign(2 * max_bins, 0);
     t->bin_ticks = std::max<std::uint64_t>(1, std::uint64_t(1e6 / s->ns_per_tick));
   }
@@ -380,8 +499,8 @@ void begin_track(track_kind what, int pe, int local) {
   f.base = s->tsc_base;
   raw->fp = &f;
   if (s->cfg.mode == trace_mode::full) {
-    f.next = f.first = raw->buf.get();
-    f.limit = raw->buf.get() + (raw->cap - 2);  // put()'s flush mark
+    f.next = f.first = raw->bufs[0].get();
+    f.limit = f.first + (raw->cap - 2);  // put_tick()'s flush mark
   }
   t_track = raw;
   if (s->cfg.mode == trace_mode::full) {
@@ -435,16 +554,39 @@ void end_track() {
       put(*t, kind::idle_end, now, 0, 0, 0, 0);
     }
     if (s->cfg.mode == trace_mode::full) {
+      // Nothing is lost at a normal end: a track that drops events waits for
+      // a buffer (the count goes in), and the last one goes to the writer
+      // like the others; the end record follows once all are written.
+      // Waiting ends with an abort, which writes what it can.
+      auto wait = [&](auto done) {
+        for (int i = 0; !done() && !s->aborted.load(std::memory_order_acquire); ++i)
+          if (i < 64)
+            sched_yield();
+          else
+            sleep_us(100);
+      };
+      // Stamped with the end's time: the track ends with the others.
+      wait([&] { return !t->dropping || t->failed.load() || resume(*t, now); });
       // Where the thread ends, if it moved since the last scheduler point.
       if (const int cpu = sched_getcpu(); cpu >= 0 && cpu != t->fp->cpu)
         put(*t, kind::cpu, now, std::uint32_t(cpu), 0, 0, 0);
       put_counters(*t, now);
-      // The file is complete with its end record: `writing` stays taken, so
+      if (!t->dropping) {
+        if (const std::uint32_t n = count(*t); n != 0) hand_off(*t, n);
+        t->dropping = true;  // nothing more goes into a buffer
+      }
+      wait([&] {
+        for (std::uint32_t i = 0; i < t->nbufs; ++i)
+          if (t->full[i].load(std::memory_order_acquire) != 0) return false;
+        return true;
+      });
+      // The file is complete with its end record: it stays taken, so
       // neither the abort path nor the signal handler touches it again.
-      if (!t->writing.exchange(true, std::memory_order_acquire)) {
-        if (write_records(*t, count(*t))) write_end_record(*t, end_how::exit, 0, tick_of(*s, now));
-        set_count(*t, 0);
-        ::close(t->fd);
+      int expect = file_free;
+      if (t->file.compare_exchange_strong(expect, file_taken, std::memory_order_acquire)) {
+        if (t->fd >= 0 && !t->failed.load())
+          write_end_record(*t, end_how::exit, 0, tick_of(*s, now));
+        if (t->fd >= 0) ::close(t->fd);
         t->fd = -1;
       }
     } else {
@@ -459,8 +601,10 @@ void end_track() {
   t->final_counters = t->counters.read();
   t->counters.close();
   if (t->fd >= 0) {
-    // The abort path may be writing this buffer: the file stays open then.
-    if (!t->writing.exchange(true, std::memory_order_acquire)) {
+    // The abort path may be writing this track's buffers: the file stays
+    // open then.
+    int expect = file_free;
+    if (t->file.compare_exchange_strong(expect, file_taken, std::memory_order_acquire)) {
       ::close(t->fd);
       t->fd = -1;
     }

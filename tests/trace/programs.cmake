@@ -81,6 +81,15 @@ add_test(NAME trace.program.cpus_bound
 set_tests_properties(trace.program.cpus trace.program.cpus_bound PROPERTIES TIMEOUT 300
                      LABELS trace)
 
+# The writer thread falls behind (made slow, two buffers per track): the
+# PEs drop events and count them, the trace says how many and the tools
+# read it (issue 30).
+add_test(NAME trace.program.dropped
+         COMMAND ${weft_traced_run} --case dropped --
+                 $<TARGET_FILE:trace_program> 4 marks --weft:threads=4 --weft:quiet
+                 --weft:trace-buffer=1 --weft:timeout=200)
+set_tests_properties(trace.program.dropped PROPERTIES TIMEOUT 300 LABELS trace)
+
 # One PE, no tasks to steal: the non-SMP shape.
 add_test(NAME trace.program.one_pe
          COMMAND ${weft_traced_run} --case full --no-tasks --no-idle --

@@ -160,6 +160,9 @@ TEST(Session, FullModeWritesHeaderRecordsAndMetadata) {
   cfg.dir = dir.string();
   cfg.mode = trace_mode::full;
   cfg.buffer_bytes = 64 * 24;  // small: several flushes
+  // A pool that holds the whole run: nothing is dropped however late the
+  // writer thread runs (test_trace_writer.cpp has the drops).
+  cfg.pool_buffers = 16;
   cfg.pes = 2;
   cfg.argv = {"test"};
   start_session(cfg);

@@ -1,21 +1,25 @@
 // --weft:trace-buffer=MiB on a real node: each PE's buffer holds MiB·2^20 /
-// 24 records, and a full one is written out by its PE as a flush slice
+// 24 records, and a full one is handed to the writer thread as a flush slice
 // (docs/tracing.md, docs/design/trace-format.md). Two PEs pass messages
-// whose handlers make many marks, several buffers' worth per PE; then each
-// PE's event file must be a valid trace (header, whole records, ticks that
-// never go back, slices that nest) in which
+// whose handlers make many marks, several buffers' worth per PE, with a
+// pool (--weft:trace-pool) that holds them all: however far the writer falls
+// behind on a loaded machine, nothing may be dropped (tests/trace/
+// test_trace_writer.cpp has the drops). Then each PE's event file must be a
+// valid trace (header, whole records, ticks that never go back, slices that
+// nest) in which
 //  - every flush wrote exactly one full buffer: each flush_end counts `cap`
 //    records, the flush_begin that closes each buffer is record k·cap - 1
 //    of the file, and the file holds (flushes) whole buffers and less than
 //    one more;
 //  - nothing was lost: as many handler_begin records of the test's handler
-//    and marks as the PE ran.
+//    and marks as the PE ran, and no dropped record.
 // For 1 and 2 MiB (the default is 4): the same run flushes at other places.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +128,7 @@ long check_events(const fs::path& file, int pe, std::size_t cap, long handled, l
       ++flush_ends;
       EXPECT_EQ(r[i].a, cap) << "flush_end at record " << i << " wrote another count";
     }
+    EXPECT_NE(k, kind::dropped) << "record " << i;
     if (k == kind::handler_begin && r[i].a == h_hop) ++handler_begins;
     if (k == kind::mark && r[i].a == mark_id) ++mark_count;
     // Slices nest: an end closes the innermost open begin, of the same kind
@@ -160,8 +165,10 @@ TEST_P(TraceBuffer, AFullBufferOfThisSizeIsWrittenWhole) {
   const long per_pe = 5 * ((2l << 20) / 24);
   s.hops = per_pe / marks_per_message;  // each chain visits each PE hops/2 times, two chains
   g_run = &s;
+  // ~10.5 MiB of records per PE: a pool of 16 MiB.
   const int rc = run_node({threads_opt(pes), "--weft:trace=" + dir.string(),
-                           "--weft:trace-buffer=" + std::to_string(mib)},
+                           "--weft:trace-buffer=" + std::to_string(mib),
+                           "--weft:trace-pool=" + std::to_string(16 / mib)},
                           [] {
                             g_run->tick =
                                 std::make_unique<weft::trace::event_name>("trace_buffer.tick");

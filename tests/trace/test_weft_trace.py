@@ -1243,6 +1243,63 @@ class LbTest(Base):
         self.assertBadInput(run("lb", self.lb_job(name="sum", mode="summary").root), "summary-mode")
 
 
+DROPPED = 32                 # count low, high; the tick it began dropping, low, high
+# PE 0 drops 70000 + 2**32 events in two stretches: the first inside a
+# handler (its end, and an entry's end whose begin was dropped, come after
+# the drop), the second between handlers. PE 1 drops none.
+DPE0 = [(0, CPU, 2), (0, HB, 7, -1, 64, 0), (10000, EB, 3, 1, 42), (20000, FB), (20000, FE, 4096),
+        (50000, DROPPED, 70000, 0, 40000, 0), (60000, EE, 3), (70000, HE, 7),
+        (80000, HB, 7, -1, 64, 0), (90000, HE, 7), (100000, FB), (100000, FE, 4096),
+        (300000, DROPPED, 0, 1, 200000, 0), (400000, HB, 7, -1, 64, 0), (500000, HE, 7),
+        (500000, IB), (1000000, IE), (1000000, END, EXIT)]
+DPE1 = [(0, CPU, 1), (0, IB), (1000000, IE), (1000000, END, EXIT)]
+
+
+class DroppedTest(Base):
+    """Events a track dropped while the writer fell behind: summary says how
+    many, per track and in all; the walk closes what was open when the
+    track began dropping and passes over ends whose begins were dropped."""
+
+    def drop_job(self, pe0=DPE0, name="drops"):
+        td = TraceDir(os.path.join(self.tmp, name))
+        td.node(0, nodes=1, first_pe=0, pes=2, k=0.5, wall_ns=1000000, real_ns_base=R0, names=NAMES0,
+                tracks={"pe0": pe0, "pe1": DPE1}, version=3, cpus={"pe0": [0, 1, 2], "pe1": [1]},
+                end={"how": "exit", "tick": 2000000})
+        return td
+
+    def test_summary_text_and_json(self):
+        td = self.drop_job()
+        total = 70000 + (1 << 32)
+        rc, out, err = run("summary", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("%d events dropped: the writer fell behind" % total, out)
+        self.assertIn("PE 0: %d dropped" % total, out)
+        self.assertNotIn("PE 1: ", out.split("events dropped")[1].split("Time per name")[0])
+        rc, out, err = run("summary", td.root, "--json")
+        self.assertOk((rc, out, err))
+        doc = json.loads(out)
+        self.assertEqual(doc["dropped"], total)
+        tracks = {t["pe"]: t for t in doc["end"][0]["tracks"]}
+        self.assertEqual((tracks[0]["dropped"], tracks[1]["dropped"]), (total, 0))
+        # The handler open at the first drop ends where the drop began; the
+        # ends after it are passed over; the later handlers count.
+        names = {(n["space"], n["name"]): n for n in doc["names"]}
+        self.assertEqual(names[("handler", "objects.element")]["count"], 3)
+        self.assertEqual(names[("handler", "objects.element")]["total_ns"], 20000 + 10000 + 100000)
+
+    def test_check_and_other_commands_accept_drops(self):
+        td = self.drop_job()
+        rc, out, err = run("check", td.root)
+        self.assertOk((rc, out, err))
+        self.assertOk(run("perfetto", td.root, "-o", os.path.join(self.tmp, "d.json")))
+        self.assertOk(run("profile", td.root, "-o", os.path.join(self.tmp, "d.png")))
+
+    def test_no_drops_no_line(self):
+        rc, out, err = run("summary", self.drop_job(pe0=MPE0, name="none").root)
+        self.assertOk((rc, out, err))
+        self.assertNotIn("dropped", out)
+
+
 class LauncherTest(Base):
     """The command is a launcher of the package weft_trace (tools/weft_trace/;
     installed in lib/weft/python/): it finds the package from its own real

@@ -4,7 +4,7 @@
 // regions, idle periods. Run by tests/trace/CMakeLists.txt with
 // --weft:trace=DIR; tools/weft-trace then reads the directory back.
 //
-//   trace_program STEPS [abort|hang|ARGS...]
+//   trace_program STEPS [abort|hang|marks|ARGS...]
 //
 // Prints "trace_program: steps=N sum=S" (S checked against the serial value),
 // or with `abort` ends the job with a fatal error after half the steps (a
@@ -12,7 +12,10 @@
 // With `hang`, after the steps one element records `hang_marks` marks (more
 // than a 1 MiB buffer holds, so its PE has flushed), prints
 // "trace_program: hanging" and spins forever: a run for --weft:timeout or a
-// signal to end (tests/trace/traced_run.py). Other arguments are ignored (a
+// signal to end (tests/trace/traced_run.py). With `marks`, after the steps
+// every element records `hang_marks` marks as fast as it can (several 1 MiB
+// buffers per PE: a writer thread made slow falls behind) and the run ends
+// as usual, printing "trace_program: marks=N". Other arguments are ignored (a
 // test passes bytes that are not UTF-8 there).
 #include <cmath>
 #include <cstdio>
@@ -27,6 +30,7 @@ constexpr int elements = 8;
 int g_steps = 20;
 bool g_abort = false;
 bool g_hang = false;
+bool g_marks = false;
 constexpr int hang_marks = 100000;
 
 // About `units` x 100 us of arithmetic (the run lasts long enough that the
@@ -49,14 +53,20 @@ struct Worker : weft::array_element<Worker, int> {
     // The last two elements have three times the work: the others finish
     // early and their PEs steal from the loop.
     const int units = this_index() >= elements - 2 ? 48 : 16;
-    const double local = weft::parallel_for(0, units, weft::reduce::sum,
-                                            [&](int u) { return std::isfinite(work(1, u)) ? 1.0 : 0.0; });
+    const double local = weft::parallel_for(
+        0, units, weft::reduce::sum, [&](int u) { return std::isfinite(work(1, u)) ? 1.0 : 0.0; });
     if (this_index() == 0 && s == g_steps / 2) {
       weft::trace::mark("half way");
       // One element moves once, so the trace has a migration.
       migrate_to((weft::my_pe() + 1) % weft::num_pes());
     }
     contribute(local, weft::op::sum, done);
+  }
+
+  void marks(weft::callback<double> done) {
+    static const weft::trace::event_name burst{"burst"};
+    for (int i = 0; i < hang_marks; ++i) weft::trace::mark(burst);
+    contribute(double(hang_marks), weft::op::sum, done);
   }
 
   // A handler that never returns, as in a deadlocked program.
@@ -83,6 +93,7 @@ int main(int argc, char** argv) {
     g_steps = std::atoi(a.argv[1]);
     g_abort = a.argc > 2 && std::strcmp(a.argv[2], "abort") == 0;
     g_hang = a.argc > 2 && std::strcmp(a.argv[2], "hang") == 0;
+    g_marks = a.argc > 2 && std::strcmp(a.argv[2], "marks") == 0;
     auto workers = weft::array<Worker>::create(elements);
     double sum = 0;
     for (int s = 0; s < g_steps; ++s) {
@@ -97,6 +108,11 @@ int main(int argc, char** argv) {
     if (g_hang) {
       workers[0].send<&Worker::hang>();
       co_return;  // no exit: the run ends by --weft:timeout or a signal
+    }
+    if (g_marks) {
+      auto f = weft::make_future<double>();
+      workers.broadcast<&Worker::marks>(weft::callback<double>(f));
+      std::printf("trace_program: marks=%.0f\n", co_await f);
     }
     // Every element adds 1.0 per iteration of its loop.
     const double want = double(g_steps) * (16.0 * (elements - 2) + 48.0 * 2);

@@ -49,6 +49,15 @@ the case asks for. Cases:
   cpus-bound (COMMAND with a binding, e.g. --weft:bind=compact) the same,
              and each PE's CPU set is one CPU, all its samples name it, and
              no migration is counted, by the samples or by the kernel.
+  dropped    (COMMAND trace_program STEPS marks --weft:trace-buffer=1) a
+             writer thread made slow (WEFT_TRACE_TEST_SLOW_WRITER) with two
+             buffers per track (--weft:trace-pool, as WEFT_TRACE_POOL) falls behind the bursts of
+             marks: the run succeeds, the PEs' files hold dropped records,
+             `summary` says how many events were dropped, in all and per
+             PE, and its JSON agrees with the files; the marks in the files
+             and the dropped events are at least the marks the program made
+             (the dropped count also has the other events lost); `check`
+             passes.
 Exit 0 when everything held; otherwise each failure on its own line, exit 1.
 """
 import argparse
@@ -168,7 +177,7 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--case", required=True,
                     choices=["full", "summary", "abort", "truncated", "timeout", "sigterm", "sigkill",
-                             "utf8", "cpus", "cpus-bound", "mpi"])
+                             "utf8", "cpus", "cpus-bound", "mpi", "dropped"])
     ap.add_argument("--no-tasks", action="store_true", help="the run has no loop chunks to steal")
     ap.add_argument("--no-idle", action="store_true", help="the run's PEs never wait")
     ap.add_argument("--expect-name", default="Worker::step",
@@ -198,6 +207,8 @@ def main():
             env["WEFT_TRACE_MODE"] = "summary"
         extra = []
     tool = [sys.executable, a.tool]
+    if a.case == "dropped":
+        env = dict(env or os.environ, WEFT_TRACE_TEST_SLOW_WRITER="50", WEFT_TRACE_POOL="2")
 
     if a.case in ("timeout", "sigterm", "sigkill"):
         ended_early(a.case, cmd + extra, env, trace, tool, work)
@@ -275,6 +286,8 @@ def main():
         check_cpus(trace, meta, tool, work, bound=a.case == "cpus-bound")
     elif a.case == "mpi":
         check_mpi(trace, tool, work, a.ranks)
+    elif a.case == "dropped":
+        check_dropped(trace, tool, p.stdout)
     elif a.case == "truncated":
         pe0 = os.path.join(trace, "node0.pe0.events")
         size = os.path.getsize(pe0)
@@ -296,9 +309,54 @@ def main():
 # encoded surrogate, an overlong '/', and a sequence cut at the very end.
 BAD_ARGS = [b"\xff", b"a\xc3(b", b"\xed\xa0\x80", b"\xc0\xaf", b"tail\xe2\x82"]
 
-END_KIND, MARK_KIND, CPU_KIND = 24, 18, 25
+END_KIND, MARK_KIND, CPU_KIND, DROPPED_KIND = 24, 18, 25, 32
 HANG_MARKS = 100000                      # trace_program's hang_marks
 BUFFER_RECORDS = (1 << 20) // 24         # --weft:trace-buffer=1
+
+
+def check_dropped(trace, tool, stdout):
+    m = re.search(r"trace_program: marks=(\d+)", stdout)
+    if not m:
+        fail("the program did not say how many marks it made:\n" + stdout[-2000:])
+        return
+    made = int(m.group(1))
+    marks = dropped = 0
+    per_file = {}
+    for f in sorted(os.listdir(trace)):
+        if f.endswith(".events"):
+            with open(os.path.join(trace, f), "rb") as fh:
+                body = fh.read()[32:]
+            n = 0
+            for w, a, b, _, _ in struct.iter_unpack("<QIIII", body):
+                if w & 0xFF == MARK_KIND:
+                    marks += 1
+                elif w & 0xFF == DROPPED_KIND:
+                    n += a | (b << 32)
+            per_file[f] = n
+            dropped += n
+    if dropped == 0:
+        fail("no dropped record in the files: the slow writer never fell behind")
+    if marks + dropped < made:
+        fail("%d marks in the files and %d events dropped, fewer than the %d marks made"
+             % (marks, dropped, made))
+    if marks >= made:
+        fail("all %d marks are in the files, yet %d events were dropped" % (made, dropped))
+    s = run(tool + ["summary", trace], expect=0)
+    if "%d events dropped: the writer fell behind" % dropped not in s.stdout:
+        fail("summary does not say %d events dropped:\n%s" % (dropped, s.stdout[:3000]))
+    sj = run(tool + ["summary", "--json", trace], expect=0)
+    try:
+        doc = json.loads(sj.stdout)
+        if doc["dropped"] != dropped:
+            fail("summary --json says %r dropped, the files %d" % (doc["dropped"], dropped))
+        for t in doc["end"][0]["tracks"]:
+            if t["dropped"] != per_file.get(t["file"]):
+                fail("summary --json: %s dropped %r, its file %r" % (t["file"], t["dropped"],
+                                                                   per_file.get(t["file"])))
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        fail("summary --json: %s\n%s" % (e, sj.stdout[:2000]))
+    c = run(tool + ["check", trace], expect=0)
+    print(c.stdout)
 
 
 def read_records(path):
@@ -321,6 +379,14 @@ def ended_early(case, cmd, env, trace, tool, work):
             out.append(line.decode("utf-8", "replace"))
             if b"trace_program: hanging" in line or time.monotonic() > deadline:
                 break
+        if case == "sigkill":
+            # A full buffer goes to the writer thread, which writes it a
+            # moment later: SIGKILL keeps what is in the files, so wait for
+            # one of the PEs' files to hold a whole buffer.
+            while time.monotonic() < deadline and not any(
+                    f.endswith(".events") and os.path.getsize(os.path.join(trace, f)) >= 32 + BUFFER_RECORDS * 24
+                    for f in os.listdir(trace)):
+                time.sleep(0.01)
         proc.send_signal(signal.SIGTERM if case == "sigterm" else signal.SIGKILL)
     try:
         rest, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))

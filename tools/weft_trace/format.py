@@ -33,6 +33,7 @@ KIND_NAMES = {
     22: "flush_begin", 23: "flush_end", 24: "end", 25: "cpu",
     26: "mpi_begin", 27: "mpi_end", 28: "mpi_wait_begin", 29: "mpi_wait_end",
     30: "lb_phase_begin", 31: "lb_phase_end",
+    32: "dropped",
     34: "ult_begin", 35: "ult_end",
 }
 # The kinds each version's files may hold: version 1 has no end record,
@@ -44,6 +45,9 @@ SEND, COUNTER, END, CPU = 5, 21, 24, 25
 # An MPI rank's call and its waits (tools/weft_trace/mpi.py): each names the
 # rank in `a`; they pair per rank, not per track.
 MPI_BEGIN, MPI_END, MPI_WAIT_BEGIN, MPI_WAIT_END = 26, 27, 28, 29
+# Events a track dropped while its writer fell behind: a, b the count (low,
+# high), c, d the tick it began dropping (low, high).
+DROPPED = 32
 # The end record's `a` and the metadata's end.how.
 END_HOWS = {0: "exit", 1: "fatal", 2: "timeout", 3: "signal"}
 SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM"}

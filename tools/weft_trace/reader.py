@@ -19,7 +19,7 @@ import re
 import struct
 import sys
 
-from .format import (CPU, END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_OF_VERSION, MAGIC,
+from .format import (CPU, DROPPED, END, END_HOWS, FORMAT, HEADER, HEADER_BYTES, KIND_NAMES, KINDS_OF_VERSION, MAGIC,
                      MAIN_ID, RECORD, RECORD_BYTES, SIGNAL_NAMES, SUMMARY_FORMAT, TIMER_ID, VERSION,
                      VERSIONS, TraceError, clean)
 
@@ -119,7 +119,9 @@ def field(obj, path, name, kinds, required=True, default=None):
 
 COMM_TID_BASE = 100000        # tid of node N's comm thread: after every PE
 _CPU_BYTE = bytes((CPU,))
+_DROPPED_BYTE = bytes((DROPPED,))
 _W_A = struct.Struct("<QI")    # a record's w and a
+_W_A_B = struct.Struct("<QII")  # a record's w, a and b
 
 
 class Track:
@@ -139,6 +141,7 @@ class Track:
         self.version = VERSION
         self.found = False            # found in the directory, not listed in the metadata
         self.cpus = None              # the CPUs its thread may run on (version 3), when listed
+        self.dropped = 0              # events it dropped (its dropped records' counts)
 
     @property
     def tid(self):
@@ -391,6 +394,13 @@ def load_track(track, issues):
                          % (first, kinds[first], max(allowed), version))
     track.data = data
     track.nrec = nrec
+    # The writer fell behind: each dropped record counts what the track lost.
+    track.dropped = 0
+    i = kinds.find(_DROPPED_BYTE)
+    while i >= 0:
+        _, a, b = _W_A_B.unpack_from(data, HEADER_BYTES + i * RECORD_BYTES)
+        track.dropped += a | (b << 32)
+        i = kinds.find(_DROPPED_BYTE, i + 1)
     if nrec:
         track.first_tick = RECORD.unpack_from(data, HEADER_BYTES)[0] >> 8
         w, a, b, _, _ = RECORD.unpack_from(data, HEADER_BYTES + (nrec - 1) * RECORD_BYTES)

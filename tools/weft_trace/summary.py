@@ -51,6 +51,8 @@ def cmd_summary(args, issues):
     wall = max((n.wall_ns for n in trace.nodes if n.wall_ns is not None), default=None)
     job_ns = trace.end_ns()
     ending = trace_ending(trace)
+    dropped = [t for t in trace.tracks if t.dropped]
+    total_dropped = sum(t.dropped for t in dropped)
 
     if args.json:
         out = {
@@ -64,9 +66,11 @@ def cmd_summary(args, issues):
                      "tracks": [{"file": t.file, "pe": t.pe, "records": t.nrec,
                                  "last_ns": t.node.ns(t.last_tick) if t.nrec else None,
                                  "end_record": t.end[0] if t.end else None,
-                                 "open": trace.open_at_end.get(id(t), [])}
+                                 "open": trace.open_at_end.get(id(t), []),
+                                 "dropped": t.dropped}
                                 for t in n.tracks]}
                     for n in trace.nodes],
+            "dropped": total_dropped,
             "wall_ns": job_ns,
             "node_wall_ns": {str(n.n): n.wall_ns for n in trace.nodes},
             "pes": [{"pe": p["pe"], "node": p["node"], "busy_ns": p["busy_ns"], "idle_ns": p["idle_ns"],
@@ -103,6 +107,13 @@ def cmd_summary(args, issues):
             lines.append("  " + w)
     if trace.sample > 1:
         lines += sample_note(trace)
+    if dropped:
+        lines.append("%d event%s dropped: the writer fell behind; a larger --weft:trace-buffer or "
+                     "--weft:trace-pool, or fewer events (summary mode, fewer marks), keeps them"
+                     % (total_dropped, "" if total_dropped == 1 else "s"))
+        for t in dropped:
+            where = t.label if t.kind == "pe" else "comm thread of node %d" % t.node.n
+            lines.append("  %s: %d dropped" % (where, t.dropped))
     lines.append("")
     shown = rows if args.all else rows[:30]
     lines.append("Time per name (%s of %d, by total)%s"

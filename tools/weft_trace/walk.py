@@ -11,7 +11,7 @@ stack is a plain list indexed by the F_* constants rather than an object
 with attributes: a walk makes one per slice.
 """
 
-from .format import (BEGINS, BUSY_PAIRS, COUNTER, ENDS, ID_PAIRS, KIND_NAMES, NAMED_PAIRS,
+from .format import (BEGINS, BUSY_PAIRS, COUNTER, DROPPED, ENDS, ID_PAIRS, KIND_NAMES, NAMED_PAIRS,
                      TraceError)
 
 
@@ -74,6 +74,7 @@ def walk(track, issues, visitor=None, strict=True):
     # (all recorded) are busy time too.
     sampled = node.sample > 1
     busy_pairs = BUSY_PAIRS | {"entry"} if sampled else BUSY_PAIRS
+    dropped = False      # the track dropped events: ends may lack their begins
 
     def account(tick):
         # Called whenever busy or idle starts or stops: adds the stretch since
@@ -194,6 +195,8 @@ def walk(track, issues, visitor=None, strict=True):
             elif pair == "lb":
                 what += " phase %d" % ident
             if j < 0:
+                if dropped:
+                    continue     # its begin was dropped
                 if strict:
                     raise TraceError(path, "record %d: %s has no begin (expected a %s_begin before it on "
                                            "this track)" % (idx, what, pair))
@@ -207,6 +210,14 @@ def walk(track, issues, visitor=None, strict=True):
                 close(inner, tick, None)
             close(stack.pop(), tick, a)
             continue
+        if kind == DROPPED:
+            # Nothing was recorded from the tick it began dropping: what was
+            # open then ended unseen, closed there.
+            at = min(tick, max(c | (d << 32), last_t))
+            while stack:
+                frame = stack.pop()
+                close(frame, max(at, frame[F_TICK]), None)
+            dropped = True
         if kind == COUNTER:
             res.counters[a] = c | (d << 32)
         if v:

@@ -55,6 +55,9 @@ enum class kind : std::uint8_t {
   // slices: a step spans many handlers.
   lb_phase_begin = 30,
   lb_phase_end = 31,
+  // Events a track dropped while its writer fell behind (no buffer of its
+  // pool free): a, b the count (low, high), c, d the tick it began dropping.
+  dropped = 32,
   // A logical thread (threads layer: an MPI rank, an OpenMP thread) switched
   // in and out on the PE's thread: a names it (user names: "MPI rank 3").
   ult_begin = 34,
@@ -90,7 +93,8 @@ static_assert(sizeof(raw_record) == 24);
 // while it is below `limit`. Null `next` (no track, summary mode) and an
 // open idle period send every event through record(). `next` is read by
 // the abort path of another thread, hence the release stores (plain moves
-// on x86).
+// on x86). While the track drops events (its writer fell behind) `next`
+// and `limit` are null, so every event goes to record(), which counts it.
 struct fast_path {
   raw_record* next = nullptr;
   raw_record* limit = nullptr;
@@ -103,7 +107,8 @@ struct fast_path {
 WEFT_API extern constinit thread_local fast_path t_fast;
 
 // Appends an event to the calling thread's track (nothing on a thread that
-// has none). Never throws, never blocks but to write a full buffer out.
+// has none). Never throws, never blocks: a full buffer goes to the writer
+// thread, and with no buffer free the event is dropped and counted.
 WEFT_API void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
                      std::uint32_t d) noexcept;
 // The idle state's slow paths (summary mode, a full buffer); the inline
@@ -149,6 +154,13 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
   return std::int64_t(tick) < 0 ? 0 : tick;  // a core whose counter lags the first one's
 }
 
+// Room for two records at r (an event and the idle_end it may imply): one
+// test, as `limit` is null when `next` is (no buffer: summary mode, a track
+// that drops events).
+[[gnu::always_inline]] inline bool has_room(const fast_path& f, const raw_record* r) noexcept {
+  return std::uintptr_t(r) + sizeof(raw_record) < std::uintptr_t(f.limit);
+}
+
 // An event: stored in place when the buffer has room for it (and for the
 // idle_end it may imply: the common case is a time-stamp read and a few
 // stores), else through record(), which also writes a full buffer out.
@@ -158,7 +170,7 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
   // Every caller names its kind as a constant: the test folds away.
   if (k == kind::handler_begin || k == kind::task_begin || k == kind::region_begin) check_cpu(f);
   raw_record* r = f.next;
-  if (r != nullptr && r + 1 < f.limit) [[likely]] {
+  if (has_room(f, r)) [[likely]] {
     const std::uint64_t tick = tick_now(f);
     if (f.idle_open && (begin_kinds >> std::uint32_t(k) & 1u) != 0) [[unlikely]] {
       *r++ = {tick << 8 | std::uint64_t(kind::idle_end), 0, 0, 0, 0};
@@ -175,7 +187,7 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
 // place when the buffer has room; false when the slow path must do it.
 [[gnu::always_inline]] inline bool idle_switch(fast_path& f, bool open) noexcept {
   raw_record* r = f.next;
-  if (r == nullptr || r + 1 >= f.limit) [[unlikely]]
+  if (!has_room(f, r)) [[unlikely]]
     return false;
   *r = {tick_now(f) << 8 | std::uint64_t(open ? kind::idle_begin : kind::idle_end), 0, 0, 0, 0};
   f.idle_open = open;
@@ -206,13 +218,27 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
                                                  std::uint32_t d) noexcept {
   fast_path& f = t_fast;
   raw_record* r = f.next;
-  if (r != nullptr && r > f.first && r + 1 < f.limit && !f.idle_open &&
-      std::uint8_t(r[-1].w) == std::uint8_t(after)) [[likely]] {
+  if (has_room(f, r) && r > f.first && !f.idle_open && std::uint8_t(r[-1].w) == std::uint8_t(after))
+      [[likely]] {
     *r = {(r[-1].w & ~std::uint64_t(0xff)) | std::uint64_t(k), a, b, c, d};
     std::atomic_ref<raw_record*>(f.next).store(r + 1, std::memory_order_release);
     return;
   }
   emit(k, a, b, c, d);
+}
+
+// A handler begins. One that runs right after another of the scheduler's
+// batch (`follows`: nothing recorded between them but that one's end) takes
+// that handler_end's time stamp: one clock read a message, four records to
+// an entry method; the few nanoseconds of the queue's pop between the two
+// go to the handler.
+[[gnu::always_inline]] inline void begin_handler(bool follows, std::uint32_t hid, std::uint32_t src,
+                                                 std::uint32_t bytes,
+                                                 std::uint32_t flags) noexcept {
+  if (follows)
+    emit_adjacent(kind::handler_end, kind::handler_begin, hid, src, bytes, flags);
+  else
+    emit(kind::handler_begin, hid, src, bytes, flags);
 }
 
 // A send: records it and returns the sequence number the message carries

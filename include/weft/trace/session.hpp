@@ -14,16 +14,19 @@ namespace weft::trace {
 enum class trace_mode { full, summary };
 
 struct session_config {
-  std::string dir;               // --weft:trace; empty: no trace
+  std::string dir;  // --weft:trace; empty: no trace
   trace_mode mode = trace_mode::full;
-  std::size_t buffer_bytes = 0;  // per track (full mode)
+  std::size_t buffer_bytes = 0;  // per buffer (full mode)
+  // Buffers per track (full mode), 2..64: one filled while the others wait
+  // for the writer thread (--weft:trace-pool; 0: 3).
+  unsigned pool_buffers = 0;
   std::vector<std::string> counters;  // names to open per PE (empty: none)
   // Counters the kernel refuses are said in one line only when the program
   // asked for counters (--weft:counters given) and is not quiet; the trace's
   // metadata notes them in any case.
   bool counters_asked = false;
   perf_open_fn perf_open = nullptr;  // tests: how counters are opened (null: perf_event_open)
-  bool quiet = false;  // --weft:quiet
+  bool quiet = false;                // --weft:quiet
   // The job, for the metadata.
   int node = 0, nodes = 1, first_pe = 0, pes = 1;
   std::vector<std::string> argv;
@@ -64,6 +67,8 @@ WEFT_API void abort_session(end_how how, const char* message) noexcept;
 WEFT_API void abort_session() noexcept;
 // Whether a session with a trace directory runs.
 WEFT_API bool session_traces();
+// Events the session's tracks dropped so far (their writer fell behind).
+WEFT_API std::uint64_t dropped_events();
 
 // The calling thread's track: a PE (global number, rank in its node) or
 // the node's comm thread. begin opens the thread's counters (for stats too)

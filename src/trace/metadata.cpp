@@ -255,7 +255,7 @@ std::string summary_json(session& s) {
     }
     j += "],\n     \"names\": [";
     bool first = true;
-    std::map<std::uint64_t, name_stat> sorted(t->names.begin(), t->names.end());
+    const std::map<std::uint64_t, name_stat> sorted = t->names.sorted();
     for (auto& [key, st] : sorted) {
       j += std::string(first ? "" : ",\n                ") + "{\"space\": \"" +
            space_of(kind(key >> 32)) + "\", \"id\": " + std::to_string(std::uint32_t(key)) +

@@ -25,8 +25,10 @@
 // written.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,6 +57,31 @@ constexpr std::size_t max_bins = 1024;
 
 struct name_stat {
   std::uint64_t count = 0, total = 0, self = 0, max = 0;
+};
+// Summary mode's totals per name (kind << 32 | id): an id below flat_ids (a
+// handler's, an entry method's, a region's: indices) is an index into its
+// kind's vector, with no hashing on the path of every slice; the others
+// (main_handler, callback_handler) are looked up.
+struct name_stats {
+  static constexpr std::uint32_t flat_ids = 4096;
+  std::array<std::vector<name_stat>, 64> flat;
+  std::unordered_map<std::uint64_t, name_stat> others;
+  name_stat& at(kind k, std::uint32_t id) {
+    if (id < flat_ids && std::uint32_t(k) < flat.size()) {
+      std::vector<name_stat>& v = flat[std::uint32_t(k)];
+      if (id >= v.size()) v.resize(std::size_t(id) + 1);
+      return v[id];
+    }
+    return others[std::uint64_t(k) << 32 | id];
+  }
+  // Every name with a slice, by key.
+  std::map<std::uint64_t, name_stat> sorted() const {
+    std::map<std::uint64_t, name_stat> m(others.begin(), others.end());
+    for (std::size_t k = 0; k < flat.size(); ++k)
+      for (std::size_t id = 0; id < flat[k].size(); ++id)
+        if (flat[k][id].count != 0) m[std::uint64_t(k) << 32 | id] = flat[k][id];
+    return m;
+  }
 };
 struct open_slice {
   kind k;
@@ -105,7 +132,11 @@ struct track {
   bool summary = false;
   // Summary mode.
   std::vector<open_slice> stack;
-  std::unordered_map<std::uint64_t, name_stat> names;  // kind << 32 | id
+  name_stats names;
+  // The last event it summed and its time stamp (base::cycles()): the next
+  // one adjacent to it takes the same (record_adjacent).
+  kind last_kind{};
+  std::uint64_t last_now = 0;
   int busy_depth = 0;
   std::uint64_t busy_t0 = 0, idle_t0 = 0, busy = 0, idle = 0;
   std::vector<std::uint64_t> bins;  // busy, idle interleaved, in ticks

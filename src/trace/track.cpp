@@ -159,7 +159,7 @@ void summarize(track& t, kind k, std::uint64_t tick, std::uint32_t a) {
     open_slice s = t.stack.back();
     t.stack.pop_back();
     const std::uint64_t dur = tick - s.t0;
-    name_stat& st = t.names[std::uint64_t(s.k) << 32 | s.id];
+    name_stat& st = t.names.at(s.k, s.id);
     ++st.count;
     st.total += dur;
     st.self += dur > s.nested ? dur - s.nested : 0;
@@ -205,6 +205,8 @@ inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint3
   const session& s = *g_session.load(std::memory_order_relaxed);
   const std::uint64_t tick = tick_of(s, now);
   if (t.summary) {
+    t.last_kind = k;
+    t.last_now = now;
     summarize(t, k, tick, a);
     return;
   }
@@ -387,6 +389,19 @@ void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint
   // The summary counts slices: an instant costs it nothing, not even the time.
   if (t->summary && !is_begin(k) && !is_end(k)) return;
   append(*t, k, base::cycles(), a, b, c, d);
+}
+
+void record_adjacent(kind after, kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
+                     std::uint32_t d) noexcept {
+  track* t = t_track;
+  if (t == nullptr) return;
+  // Summary mode: one clock read for a handler, its entry method and the
+  // next handler of the batch, as the buffer's inline path takes.
+  if (t->summary && t->last_kind == after && !t_fast.idle_open) {
+    append(*t, k, t->last_now, a, b, c, d);
+    return;
+  }
+  record(k, a, b, c, d);
 }
 
 void idle_enter_slow() noexcept {

@@ -120,6 +120,11 @@ WEFT_API void idle_leave_slow() noexcept;
 // recorded only when it moved something, so a polling thread does not fill
 // its buffer with empty polls.
 WEFT_API void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept;
+// An event right after one of kind `after`, on a thread without a buffer
+// (summary mode, a track that drops): in summary mode it takes that one's
+// time stamp when it is the last event summed.
+WEFT_API void record_adjacent(kind after, kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
+                              std::uint32_t d) noexcept;
 // The thread runs on another CPU than its last cpu record says: records it.
 WEFT_API void cpu_changed(int cpu) noexcept;
 WEFT_API std::uint32_t intern_user_name(std::string_view name);
@@ -222,6 +227,10 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
       [[likely]] {
     *r = {(r[-1].w & ~std::uint64_t(0xff)) | std::uint64_t(k), a, b, c, d};
     std::atomic_ref<raw_record*>(f.next).store(r + 1, std::memory_order_release);
+    return;
+  }
+  if (r == nullptr) {
+    record_adjacent(after, k, a, b, c, d);
     return;
   }
   emit(k, a, b, c, d);

@@ -336,6 +336,11 @@ void define_runtime_options(base::option_set& set) {
               "MPI ranks to the job's P PEs: block (rank r of n on PE r*P/n) or rr (rank r on PE "
               "r mod P)",
               base::one_of({"block", "rr"})});
+  set.define({"rank-domain", "pe", "pe|node",
+              "MPI programs: where a rank runs: on its PE all along (pe), or, between two of "
+              "its MPI calls, on any PE of its process that runs no rank (node: a "
+              "scheduling domain spanning the node's PEs; its MPI calls run on its own PE)",
+              base::one_of({"pe", "node"})});
   set.define({"rank-tls", "private", "private|shared",
               "MPI programs: the program's thread_local and __thread variables are each "
               "rank's own (private: a copy per rank, switched with it) or shared by the ranks "
@@ -442,6 +447,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.mpi_vp = int(set.get_int("vp"));
   c.mpi_rank_map_rr = set.get("rank-map") == "rr";
   c.mpi_rank_tls_private = set.get("rank-tls") == "private";
+  c.mpi_rank_domain_node = set.get("rank-domain") == "node";
   c.ult_stack_kib = std::size_t(set.get_int("ult-stack"));
   c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.ult_isolate_all = set.get("ult-isolate") == "all";

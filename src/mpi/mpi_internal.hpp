@@ -192,6 +192,14 @@ struct rank_state {
   void* bsend_buffer = nullptr;
   int bsend_size = 0;
   bool bsend_attached = false;
+  // --weft:rank-domain=node: MPI calls under way (an entry point may call
+  // another); the rank may move away only as the outermost ends.
+  int domain_depth = 0;
+  // Its last move away (base::wall_ns) and how many of its next calls'
+  // ends stay home: a rank whose stays away are shorter than a move is
+  // worth lets its next moves go, twice as many each time (domains.cpp).
+  std::uint64_t domain_left_ns = 0;
+  std::uint32_t domain_skip = 0, domain_skip_left = 0;
 };
 
 struct world_state {
@@ -312,6 +320,16 @@ inline void trace_operation(rank_state& r, int peer, int tag, std::size_t bytes)
   }
 }
 
+// Scheduling domains (domains.cpp): with --weft:rank-domain=node a rank
+// runs its MPI calls at home and may run the program's code between them on
+// a free PE of its process.
+extern bool g_domain_node;
+void domains_start(int pes, const std::vector<int>& homed);
+void domain_enter();  // an entry point begins: home first
+void domain_leave();  // it ends: maybe to a free PE
+void domain_wait(rank_state& r, bool waiting);
+void domain_rank_ended(rank_state& r);
+
 // Runs an entry point's body: MPI_SUCCESS, or the error fail() raised in
 // it, as `comm`'s error handler wants it (MPI_COMM_WORLD's for calls that
 // name no communicator, as the standard says). Every MPI_* function is
@@ -323,6 +341,8 @@ inline void trace_operation(rank_state& r, int peer, int tag, std::size_t bytes)
 // bytes, and the time it waits inside.
 template <class Body>
 int guard(const char* call, MPI_Comm comm, Body body) {
+  if (g_domain_node) [[unlikely]]
+    domain_enter();
   std::uint32_t traced = 0;
   if (trace::on()) [[unlikely]] {
     // One per entry point (each instantiates guard with a lambda of its
@@ -343,6 +363,8 @@ int guard(const char* call, MPI_Comm comm, Body body) {
   }
   if (traced != 0) [[unlikely]]
     trace_call_end();
+  if (g_domain_node) [[unlikely]]
+    domain_leave();
   return rc;
 }
 
@@ -563,6 +585,8 @@ void wait_until(rank_state& r, const char* call, int peer, int tag, Done done) {
     r.peer.store(peer, std::memory_order_relaxed);
     r.tag.store(tag, std::memory_order_relaxed);
     r.blocked = true;
+    if (g_domain_node) [[unlikely]]
+      domain_wait(r, true);
     if (trace::on()) [[unlikely]] {
       trace_wait(r, true);
       threads::suspend();
@@ -570,6 +594,8 @@ void wait_until(rank_state& r, const char* call, int peer, int tag, Done done) {
     } else {
       threads::suspend();
     }
+    if (g_domain_node) [[unlikely]]
+      domain_wait(r, false);
   }
   r.call.store(nullptr, std::memory_order_relaxed);
 }

@@ -57,6 +57,7 @@ void rank_body(threads::ult* u) {
 }
 
 void rank_finished(threads::ult* u) {
+  domain_rank_ended(*static_cast<rank_state*>(u->arg));
   static_cast<rank_state*>(u->arg)->ended.store(true, std::memory_order_relaxed);
   if (g_running.fetch_sub(1, std::memory_order_acq_rel) == 1)
     process_finished(g_exit_code.load(std::memory_order_acquire));
@@ -148,6 +149,10 @@ void make_world() {
     g_world.ranks[std::size_t(i)] = std::move(r);
   }
   g_running.store(mine, std::memory_order_relaxed);
+  std::vector<int> homed(std::size_t(per), 0);
+  for (auto& r : g_world.ranks)
+    if (r != nullptr) ++homed[std::size_t(r->pe)];
+  domains_start(per, homed);
   weft::on_timeout_dump(&dump_ranks);
 }
 

@@ -428,6 +428,12 @@ void fiber::give_private_tls() {
   if (tls_ == nullptr) tls_ = detail::program_tls_create();
 }
 
+void fiber::release_private_tls() noexcept {
+  if (tls_ == nullptr || t_tls_owner != this) return;
+  detail::program_tls_save(tls_);
+  fiber_access::release_tls(this);
+}
+
 bool fiber::take_thread_local_destructor(void (*fn)(void*), void* object) {
   fiber* f = t_current;
   if (f == nullptr || f->tls_ == nullptr || !detail::program_tls_holds(object)) return false;

@@ -73,6 +73,7 @@ thread_local std::vector<family_count> t_families;
 thread_local int t_taken = 0;
 
 handler_id h_resume = 0;
+handler_id h_moved = 0;
 
 node_data& data(const char* what) {
   node_data* d = g_data.load(std::memory_order_acquire);
@@ -122,6 +123,8 @@ void trace_switch(trace::kind k, ult* u) {
 
 namespace {
 
+void hand_over(node_data& d, ult* u);
+
 // Runs (or goes on with) a ULT hosted by this PE's thread until it
 // suspends or ends.
 void run_on_pe(node_data& d, ult* u) {
@@ -131,11 +134,43 @@ void run_on_pe(node_data& d, ult* u) {
   const bool done = u->f->resume();
   if (trace::on()) detail::trace_switch(trace::kind::ult_end, u);
   t_ult = saved;
-  if (!done) return;
+  if (!done) {
+    if (u->move_target >= 0) [[unlikely]]
+      hand_over(d, u);
+    return;
+  }
   fiber::destroy(u->f);
   u->f = nullptr;
   set_taken(d, u->pe, u->family, -1);
   u->finished(u);
+}
+
+// A ULT suspended in move_to: it leaves this PE's thread (its copy of the
+// program's thread-locals with it) for its target's, where on_moved runs it.
+void hand_over(node_data& d, ult* u) {
+  const int to = u->move_target;
+  u->move_target = -1;
+  u->f->release_private_tls();
+  set_taken(d, u->pe, u->family, -1);
+  u->pe = to;
+  weft::send(job_pe(to), make_message_with(h_moved, u));
+}
+
+void on_moved(message_ptr msg) {
+  ult* u = msg->as<ult*>();
+  node_data& d = data("move_to");
+  const int me = weft::my_rank();
+  if (u->pe != me || u->host != nullptr || u->f == nullptr)
+    base::fatal("weft::threads: a logical thread moving to PE %d arrived on PE %d", u->pe, me);
+  if (family_here(u->family))
+    base::fatal(
+        "weft::threads::move_to: PE %d's thread has a logical thread of the moving one's "
+        "family",
+        me);
+  set_taken(d, me, u->family, +1);
+  pe_record& r = d.records[std::size_t(me)];
+  r.hosted.store(r.hosted.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  run_on_pe(d, u);
 }
 
 void on_resume(message_ptr msg) {
@@ -207,6 +242,7 @@ void print_stats(std::FILE* out) {
 
 const bool registered = [] {
   h_resume = register_handler("threads.resume", &on_resume);
+  h_moved = register_handler("threads.moved", &on_moved);
   weft::detail::layer_hooks hooks{"threads", &node_start, &pe_start, nullptr, &node_stop};
   hooks.stats = &print_stats;
   weft::detail::register_layer(hooks);
@@ -366,6 +402,17 @@ void yield() {
   // ThreadSanitizer: 20 s, near their timeout, against 0.5 s with this).
   if (weft::config().oversubscribed || weft::detail::pe_has_guests(u->pe)) sched_yield();
   resume(u);
+  fiber::suspend();
+}
+
+void move_to(int pe) {
+  ult* u = t_ult;
+  if (u == nullptr) base::fatal("weft::threads::move_to called off a logical thread");
+  if (u->host != nullptr || pe == u->pe) return;
+  node_data& d = data("move_to");
+  if (pe < 0 || pe >= d.pes)
+    base::fatal("weft::threads::move_to: PE %d, but the node has PEs 0..%d", pe, d.pes - 1);
+  u->move_target = pe;
   fiber::suspend();
 }
 

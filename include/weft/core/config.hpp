@@ -47,8 +47,9 @@ struct runtime_config {
   // job's PEs (false: block, true: round robin); the mpi layer reads them.
   int mpi_vp = 0;
   bool mpi_rank_map_rr = false;
-  bool mpi_rank_tls_private = true;  // --weft:rank-tls: each rank has its own thread-locals
-  std::size_t ult_stack_kib = 0;     // --weft:ult-stack; 0: the layer's default
+  bool mpi_rank_tls_private = true;   // --weft:rank-tls: each rank has its own thread-locals
+  bool mpi_rank_domain_node = false;  // --weft:rank-domain=node: ranks run on any free PE
+  std::size_t ult_stack_kib = 0;      // --weft:ult-stack; 0: the layer's default
   // A logical thread (an OpenMP thread; layer threads) that waits this long
   // to start behind a PE that stays inside one handler starts on an OS
   // thread of its own (a carrier) instead.
@@ -67,7 +68,7 @@ struct runtime_config {
   std::string trace_mode = "full";
   std::size_t trace_buffer_bytes = 4u << 20;
   std::uint32_t trace_sample = 1;  // --weft:trace-sample: every Nth message traced
-  unsigned trace_pool = 3;  // buffers per PE
+  unsigned trace_pool = 3;         // buffers per PE
   std::string counters;
   bool counters_given = false;
   // Load balancing (the lb layer reads these; core validates the numbers,

@@ -77,6 +77,10 @@ class WEFT_API fiber {
   // true when the running fiber takes the destructor (the C library's
   // __cxa_thread_atexit_impl is routed here first: libweft-mpi does).
   static bool take_thread_local_destructor(void (*fn)(void*), void* object);
+  // On the thread that ran it, once it suspended: its copy of the program's
+  // thread-locals leaves the thread's block (the thread's own come back),
+  // so that another thread may resume it (threads::move_to).
+  void release_private_tls() noexcept;
 
   bool finished() const noexcept { return done_; }
   // What the fiber runs, for the report of an overflow of its stack: e.g.

@@ -85,6 +85,7 @@ struct ult {
   carrier* host = nullptr;         // null: PE `pe`'s own OS thread runs it
   int pe = -1;                     // node-local rank of the PE it belongs to
   std::uint32_t trace_name = ~0u;  // its name in the trace (user names), once traced
+  int move_target = -1;            // move_to's PE while it moves
   // held_up's first reading of the PE it waits behind (see there).
   std::atomic<std::uint64_t> probe_progress{0};
   std::atomic<std::uint64_t> probe_ns{0};
@@ -152,6 +153,17 @@ WEFT_API void resume_here(ult* u);
 // On a ULT: back to its host until resume(). Does not return on another
 // OS thread. Off a ULT: a fatal error.
 WEFT_API void suspend();
+
+// On a ULT hosted by its PE's own thread: goes on on PE `pe`'s thread
+// (node-local rank) instead; it belongs to that PE from then on (resume()
+// goes there). Its copy of the program's thread-locals moves with it; its
+// errno is its own anyway. Shared libraries' thread-locals and addresses of
+// thread-locals it kept from before are the old thread's: the caller moves
+// only where its code (and its callers') keeps none across the call -- an
+// MPI rank between two MPI calls (--weft:rank-domain=node). On a carrier,
+// or to its own PE: nothing. A scheduling domain's way of letting an idle
+// PE run a ready ULT (Phoenix).
+WEFT_API void move_to(int pe);
 
 // On a ULT: lets other work have its OS thread or CPU for a moment, and
 // comes back without a resume() (on a PE thread: after the PE's queued

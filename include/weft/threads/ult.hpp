@@ -18,8 +18,10 @@
 // and numbered (slots 1, 2, ...), so a caller that places the same logical
 // thread in the same slot each time gets the same OS thread (OpenMP's
 // threadprivate data persists between regions that way). A ULT never
-// moves: code compiled for threads keeps addresses of thread-locals across
-// calls, and errno is one of them.
+// moves on its own: code compiled for threads keeps addresses of
+// thread-locals across calls, and errno is one of them. move_to() moves
+// one whose caller knows where no such address is kept (an MPI rank
+// between two of its calls, under a scheduling domain).
 //
 // Why OS threads and not one thread-local block per fiber switched with
 // the thread pointer (wrfsbase / arch_prctl, AMPI's tlsglobals): the

@@ -245,12 +245,15 @@ MPI_Comm owner_of(const MPI_Request* request) {
 }  // namespace
 
 WEFT_MPI_API int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  return guard(__func__, owner_of(request), [&] { finish("MPI_Wait", request, status, true); });
+  return guard_for(
+      __func__, [&] { return owner_of(request); },
+      [&] { finish("MPI_Wait", request, status, true); });
 }
 
 WEFT_MPI_API int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  return guard(__func__, owner_of(request),
-               [&] { *flag = finish("MPI_Test", request, status, false) ? 1 : 0; });
+  return guard_for(
+      __func__, [&] { return owner_of(request); },
+      [&] { *flag = finish("MPI_Test", request, status, false) ? 1 : 0; });
 }
 
 WEFT_MPI_API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {

@@ -21,17 +21,26 @@
 // with a bit per PE says which counts are 0. A rank that moves claims its
 // target's bit, so two do not pick the same free PE at once.
 //
+// A program with thread-locals of its own keeps its ranks home: its
+// compiled code keeps thread-locals' addresses across calls (the thread
+// pointer is a constant to the compiler), so a rank that moved would write
+// the old thread's block, where another rank's copy lies by then
+// (ThreadSanitizer showed it on tests/mpi/rank_tls.c).
+//
 // The cost: a move is a message to the target and a switch there, and a
 // moved rank's next MPI call is another; a program that calls MPI often
 // pays both per call, one with long computations between its calls on
 // unequal ranks gains the idle PEs' time (bench/mpi/imbalance.c).
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <memory>
 #include "mpi/mpi_internal.hpp"
 #include "weft/base/cache.hpp"
 #include "weft/base/timer.hpp"
+#include "weft/core/pe.hpp"
 #include "weft/core/run.hpp"
+#include "weft/threads/fiber.hpp"
 #include "weft/threads/ult.hpp"
 
 namespace weft::mpi {
@@ -88,8 +97,22 @@ int claim_free(int home) {
 }  // namespace
 
 void domains_start(int pes, const std::vector<int>& homed) {
-  g_domain_node = weft::config().mpi_rank_domain_node;
+  const runtime_config& cfg = weft::config();
+  g_domain_node = cfg.mpi_rank_domain_node;
   if (!g_domain_node) return;
+  // Compiled code keeps a thread-local's address across calls (the thread
+  // pointer is a constant to the compiler): a rank that moved would go on
+  // writing the old thread's block, where another rank's copy now lies.
+  if (const std::size_t bytes = threads::fiber::program_tls_bytes(); bytes != 0) {
+    g_domain_node = false;
+    if (!cfg.quiet && weft::my_node() == 0)
+      std::fprintf(stderr,
+                   "weft: --weft:rank-domain=node: the program has %zu bytes of thread-local "
+                   "variables, whose addresses its compiled code keeps across calls; its ranks "
+                   "stay on their PEs (rank-domain=pe)\n",
+                   bytes);
+    return;
+  }
   g_pes = pes;
   g_counts = std::make_unique<pe_count[]>(std::size_t(pes));
   g_free = std::make_unique<std::atomic<std::uint64_t>[]>(std::size_t((pes + 63) / 64));

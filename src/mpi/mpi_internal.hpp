@@ -339,10 +339,13 @@ void domain_rank_ended(rank_state& r);
 // With --weft:trace, the call is a span of the rank's (tracing.cpp): its
 // name (`call`, the entry point's __func__), communicator, peer, tag and
 // bytes, and the time it waits inside.
-template <class Body>
-int guard(const char* call, MPI_Comm comm, Body body) {
+// guard_for: the communicator comes from comm_of(), called once the rank is
+// home (a request's owner: its state is its home's).
+template <class CommOf, class Body>
+int guard_for(const char* call, CommOf comm_of, Body body) {
   if (g_domain_node) [[unlikely]]
     domain_enter();
+  const MPI_Comm comm = comm_of();
   std::uint32_t traced = 0;
   if (trace::on()) [[unlikely]] {
     // One per entry point (each instantiates guard with a lambda of its
@@ -366,6 +369,12 @@ int guard(const char* call, MPI_Comm comm, Body body) {
   if (g_domain_node) [[unlikely]]
     domain_leave();
   return rc;
+}
+
+template <class Body>
+int guard(const char* call, MPI_Comm comm, Body body) {
+  return guard_for(
+      call, [comm] { return comm; }, body);
 }
 
 // The calls of p2p.cpp that api.cpp's entry points share: each returns a

@@ -428,6 +428,10 @@ void fiber::give_private_tls() {
   if (tls_ == nullptr) tls_ = detail::program_tls_create();
 }
 
+std::size_t fiber::program_tls_bytes() noexcept {
+  return detail::program_tls_bytes();
+}
+
 void fiber::release_private_tls() noexcept {
   if (tls_ == nullptr || t_tls_owner != this) return;
   detail::program_tls_save(tls_);

@@ -72,6 +72,9 @@ class WEFT_API fiber {
   // switched in and out with the fiber (src/threads/program_tls.hpp).
   // Before the first resume. Nothing to do for a program without any.
   void give_private_tls();
+  // The size of the program's thread-local block (the executable's; 0:
+  // it has none).
+  static std::size_t program_tls_bytes() noexcept;
   // A C++ thread_local object of the program built on a fiber with its own
   // copy is destroyed when that fiber ends, not when its OS thread does:
   // true when the running fiber takes the destructor (the C library's

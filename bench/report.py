@@ -1246,35 +1246,38 @@ def sec_kneighbor_modes(rows):
 
 
 def sec_trace_overhead(rows):
-    """kneighbor with --weft:trace off | full | summary, interleaved per round."""
+    """kneighbor with --weft:trace off | full | summary | sample16, interleaved per round."""
     used, out = set(), []
     it = [r for r in rows if r.get("metric") == "iter_us" and isinstance(r.get("bytes"), int)]
     sizes = sorted({r["bytes"] for r in it})
     levels = [lv for lv in ("core", "objects") if any(r.get("level") == lv for r in it)]
+    modes = ("off", "full", "summary", "sample16")
     out.append("kNeighbor (k=%s, %s PEs, touch=false), µs per iteration with the trace off, full "
-               "(`--weft:trace=DIR`) and summary (`--weft:trace-mode=summary`): one process per "
-               "mode, the modes interleaved per round; median over the rounds (min–max), %s. The "
-               "ratios to `off` are formed per round. Issue 6 asks that tracing slow kNeighbor by "
-               "under 10%%.\n" % (it[0].get("k", "?") if it else "?",
+               "(`--weft:trace=DIR`), summary (`--weft:trace-mode=summary`) and sampled "
+               "(`--weft:trace-sample=16`): one process per mode, the modes interleaved per round; "
+               "median over the rounds (min–max), %s. The ratios to `off` are formed per round. "
+               "Issue 30 asks, at the objects level and 16 B: full within 1.5x, summary within "
+               "1.15x, sampled within 1.2x (`bench/trace_cost.py` measures its jacobi2d and md "
+               "targets).\n" % (it[0].get("k", "?") if it else "?",
                                   it[0].get("pes", "?") if it else "?", rounds_note(it)))
-    head = ["level", "bytes", "off µs", "full µs", "summary µs", "full ÷ off", "summary ÷ off",
-            "full under 1.10"]
-    body, oks = [], []
+    head = ["level", "bytes", "off µs", "full µs", "summary µs", "sampled µs", "full ÷ off",
+            "summary ÷ off", "sampled ÷ off"]
+    body, checks = [], []
     for lv in levels:
         for b in sizes:
-            sel = {m: select(it, used, level=lv, bytes=b, trace=m) for m in ("off", "full", "summary")}
-            qf = ratio_rounds(sel["full"], sel["off"])
-            qs = ratio_rounds(sel["summary"], sel["off"])
-            ok = None if qf is None else qf["value"] < 1.10
-            oks.append(ok)
-            body.append([lv, human_bytes(b)] + [spread(over_rounds(sel[m])) for m in
-                                               ("off", "full", "summary")] +
-                        [spread(qf, True), spread(qs, True), verdict(ok)])
+            sel = {m: select(it, used, level=lv, bytes=b, trace=m) for m in modes}
+            q = {m: ratio_rounds(sel[m], sel["off"]) for m in modes[1:]}
+            body.append([lv, human_bytes(b)] + [spread(over_rounds(sel[m])) for m in modes] +
+                        [spread(q[m], True) for m in modes[1:]])
+            if lv == "objects" and b == 16:
+                for m, bound in (("full", 1.5), ("summary", 1.15), ("sample16", 1.2)):
+                    checks.append((m, bound, q[m]))
     out.append(table(head, body))
-    met = sum(1 for x in oks if x)
-    v = None if not oks or None in oks else all(oks)
-    judge("Tracing (full) slows kNeighbor by under 10%", v, "%d of %d level × size cases" % (met, len(oks)),
-          "no level × size case, or a case without a full ÷ off ratio")
+    for m, bound, qm in checks:
+        ok = None if qm is None else qm["value"] <= bound
+        judge("Tracing (%s) keeps objects-level kNeighbor at 16 B within %.2fx" % (m, bound), ok,
+              "%s" % ("no ratio" if qm is None else "%.3f" % qm["value"]),
+              "no %s ÷ off ratio at the objects level, 16 B" % m)
     select(rows, used, metric="ratio_objects_over_core")  # kneighbor's own ratio: not this question
     out.append(leftovers(rows, used))
     return "\n".join(o for o in out if o)
@@ -1474,7 +1477,7 @@ SECTIONS = OrderedDict([
     ("persistent", ("Large messages: persistent channels, pooled vs registered buffers",
                     sec_persistent)),
     ("trace_event", ("What one trace event costs", sec_trace_event)),
-    ("trace_overhead", ("What tracing costs: kNeighbor with --weft:trace off, full, summary",
+    ("trace_overhead", ("What tracing costs: kNeighbor with --weft:trace off, full, summary, sampled",
                         sec_trace_overhead)),
 ])
 

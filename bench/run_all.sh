@@ -288,19 +288,23 @@ for name in "${names[@]}"; do
     done
   elif [[ $name == trace_overhead ]]; then
     # What --weft:trace costs: kneighbor (both levels) at 2 PEs with the
-    # trace off, full and summary, one process each, interleaved per round
+    # trace off, full, summary and sampled (--weft:trace-sample=16), one
+    # process each, interleaved per round
     # (the VM's phases move a lone run's time by 3x; report.py forms the
     # ratio to "off" per round). The trace goes to a directory of its own
     # in /dev/shm (memory: what the runtime costs, not what this VM's disk
     # does; docs/tracing.md has both), removed afterwards.
-    echo "run_all: [$i/$total] trace_overhead: kneighbor with --weft:trace off|full|summary, $mp_rounds rounds" >&2
+    echo "run_all: [$i/$total] trace_overhead: kneighbor with --weft:trace off|full|summary|sample16, $mp_rounds rounds" >&2
     trace_root=/dev/shm
     [[ -d $trace_root && -w $trace_root ]] || trace_root=${TMPDIR:-/tmp}
     trace_dir=$(mktemp -d "$trace_root/weft-bench-trace.XXXXXX")
     for r in $(seq 1 "$mp_rounds"); do
-      for mode in off full summary; do
+      for mode in off full summary sample16; do
         targs=()
-        [[ $mode != off ]] && targs=(--weft:trace="$trace_dir" --weft:trace-mode="$mode")
+        case $mode in
+          full | summary) targs=(--weft:trace="$trace_dir" --weft:trace-mode="$mode") ;;
+          sample16) targs=(--weft:trace="$trace_dir" --weft:trace-sample=16) ;;
+        esac
         timeout -k 10 "$mp_limit" "$exe" --json --repeat "$mp_repeat" --level=both \
           --touch=false --iters=1000 --bytes=16,256,4096,65536 --weft:threads=2 --weft:quiet \
           "${targs[@]}" | tag_round "$out" "$r" "\"trace\":\"$mode\""

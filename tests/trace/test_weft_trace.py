@@ -1110,6 +1110,31 @@ class MpiTest(Base):
         self.assertEqual((recv0["ts"], recv0["dur"], recv0["args"]["peer"], recv0["args"]["tag"]),
                          (30.0, 70.0, 1, 6))
 
+    def test_dropped_events(self):
+        # PE 0 drops events while rank 0 waits in MPI_Recv (its wait's and
+        # call's ends are gone) and rank 1's next call begins: what is left
+        # pairs up, nothing is reported broken, and the lost call is not
+        # counted.
+        DROP = 32
+        pe0 = [(0, CPU, 0), (0, HB, MAIN, -1, 0, 0),
+               (10000, MPI_B, 0, 0, 1), (20000, MPI_E, 0, 1, 5, 8),
+               (30000, MPI_B, 0, 1, 1), (40000, MPI_WB, 0), (45000, MPI_B, 1, 1, 1),
+               (80000, DROP, 500, 0, 50000, 0), (85000, MPI_WE, 1), (90000, MPI_E, 1, 0, 5, 8),
+               (95000, MPI_B, 1, 0, 1), (99000, MPI_E, 1, 0, 6, 16),
+               (200000, HE, MAIN), (200000, IB), (1000000, IE), (1000000, END, EXIT)]
+        td = self.mpi_job(pe0=pe0, name="dropped")
+        rc, out, err = run("check", td.root)
+        self.assertNotIn("mpi_end of rank", out + err)
+        self.assertNotIn("mpi_wait_end of rank", out + err)
+        self.assertNotIn("without an end", out + err)
+        rc, out, err = run("mpi", td.root, "--json")
+        self.assertOk((rc, out, err))
+        ranks = {r["rank"]: r for r in json.loads(out)["ranks"]}
+        c0 = {c["call"]: c["count"] for c in ranks[0]["calls"]}
+        c1 = {c["call"]: c["count"] for c in ranks[1]["calls"]}
+        self.assertEqual(c0, {"MPI_Send": 1})
+        self.assertEqual(c1, {"MPI_Send": 1})
+
     def test_broken_pairs(self):
         bad = [r for r in RPE0 if r[1:3] != (MPI_B, 1)]   # rank 1's calls lose their begins
         rc, out, err = run("check", self.mpi_job(pe0=bad, name="bad").root)

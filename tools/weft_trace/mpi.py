@@ -13,12 +13,12 @@ section, the Perfetto tracks of the ranks, check's rules).
 import json
 import re
 
-from .format import (HEADER_BYTES, MPI_BEGIN, MPI_END, MPI_WAIT_BEGIN, MPI_WAIT_END, RECORD,
-                     RECORD_BYTES, TraceError, i32)
+from .format import (DROPPED, HEADER_BYTES, MPI_BEGIN, MPI_END, MPI_WAIT_BEGIN, MPI_WAIT_END,
+                     RECORD, RECORD_BYTES, TraceError, i32)
 from .reader import load_trace, trace_ending
 
-_MPI_KINDS = re.compile(b"[\\x1a-\\x1d]")   # kinds 26..29
-assert (MPI_BEGIN, MPI_END, MPI_WAIT_BEGIN, MPI_WAIT_END) == (0x1a, 0x1b, 0x1c, 0x1d)
+_MPI_KINDS = re.compile(b"[\\x1a-\\x1d\\x20]")   # kinds 26..29, and 32 (dropped)
+assert (MPI_BEGIN, MPI_END, MPI_WAIT_BEGIN, MPI_WAIT_END, DROPPED) == (0x1a, 0x1b, 0x1c, 0x1d, 0x20)
 
 NO_PEER = -3      # a call that sends or receives nothing (src/mpi/tracing.cpp)
 
@@ -32,6 +32,9 @@ class Rank:
         self.calls = {}      # name -> [count, total_ns, waited_ns, bytes, max_ns]
         self.spans = []      # (name, t0, t1, peer, tag, bytes, comm, waited_ns, depth)
         self.waits = []      # (t0, t1)
+        # Its track dropped events (the writer fell behind): the calls open
+        # then lost their ends, and ends may come without their begins.
+        self.dropped = False
 
     @property
     def mpi_ns(self):
@@ -56,12 +59,21 @@ def rank_calls(trace, issues):
             idx = m.start()
             w, a, b, c, d = RECORD.unpack_from(data, HEADER_BYTES + idx * RECORD_BYTES)
             kind, t = w & 0xFF, node.ns(w >> 8)
+            if kind == DROPPED:
+                # The ranks of this PE: what was open is lost (not counted).
+                for r in ranks.values():
+                    if r.node == node.n and r.pe == track.pe:
+                        r.open.clear()
+                        r.dropped = True
+                continue
             r = ranks.get(a)
             if r is None:
                 r = ranks[a] = Rank(a, track)
             if kind == MPI_BEGIN:
                 r.open.append([node.name("mpi", b), t, c, 0.0, None])
             elif kind == MPI_END:
+                if not r.open and r.dropped:
+                    continue     # its begin was dropped
                 if not r.open:
                     issues.problem(track.path, "record %d: mpi_end of rank %d, which is in no call "
                                                "(expected an mpi_begin of the rank before it)" % (idx, a))
@@ -86,6 +98,8 @@ def rank_calls(trace, issues):
                     continue
                 r.open[-1][4] = t
             else:
+                if (not r.open or r.open[-1][4] is None) and r.dropped:
+                    continue
                 if not r.open or r.open[-1][4] is None:
                     issues.problem(track.path, "record %d: mpi_wait_end of rank %d, which does not "
                                                "wait" % (idx, a))

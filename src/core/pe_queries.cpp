@@ -1,9 +1,10 @@
-// What the threads layer asks about a PE from outside it (handler.hpp,
-// "for the threads layer"): whether carriers are its guests, how far it got,
-// the CPU time its thread used, whether that thread sleeps in the kernel,
-// its CPU. Any thread; each answers from the PE's atomics, or with a system
-// call or two for the slow paths (a rescue of a held-up logical thread, the
-// watchdog), never by stopping the PE.
+// What other layers ask about a PE from outside its loop (handler.hpp):
+// whether carriers are its guests, how far it got, the CPU time its thread
+// used, whether that thread sleeps in the kernel, its CPU, how many PEs are
+// idle and how long this one was busy; and the wake-up of idle PEs. Any
+// thread; each answers from the PE's atomics, or with a system call or two
+// for the slow paths (a rescue of a held-up logical thread, the watchdog),
+// never by stopping the PE.
 //
 // Apart from scheduler.cpp because none of it is the loop: these read what
 // the loop publishes (pe_state's relaxed atomics) and need none of its
@@ -14,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include "core/node.hpp"
+#include "weft/base/fence.hpp"
+#include "weft/base/timer.hpp"
 
 namespace weft::detail {
 
@@ -75,6 +78,36 @@ int pe_cpu(int rank) noexcept {
   core::node_state* node = core::g_node.load(std::memory_order_relaxed);
   if (node == nullptr || rank < 0 || rank >= int(node->cfg.pe_cpus.size())) return -1;
   return node->cfg.pe_cpus[std::size_t(rank)];
+}
+
+// The idle count, busy time and wake-up calls of handler.hpp: reads of what
+// the loop publishes, and the producer half of the wake-up protocol.
+int idle_pes() noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  return node != nullptr ? node->idle_pes.load(std::memory_order_relaxed) : 0;
+}
+
+std::uint64_t pe_busy_cycles() noexcept {
+  // Not idle: what the idle loop did not count since the PE started. Two
+  // clock reads per idle period instead of two per handler, which load
+  // balancing could not afford on every message.
+  const core::pe_state* pe = core::t_pe;
+  if (pe == nullptr || pe->start_cycles == 0) return 0;
+  return base::cycles() - pe->start_cycles - pe->idle_cycles;
+}
+
+void wake_idle_pes_fenced(int n) noexcept {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  if (node == nullptr || n <= 0) return;
+  if (node->sleepers.load(std::memory_order_seq_cst) == 0) return;
+  core::wake_sleepers(*node, core::t_pe, n);
+}
+
+void wake_idle_pes(int n) noexcept {
+  // Orders the caller's publication of its tasks before the read of the
+  // sleep words (the producer half of the wake-up protocol).
+  base::full_fence();
+  wake_idle_pes_fenced(n);
 }
 
 }  // namespace weft::detail

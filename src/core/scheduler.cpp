@@ -21,6 +21,7 @@
 // scheduler_hooks::tasks_visible, the producer's publication is its deque
 // push followed by detail::wake_idle_pes (fence, then the sleep words).
 #include <sched.h>
+#include <algorithm>
 #include <bit>
 #include <exception>
 #include "base/op_count.hpp"
@@ -346,9 +347,12 @@ inline bool has_work(node_state& node, pe_state& pe) {
 }
 
 // Quiescence detection on PE 0 (see quiescence_check). Runs the callbacks
-// when quiescence is found.
+// when quiescence is found. Not on the loop's first idle turn after work
+// (idle_since_ns still 0): the PE comes back after its first idle step, and
+// a clock read here would stand between every message and the next poll.
 void maybe_detect_quiescence(node_state& node, pe_state& pe) {
-  if (pe.rank != 0 || !node.qd_requested.load(std::memory_order_acquire)) return;
+  if (pe.rank != 0 || pe.idle_since_ns == 0 || !node.qd_requested.load(std::memory_order_acquire))
+    return;
   const std::uint64_t now = base::wall_ns();
   if (now - node.qd_last_check < 20'000) return;  // at most one wave per 20 us
   node.qd_last_check = now;
@@ -451,10 +455,11 @@ bool sleep_in_transport(node_state& node, pe_state& pe) {
 // inlined into idle(): the spin's rounds cost what they did as one function.
 //
 // One step of it. Returns when there may be work, when stop is set, or —
-// for a PE with conditions, overflow to flush or quiescence to detect — after
-// one step, so the loop can poll them. pe.idle_since_ns marks where the
-// current idle period began (reset by the loop when it finds work), so the
-// spin and yield budgets span the whole idle period, not one step.
+// for a PE with conditions or overflow to flush — after one round, so the
+// loop can poll them (with quiescence to detect, after quiescence_step_ns).
+// pe.idle_since_ns marks where the current idle period began (reset by the
+// loop when it finds work), so the spin and yield budgets span the whole
+// idle period, not one step.
 
 // What one step of the idle period knows: its budgets, fixed as it begins,
 // and the loop's last clock reading.
@@ -463,8 +468,16 @@ struct idle_step {
   int clock_in;             // rounds until the next one (below 0: read it)
   std::uint64_t spin_end;   // the spin phase ends here (wall_ns) ...
   std::uint64_t yield_end;  // ... and the yield phase here
+  std::uint64_t step_end;   // back to the loop by then (quiescence to detect)
   bool polling;             // one round, then back to the loop to poll
 };
+
+// How long a step of PE 0 may last while quiescence is to be detected: a
+// wave is due at most every 20 us (maybe_detect_quiescence). Returning
+// after each round instead, with a clock read at each, made PE 0 see a
+// message ~50 ns late on average, for the whole of an MPI run (the mpi
+// layer asks for detection from start to end).
+constexpr std::uint64_t quiescence_step_ns = 2000;
 
 // Starts a step: a new idle period counts the PE idle and notes when it
 // last ran something; the budgets follow from where the period began.
@@ -491,9 +504,10 @@ inline idle_step begin_idle_step(node_state& node, pe_state& pe) {
       pe.guests.load(std::memory_order_relaxed) != 0 ? 0 : std::uint64_t(node.cfg.idle_spin_us);
   s.spin_end = pe.idle_since_ns + spin_us * 1000;
   s.yield_end = s.spin_end + std::uint64_t(node.cfg.idle_yield_us) * 1000;
-  s.polling =
-      !pe.conditions.empty() || pe.pairs_backlog ||
-      (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) || node.qe_active));
+  s.polling = !pe.conditions.empty() || pe.pairs_backlog;
+  s.step_end = ~std::uint64_t(0);
+  if (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) || node.qe_active))
+    s.step_end = (s.now != 0 ? s.now : base::wall_ns()) + quiescence_step_ns;
   return s;
 }
 
@@ -523,6 +537,7 @@ inline bool work_found(node_state& node, pe_state& pe, const idle_step& s, bool 
 // Caller took the transport; this gives it back. Returns whether the
 // transport delivered or sent something (the idle step ends).
 inline bool spin_in_transport(node_state& node, pe_state& pe, idle_step& s) {
+  const std::uint64_t end = std::min(s.spin_end, s.step_end);
   int did = 0;
   for (unsigned round = 1;; ++round) {
     did = progress_held(node);
@@ -531,7 +546,7 @@ inline bool spin_in_transport(node_state& node, pe_state& pe, idle_step& s) {
     if (round % 16 == 0) {
       if (has_work(node, pe)) break;
       s.now = base::wall_ns();
-      if (s.now >= s.spin_end) break;
+      if (s.now >= end) break;
     }
   }
   give_transport(node);
@@ -605,15 +620,15 @@ inline void sleep_until_woken(node_state& node, pe_state& pe) {
 // idle count). A message exchange (ping-pong, kNeighbor) finds its next
 // message here; a message seen in the rings has its first line prefetched
 // for writing as the PE goes back to pop it. Skipped where a back-off step
-// must return after a round, for a PE that polls the network, and where
-// the spin budget is 0. docs/design/scheduler.md, "The quick spin".
+// must return after a round (conditions, overflow), for a PE that polls the
+// network, and where the spin budget is 0; not for quiescence detection on
+// PE 0 (a wave is due every 20 us, the spin lasts one; MPI asks for it all
+// run). docs/design/scheduler.md, "The quick spin".
 constexpr int quick_spin_polls = 256;
 
 inline bool quick_spin(node_state& node, pe_state& pe) {
   if (node.cfg.idle_spin_us <= 0 || node.policy.idle_pes_poll ||
-      pe.guests.load(std::memory_order_relaxed) != 0 || !pe.conditions.empty() ||
-      pe.pairs_backlog ||
-      (pe.rank == 0 && (node.qd_requested.load(std::memory_order_relaxed) || node.qe_active)))
+      pe.guests.load(std::memory_order_relaxed) != 0 || !pe.conditions.empty() || pe.pairs_backlog)
     return false;
   // MPSC work the loop could not pop: a producer is between its exchange
   // and its link store, which work_found waits for with a pause.
@@ -652,6 +667,7 @@ void idle(node_state& node, pe_state& pe) {
     if (--s.clock_in < 0) {
       s.now = base::wall_ns();
       s.clock_in = node.policy.idle_pes_poll ? 15 : 0;
+      if (s.now >= s.step_end) break;
     }
     if (s.now < s.spin_end) {
       if (spin_round(node, pe, s)) break;
@@ -743,37 +759,9 @@ void scheduler_loop(node_state& node, pe_state& pe) {
 
 namespace weft::detail {
 
-int idle_pes() noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  return node != nullptr ? node->idle_pes.load(std::memory_order_relaxed) : 0;
-}
-
 void end_idle_period() noexcept {
   core::node_state* node = core::g_node.load(std::memory_order_relaxed);
   if (node != nullptr && core::t_pe != nullptr) core::end_idle(*node, *core::t_pe);
-}
-
-std::uint64_t pe_busy_cycles() noexcept {
-  // Not idle: what the idle loop did not count since the PE started. Two
-  // clock reads per idle period instead of two per handler, which load
-  // balancing could not afford on every message.
-  const core::pe_state* pe = core::t_pe;
-  if (pe == nullptr || pe->start_cycles == 0) return 0;
-  return base::cycles() - pe->start_cycles - pe->idle_cycles;
-}
-
-void wake_idle_pes_fenced(int n) noexcept {
-  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
-  if (node == nullptr || n <= 0) return;
-  if (node->sleepers.load(std::memory_order_seq_cst) == 0) return;
-  core::wake_sleepers(*node, core::t_pe, n);
-}
-
-void wake_idle_pes(int n) noexcept {
-  // Orders the caller's publication of its tasks before the read of the
-  // sleep words (the producer half of the wake-up protocol).
-  base::full_fence();
-  wake_idle_pes_fenced(n);
 }
 
 int serve_messages(int max) {

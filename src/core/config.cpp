@@ -341,6 +341,12 @@ void define_runtime_options(base::option_set& set) {
               "its MPI calls, on any PE of its process that runs no rank (node: a "
               "scheduling domain spanning the node's PEs; its MPI calls run on its own PE)",
               base::one_of({"pe", "node"})});
+  set.define({"rank-wait", "serve", "serve|suspend",
+              "MPI programs: a rank alone on its PE that waits in an MPI call first serves "
+              "the PE's messages and the network itself for a few microseconds (serve: no "
+              "context switch when what it waits for comes soon), or suspends at once "
+              "(suspend)",
+              base::one_of({"serve", "suspend"})});
   set.define({"rank-tls", "private", "private|shared",
               "MPI programs: the program's thread_local and __thread variables are each "
               "rank's own (private: a copy per rank, switched with it) or shared by the ranks "
@@ -448,6 +454,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.mpi_rank_map_rr = set.get("rank-map") == "rr";
   c.mpi_rank_tls_private = set.get("rank-tls") == "private";
   c.mpi_rank_domain_node = set.get("rank-domain") == "node";
+  c.mpi_rank_wait_serve = set.get("rank-wait") == "serve";
   c.ult_stack_kib = std::size_t(set.get_int("ult-stack"));
   c.ult_rescue_us = set.get_int("ult-rescue-us");
   c.ult_isolate_all = set.get("ult-isolate") == "all";

@@ -472,11 +472,9 @@ struct idle_step {
   bool polling;             // one round, then back to the loop to poll
 };
 
-// How long a step of PE 0 may last while quiescence is to be detected: a
-// wave is due at most every 20 us (maybe_detect_quiescence). Returning
-// after each round instead, with a clock read at each, made PE 0 see a
-// message ~50 ns late on average, for the whole of an MPI run (the mpi
-// layer asks for detection from start to end).
+// How long a step of PE 0 may last while quiescence is to be detected (a
+// wave is due every 20 us at most): one round a step, with a clock read,
+// made PE 0 late to every message of an MPI run, which asks for it all run.
 constexpr std::uint64_t quiescence_step_ns = 2000;
 
 // Starts a step: a new idle period counts the PE idle and notes when it
@@ -768,12 +766,26 @@ int serve_messages(int max) {
   core::node_state* node = core::g_node.load(std::memory_order_relaxed);
   core::pe_state* pe = core::t_pe;
   if (node == nullptr || pe == nullptr) return 0;
-  // A PE that waits by serving its messages (a loop's caller, an OpenMP
-  // wait, a program's own poll) no longer takes scheduler turns: what its
-  // earlier sends left in spsc-pairs overflow must still reach the rings,
-  // or a PE that waits for an answer to such a message waits forever
-  // (seen: the one still in overflow was the request).
+  // A PE that waits by serving its messages takes no scheduler turns: its
+  // spsc-pairs overflow must still reach the rings, or a PE that waits for
+  // an answer to such a message waits forever (seen: it was the request).
   core::flush_backlog(*node, *pe);
+  return core::run_own_queue(*node, *pe, max);
+}
+
+int serve_while_waiting(int max) {
+  core::node_state* node = core::g_node.load(std::memory_order_relaxed);
+  core::pe_state* pe = core::t_pe;
+  if (node == nullptr || pe == nullptr) return -1;
+  // What only the loop does: the waiter suspends, so that the loop runs.
+  if (!pe->timers.empty() || !pe->conditions.empty() ||
+      node->stop.load(std::memory_order_relaxed) ||
+      node->node_queue_size.load(std::memory_order_relaxed) != 0)
+    return -1;
+  core::flush_backlog(*node, *pe);
+  const int did = core::run_own_queue(*node, *pe, max);
+  // The network's turn only when the queue was empty, as in the back-off.
+  if (did != 0 || !node->policy.idle_pes_poll || core::try_progress(*node) == 0) return did;
   return core::run_own_queue(*node, *pe, max);
 }
 

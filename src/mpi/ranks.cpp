@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,8 @@
 #include "weft/threads/fiber.hpp"
 
 namespace weft::mpi {
+
+bool g_wait_serve = false;
 
 namespace {
 
@@ -56,7 +59,24 @@ void rank_body(threads::ult* u) {
   }
 }
 
+// The waits of this process's ranks (rank_state::waits_served), summed as
+// each rank ends, for --weft:stats.
+std::atomic<std::uint64_t> g_waits_served{0}, g_waits_suspended{0};
+
+void print_stats(std::FILE* out) {
+  const std::uint64_t served = g_waits_served.load(), suspended = g_waits_suspended.load();
+  if (served + suspended == 0) return;
+  std::fprintf(out,
+               "MPI ranks' waits: %" PRIu64
+               " ended while the rank served its PE (rank-wait=serve), "
+               "%" PRIu64 " suspended the rank\n",
+               served, suspended);
+}
+
 void rank_finished(threads::ult* u) {
+  const rank_state& r = *static_cast<rank_state*>(u->arg);
+  g_waits_served.fetch_add(r.waits_served, std::memory_order_relaxed);
+  g_waits_suspended.fetch_add(r.waits_suspended, std::memory_order_relaxed);
   domain_rank_ended(*static_cast<rank_state*>(u->arg));
   static_cast<rank_state*>(u->arg)->ended.store(true, std::memory_order_relaxed);
   if (g_running.fetch_sub(1, std::memory_order_acq_rel) == 1)
@@ -153,6 +173,9 @@ void make_world() {
   for (auto& r : g_world.ranks)
     if (r != nullptr) ++homed[std::size_t(r->pe)];
   domains_start(per, homed);
+  // Serving as it waits spins the rank's CPU: not where PEs share CPUs, and
+  // not where ranks move between PEs.
+  g_wait_serve = cfg.mpi_rank_wait_serve && !cfg.oversubscribed && !g_domain_node;
   weft::on_timeout_dump(&dump_ranks);
 }
 
@@ -195,7 +218,8 @@ void start_world() {
 
 const bool registered = [] {
   h_start = register_handler("mpi.start_ranks", &on_start);
-  weft::detail::register_layer({"mpi", nullptr, &pe_start, nullptr, nullptr});
+  weft::detail::register_layer(
+      {"mpi", nullptr, &pe_start, nullptr, nullptr, nullptr, nullptr, &print_stats});
   return true;
 }();
 

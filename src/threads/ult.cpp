@@ -420,6 +420,10 @@ ult* current() noexcept {
   return t_ult;
 }
 
+int hosted_here() noexcept {
+  return carrier::current() != nullptr ? 0 : t_taken;
+}
+
 void claim_pe_stack(const void* family) noexcept {
   if (t_ult != nullptr || carrier::current() != nullptr) return;
   const int me = weft::my_rank();

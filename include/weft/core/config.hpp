@@ -49,6 +49,7 @@ struct runtime_config {
   bool mpi_rank_map_rr = false;
   bool mpi_rank_tls_private = true;   // --weft:rank-tls: each rank has its own thread-locals
   bool mpi_rank_domain_node = false;  // --weft:rank-domain=node: ranks run on any free PE
+  bool mpi_rank_wait_serve = true;    // --weft:rank-wait=serve: a lone rank serves as it waits
   std::size_t ult_stack_kib = 0;      // --weft:ult-stack; 0: the layer's default
   // A logical thread (an OpenMP thread; layer threads) that waits this long
   // to start behind a PE that stays inside one handler starts on an OS

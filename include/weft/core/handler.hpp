@@ -97,6 +97,14 @@ WEFT_API std::uint64_t pe_busy_cycles() noexcept;
 // (a synchronous parallel_for serving its messages between chunks). The
 // handlers it runs are nested in the caller's. Returns how many ran.
 WEFT_API int serve_messages(int max);
+// For a logical thread alone on its PE that waits for a message (the mpi
+// layer's ranks, --weft:rank-wait=serve): serve_messages, and on a PE that
+// polls the network (comm=workers) a turn of the transport when the queue
+// was empty, so that a message from another process reaches the waiter
+// without a context switch. Returns how many messages ran, or -1 where the
+// PE has work only its loop does (timers, conditions, the node's queue,
+// the end of the run): the waiter then suspends.
+WEFT_API int serve_while_waiting(int max);
 // Work that is not a message but must keep quiescence detection from firing
 // while it is pending (an asynchronous loop): begin counts as a message sent
 // by this PE, end as one handled by this PE (any PE of the node).

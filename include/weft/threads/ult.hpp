@@ -175,6 +175,13 @@ WEFT_API void yield();
 // The ULT running on the calling OS thread now, or null.
 WEFT_API ult* current() noexcept;
 
+// Logical threads that live on the calling PE's own OS thread now (hosted
+// ULTs, running or suspended, and PE stacks claimed by OpenMP thread 0s);
+// 0 off a PE. One: the caller, if it is a ULT, is alone there, and may wait
+// by serving the PE's messages itself (detail::serve_while_waiting)
+// without keeping another logical thread from running.
+WEFT_API int hosted_here() noexcept;
+
 // The PE's own stack acts as a logical thread of `family` from claim to
 // release (an OpenMP thread 0 met a region in a handler): no ULT of that
 // family starts on this PE's thread meanwhile. Nests; release names the

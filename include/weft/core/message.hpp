@@ -33,15 +33,15 @@ inline constexpr std::uint16_t untraced = 1u << 3;
 struct alignas(16) message {
   // Node-local fields first: a message crossing the network leaves them
   // behind (wire_offset below). The receiver rebuilds them.
-  base::queue_link link;        // queue hook; owned by a queue while the message is queued
-  std::uint32_t size = 0;       // payload bytes (on the wire: the transport's length)
+  base::queue_link link;   // queue hook; owned by a queue while the message is queued
+  std::uint32_t size = 0;  // payload bytes (on the wire: the transport's length)
   // From here on the header travels with the payload.
   std::uint16_t flags = 0;      // message_flags
   std::uint8_t size_class = 0;  // block class for the allocator (rewritten by the receiver)
   std::uint8_t reserved_ = 0;
-  handler_id handler = 0;       // registered handler that consumes it
-  std::int32_t src_pe = -1;     // sending PE (-1: a thread that is not a PE)
-  std::int32_t priority = 0;    // larger runs first among what waits at a PE (send only)
+  handler_id handler = 0;     // registered handler that consumes it
+  std::int32_t src_pe = -1;   // sending PE (-1: a thread that is not a PE)
+  std::int32_t priority = 0;  // larger runs first among what waits at a PE (send only)
   // Broadcast: the PE at the root of the tree. A message to one PE of
   // another node carries that PE here while it crosses the network.
   std::int32_t bcast_root = -1;

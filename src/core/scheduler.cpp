@@ -782,9 +782,9 @@ int serve_while_waiting(int max) {
       node->stop.load(std::memory_order_relaxed) ||
       node->node_queue_size.load(std::memory_order_relaxed) != 0)
     return -1;
-  core::flush_backlog(*node, *pe);
-  const int did = core::run_own_queue(*node, *pe, max);
-  // The network's turn only when the queue was empty, as in the back-off.
+  const int did = serve_messages(max);
+  // The network's turn only when the queue was empty, as the idle PE this
+  // waiter stands in for takes it (one shared word tried per round).
   if (did != 0 || !node->policy.idle_pes_poll || core::try_progress(*node) == 0) return did;
   return core::run_own_queue(*node, *pe, max);
 }

@@ -16,8 +16,14 @@
  *   deadlock  the odd ranks return; each even rank waits for a message from
  *             the next rank, which never comes: the deadlock report names
  *             every waiting rank, whichever process it is on, and the job
- *             exits 4. */
+ *             exits 4;
+ *   dies      the last rank, once every rank has checked in, kills its own
+ *             process (SIGKILL: no handler runs) while the others wait in
+ *             MPI_Recv for a message from it: the job must end, non-zero,
+ *             without waiting for them ("procs: FAIL: ..." if a wait
+ *             returns). */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +130,12 @@ int main(int argc, char** argv) {
       if (rank == size - 1) MPI_Abort(MPI_COMM_WORLD, 7);
       MPI_Recv(&none, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+  } else if (strcmp(what, "dies") == 0) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == size - 1) raise(SIGKILL);
+    MPI_Recv(&none, 1, MPI_INT, size - 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    printf("procs: FAIL: rank %d got a message from the killed rank\n", rank);
+    code = 1;
   } else if (strcmp(what, "deadlock") == 0) {
     if (rank % 2 == 0)
       MPI_Recv(&none, 1, MPI_INT, (rank + 1) % size, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

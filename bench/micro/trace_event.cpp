@@ -24,7 +24,9 @@
 //    fell behind; a dropped event costs less than a stored one, so a
 //    figure with drops is not the cost of recording): 0 for a valid run;
 //  - summary: begin/end pairs in summary mode (per-name totals and the
-//    utilization histogram), per event.
+//    utilization histogram), per event; summary_message: the four events
+//    of a message to an entry method in summary mode, per event (most
+//    slices counted only: docs/tracing.md, "Summary mode").
 // Ratios to the clock are formed per repeat.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,7 +106,8 @@ int main(int argc, char** argv) {
       ::stat("/dev/shm", &st) == 0 && ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
   g_dir += "/weft-trace-event-bench." + std::to_string(getpid());
 
-  std::vector<double> clock, off, full, adjacent, message, summary, r_full, r_message, r_summary;
+  std::vector<double> clock, off, full, adjacent, message, summary, summary_message, r_full,
+      r_message, r_summary;
   volatile std::uint64_t sink = 0;
   for (int rep = 0; rep < cli.repeat; ++rep) {
     const double c = per_event(events, [&](long n) {
@@ -156,6 +159,17 @@ int main(int argc, char** argv) {
     });
     summary.push_back(s);
     stop();
+    start(tr::trace_mode::summary);
+    summary_message.push_back(per_event(events, [&](long n) {
+      tr::detail::emit(tr::kind::handler_end, 1, 0, 0, 0);
+      for (long i = 0; i < n; i += 4) {
+        tr::detail::emit_adjacent(tr::kind::handler_end, tr::kind::handler_begin, 1, 2, 16, 0);
+        tr::detail::emit_adjacent(tr::kind::handler_begin, tr::kind::entry_begin, 5, 6, 7, 0);
+        tr::detail::emit(tr::kind::entry_end, 5, 0, 0, 0);
+        tr::detail::emit_adjacent(tr::kind::entry_end, tr::kind::handler_end, 1, 0, 0, 0);
+      }
+    }));
+    stop();
     r_full.push_back(f / c);
     r_message.push_back(m / c);
     r_summary.push_back(s / c);
@@ -179,6 +193,7 @@ int main(int argc, char** argv) {
   row("full_adjacent_ns", adjacent);
   row("full_message_ns", message);
   row("summary_ns", summary);
+  row("summary_message_ns", summary_message);
   row("ratio_full_over_clock", r_full);
   row("ratio_full_message_over_clock", r_message);
   row("ratio_summary_over_clock", r_summary);

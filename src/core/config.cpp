@@ -200,6 +200,11 @@ void define_runtime_options(base::option_set& set) {
               "keep every Nth message's send and receive in the trace (a decision the sender "
               "makes, carried by the message); entry methods are all kept; 1: every message",
               base::integer_in(1, 1000000)});
+  set.define({"trace-time-every", "64", "integer 1..1000000",
+              "summary mode: every slice is counted; of a name with slices under 2 us, the "
+              "first 16 are timed, then 1 in up to N (fewer as they are longer), and its "
+              "totals estimated from them; 1: time every slice",
+              base::integer_in(1, 1000000)});
   set.define({"trace-buffer", "4", "MiB 1..4096",
               "each trace buffer of a PE; a full one goes to the writer thread (shown as a "
               "flush)",
@@ -463,6 +468,7 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
   c.trace_mode = set.get("trace-mode");
   c.trace_buffer_bytes = std::size_t(set.get_int("trace-buffer")) << 20;
   c.trace_sample = std::uint32_t(set.get_int("trace-sample"));
+  c.trace_time_every = std::uint32_t(set.get_int("trace-time-every"));
   c.trace_pool = unsigned(set.get_int("trace-pool"));
   c.counters = set.get("counters");
   c.counters_given = set.given("counters");
@@ -526,6 +532,10 @@ runtime_config parse_options(int& argc, char** argv, base::option_set* out_set) 
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-mode").c_str());
   if (set.given("trace-sample") && c.trace_dir.empty())
     base::usage_error("%s applies only with --weft:trace=DIR", set.origin("trace-sample").c_str());
+  if (set.given("trace-time-every") && c.trace_mode != "summary")
+    base::usage_error(
+        "%s applies only with --weft:trace-mode=summary (full mode times every event)",
+        set.origin("trace-time-every").c_str());
   // Summary mode keeps totals, not messages: a sampled summary would only
   // undercount its handlers.
   if (c.trace_sample > 1 && c.trace_mode == "summary")

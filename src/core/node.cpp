@@ -281,6 +281,7 @@ void start_trace(core::node_state& node, int argc, char** argv) {
   t.mode = cfg.trace_mode == "summary" ? trace::trace_mode::summary : trace::trace_mode::full;
   t.buffer_bytes = cfg.trace_buffer_bytes;
   t.sample = cfg.trace_sample;
+  t.time_every = cfg.trace_time_every;
   t.pool_buffers = cfg.trace_pool;
   t.counters = trace::split_counter_list(cfg.counters);
   t.quiet = cfg.quiet;

@@ -226,7 +226,7 @@ std::string summary_json(session& s) {
   const double k = s.ns_per_tick;
   std::uint64_t width = 1;
   for (auto& t : s.tracks)
-    if (t->what == track_kind::pe) width = std::max(width, t->bin_ticks);
+    if (t->what == track_kind::pe) width = std::max(width, t->sum.bin_ticks);
   std::string j =
       "{\n  \"format\": \"weft-trace-summary\", \"version\": " + std::to_string(format_version) +
       ", \"node\": " + std::to_string(s.cfg.node) +
@@ -237,30 +237,38 @@ std::string summary_json(session& s) {
   bool first_pe = true;
   for (auto& t : s.tracks) {
     if (t->what != track_kind::pe) continue;
+    const summary_state& m = t->sum;
+    // The busy time is an estimate (summary.cpp): it claims no more than the
+    // PE's time that was not idle, in all and per bin.
+    const std::uint64_t wall = t->last_tick - t->first_tick;
+    const std::uint64_t busy_all = std::min(m.busy, wall > m.idle ? wall - m.idle : 0);
     j += std::string(first_pe ? "\n" : ",\n") + "    {\"pe\": " + std::to_string(t->pe) +
-         ", \"wall_ns\": " + ns(t->last_tick - t->first_tick) + ", \"busy_ns\": " + ns(t->busy) +
-         ", \"idle_ns\": " + ns(t->idle) + ",\n     \"bins\": [";
+         ", \"wall_ns\": " + ns(wall) + ", \"busy_ns\": " + ns(busy_all) +
+         ", \"idle_ns\": " + ns(m.idle) + ", \"time_every\": " + std::to_string(m.stride) +
+         ",\n     \"bins\": [";
     first_pe = false;
-    const std::uint64_t merge = width / t->bin_ticks;  // a power of two
+    const std::uint64_t merge = width / m.bin_ticks;  // a power of two
     std::size_t used = 0;
     for (std::size_t b = 0; b < max_bins; ++b)
-      if (t->bins[2 * b] != 0 || t->bins[2 * b + 1] != 0) used = b + 1;
+      if (m.bins[2 * b] != 0 || m.bins[2 * b + 1] != 0) used = b + 1;
     for (std::size_t b = 0; b * merge < used; ++b) {
       std::uint64_t busy = 0, idle = 0;
-      for (std::uint64_t m = 0; m < merge && b * merge + m < max_bins; ++m) {
-        busy += t->bins[2 * (b * merge + m)];
-        idle += t->bins[2 * (b * merge + m) + 1];
+      for (std::uint64_t i = 0; i < merge && b * merge + i < max_bins; ++i) {
+        busy += m.bins[2 * (b * merge + i)];
+        idle += m.bins[2 * (b * merge + i) + 1];
       }
+      busy = std::min(busy, width > idle ? width - idle : 0);
       j += std::string(b ? ", " : "") + "[" + ns(busy) + ", " + ns(idle) + "]";
     }
     j += "],\n     \"names\": [";
     bool first = true;
-    const std::map<std::uint64_t, name_stat> sorted = t->names.sorted();
+    const std::map<std::uint64_t, name_stat> sorted = m.sorted();
     for (auto& [key, st] : sorted) {
       j += std::string(first ? "" : ",\n                ") + "{\"space\": \"" +
            space_of(kind(key >> 32)) + "\", \"id\": " + std::to_string(std::uint32_t(key)) +
-           ", \"count\": " + std::to_string(st.count) + ", \"total_ns\": " + ns(st.total) +
-           ", \"self_ns\": " + ns(st.self) + ", \"max_ns\": " + ns(st.max) + "}";
+           ", \"count\": " + std::to_string(st.count) + ", \"timed\": " + std::to_string(st.timed) +
+           ", \"total_ns\": " + ns(st.total) + ", \"self_ns\": " + ns(st.self) +
+           ", \"max_ns\": " + ns(st.max) + "}";
       first = false;
     }
     j += "],\n     \"counters\": {";

@@ -9,8 +9,9 @@
 // under its own rules (written down on the fields). The split is by what
 // each file does to that state:
 //   session.cpp   a node's session from start_session to end_session
-//   track.cpp     a thread's track: its buffer, the writer, summary counts,
-//                 the hooks' slow paths
+//   track.cpp     a thread's track: its buffer, the writer, the hooks'
+//                 slow paths
+//   summary.cpp   summary mode: the counts, the sampled timing, the histogram
 //   metadata.cpp  nodeN.json, the name tables, nodeN.summary.json
 //   ending.cpp    end records, the abort path, SIGTERM and SIGINT
 //
@@ -55,39 +56,70 @@ constexpr std::uint32_t format_version = 3;
 // max_bins / 2 and max_bins of them.
 constexpr std::size_t max_bins = 1024;
 
-struct name_stat {
-  std::uint64_t count = 0, total = 0, self = 0, max = 0;
+// Slices open with a kind of detail::begin_kinds and close with the next
+// kind (the format pairs them so).
+inline bool is_begin(kind k) {
+  return detail::begin_kinds >> std::uint32_t(k) & 1u;
+}
+inline bool is_end(kind k) {
+  return k != kind{} && (detail::begin_kinds >> (std::uint32_t(k) - 1) & 1u);
+}
+// A slice of the program's work (busy time), not the runtime's.
+inline bool is_busy(kind begin) {
+  return begin == kind::handler_begin || begin == kind::entry_begin || begin == kind::task_begin ||
+         begin == kind::region_begin;
+}
+
+// Summary mode (summary.cpp). Every slice is counted; a name's first
+// first_timed slices are timed, and then one in as many as keeps the cost of
+// timing (two clock reads, ~20 ns) near 1% of the name's time: one in
+// budget_ns / its shortest timed slice, at most `stride` (--weft:trace-time-
+// every), and every one when even the shortest lasts budget_ns. The
+// shortest, not the mean: a preempted slice makes a mean long, never a
+// minimum, so which slices are timed does not follow the machine's load.
+constexpr std::uint64_t first_timed = 16;
+constexpr double budget_ns = 2000.0;
+
+// A name's timing (its summary_count holds its count).
+struct name_timing {
+  std::uint64_t timed = 0;                     // slices timed
+  std::uint64_t counted = 0;                   // the count when the last one was timed
+  std::uint64_t shortest = ~std::uint64_t(0);  // the shortest timed one (sets the stride)
+  std::uint64_t weight = 0;                    // slices the weighted totals stand for
+  std::uint64_t total = 0, self = 0;           // weighted by what each timed slice stands for
+  std::uint64_t max = 0;
 };
-// Summary mode's totals per name (kind << 32 | id): an id below flat_ids (a
-// handler's, an entry method's, a region's: indices) is an index into its
-// kind's vector, with no hashing on the path of every slice; the others
-// (main_handler, callback_handler) are looked up.
-struct name_stats {
-  static constexpr std::uint32_t flat_ids = 4096;
-  std::array<std::vector<name_stat>, 64> flat;
-  std::unordered_map<std::uint64_t, name_stat> others;
-  name_stat& at(kind k, std::uint32_t id) {
-    if (id < flat_ids && std::uint32_t(k) < flat.size()) {
-      std::vector<name_stat>& v = flat[std::uint32_t(k)];
-      if (id >= v.size()) v.resize(std::size_t(id) + 1);
-      return v[id];
-    }
-    return others[std::uint64_t(k) << 32 | id];
-  }
-  // Every name with a slice, by key.
-  std::map<std::uint64_t, name_stat> sorted() const {
-    std::map<std::uint64_t, name_stat> m(others.begin(), others.end());
-    for (std::size_t k = 0; k < flat.size(); ++k)
-      for (std::size_t id = 0; id < flat[k].size(); ++id)
-        if (flat[k][id].count != 0) m[std::uint64_t(k) << 32 | id] = flat[k][id];
-    return m;
-  }
+// A name's line in nodeN.summary.json (ticks; total and self estimated).
+struct name_stat {
+  std::uint64_t count = 0, timed = 0, total = 0, self = 0, max = 0;
 };
 struct open_slice {
   kind k;
   std::uint32_t id;
-  std::uint64_t t0;
+  std::uint64_t t0;          // base::cycles()
   std::uint64_t nested = 0;  // time of slices that ran inside it
+  std::uint64_t weight = 1;  // the slices of its name it stands for
+  std::uint32_t depth = 0;   // fast_path::depth with it open
+  bool top = false;          // the outermost busy slice (busy time, the histogram)
+};
+struct summary_state {
+  // Rows by summary_index (the inline path reads the counts: fast_path
+  // points at them); names past them (other kinds, the main and callback
+  // handlers' ids) in `others`.
+  static constexpr std::uint32_t flat_ids = 4096;
+  std::array<std::vector<detail::summary_count>, detail::summary_kinds> counts;
+  std::array<std::vector<name_timing>, detail::summary_kinds> timing;
+  std::unordered_map<std::uint64_t, std::pair<detail::summary_count, name_timing>> others;
+  std::vector<open_slice> stack;  // the timed slices open, innermost last
+  std::uint32_t stride = 64;      // the most slices one timed slice stands for
+  std::uint64_t budget_ticks = 1;
+  std::uint32_t nonbusy_open = 0;  // open slices of kinds that are not busy (progress)
+  std::uint64_t last_now = 0;      // the clock read of the last event (fast_path::stamped)
+  std::uint64_t idle_t0 = 0, busy = 0, idle = 0;  // ticks; busy estimated
+  std::vector<std::uint64_t> bins;                // busy, idle interleaved, in ticks
+  std::uint64_t bin_ticks = 1;
+  // Every name with a slice, by key (kind << 32 | id).
+  std::map<std::uint64_t, name_stat> sorted() const;
 };
 
 // Who holds a track's file (track::file): nobody, the writer thread while
@@ -130,17 +162,7 @@ struct track {
   std::vector<std::uint64_t> final_counters;
   std::uint64_t first_tick = 0, last_tick = 0;
   bool summary = false;
-  // Summary mode.
-  std::vector<open_slice> stack;
-  name_stats names;
-  // The last event it summed and its time stamp (base::cycles()): the next
-  // one adjacent to it takes the same (record_adjacent).
-  kind last_kind{};
-  std::uint64_t last_now = 0;
-  int busy_depth = 0;
-  std::uint64_t busy_t0 = 0, idle_t0 = 0, busy = 0, idle = 0;
-  std::vector<std::uint64_t> bins;  // busy, idle interleaved, in ticks
-  std::uint64_t bin_ticks = 1;
+  summary_state sum;  // summary mode
 };
 
 struct session {
@@ -235,6 +257,17 @@ inline record dropped_record(std::uint64_t tick, std::uint64_t n, std::uint64_t 
   return {tick << 8 | std::uint64_t(kind::dropped), std::uint32_t(n), std::uint32_t(n >> 32),
           std::uint32_t(since), std::uint32_t(since >> 32)};
 }
+
+// ---- summary.cpp
+// Summary mode's events: a slice's begin or end (`id`: its name), taking
+// time stamp `stamp` when it needs one (0: reads the clock then).
+void summary_event(track& t, kind k, std::uint32_t id, std::uint64_t stamp);
+// An idle period begins or ends at `now`.
+void summary_idle(track& t, bool begin, std::uint64_t now);
+// The track's summary state, as it begins (stride: --weft:trace-time-every).
+void summary_begin(track& t, const session& s);
+// Its end at `now`: timed slices still open end there.
+void summary_end(track& t, std::uint64_t now);
 
 // ---- metadata.cpp
 // Writes `text` to `path` through a temporary file and a rename, so a

@@ -1,7 +1,7 @@
 // A thread's track: its pool of event buffers and the writer thread that
-// empties them into the track's file, the summary mode's counts, and the
-// hooks' slow paths (what weft/trace/hooks.hpp calls when its inline path
-// cannot store an event). Format: docs/design/trace-format.md.
+// empties them into the track's file, and the hooks' slow paths (what
+// weft/trace/hooks.hpp calls when its inline path cannot store an event).
+// Format: docs/design/trace-format.md.
 //
 // Every track (a PE, or a node's comm thread) owns a pool of buffers and
 // its file; its thread alone appends, so recording takes no lock and
@@ -17,11 +17,8 @@
 // hold keeps the writer, the owner's end and the abort path from writing
 // the same file at once.
 //
-// Recording and the summary counts stay in this one file: in summary mode
-// every event comes through record() to put() and summarize(), and in full
-// mode every event the inline path cannot store does; kept in one
-// translation unit they inline into each other as they always have (a
-// summary file of their own would cost each event a call).
+// Summary mode's counts are summary.cpp's: the events the inline path does
+// not count come to it through record().
 //
 // The file calls (open, write) stay here, not in base/os: write_all is also
 // the signal handler's, which must use write(2) alone.
@@ -69,22 +66,6 @@ int write_all(int fd, const void* p, std::size_t n) {
 
 namespace {
 
-bool is_busy(kind k) {
-  return k == kind::handler_begin || k == kind::entry_begin || k == kind::task_begin ||
-         k == kind::region_begin;
-}
-// Slices open with a kind of detail::begin_kinds and close with the next
-// kind (the format pairs them so).
-bool is_begin(kind k) {
-  return detail::begin_kinds >> std::uint32_t(k) & 1u;
-}
-bool is_end(kind k) {
-  return k != kind{} && (detail::begin_kinds >> (std::uint32_t(k) - 1) & 1u);
-}
-kind begin_of(kind end) {
-  return kind(std::uint8_t(end) - 1);
-}
-
 // The thread's track while it records (null when the session only counts).
 thread_local track* t_track = nullptr;
 // The thread's track in any case (its counters serve --weft:stats).
@@ -107,68 +88,6 @@ bool write_records(track& t, const record* b, std::uint32_t n) {
 void sleep_us(long us) {
   timespec ts{us / 1000000, (us % 1000000) * 1000};
   while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-// --- summary mode --------------------------------------------------------
-
-void add_to_bins(track& t, int which, std::uint64_t t0, std::uint64_t t1) {
-  if (t1 <= t0) return;
-  while (t1 >= t.bin_ticks * max_bins) {
-    // Halve the resolution: pairs of bins become one.
-    for (std::size_t i = 0; i < max_bins / 2; ++i) {
-      t.bins[2 * i] = t.bins[4 * i] + t.bins[4 * i + 2];
-      t.bins[2 * i + 1] = t.bins[4 * i + 1] + t.bins[4 * i + 3];
-    }
-    std::fill(t.bins.begin() + max_bins, t.bins.end(), 0);
-    t.bin_ticks *= 2;
-  }
-  while (t0 < t1) {
-    const std::uint64_t b = t0 / t.bin_ticks;
-    const std::uint64_t edge = (b + 1) * t.bin_ticks;
-    const std::uint64_t end = std::min(edge, t1);
-    t.bins[2 * b + std::uint64_t(which)] += end - t0;
-    t0 = end;
-  }
-}
-
-void summarize(track& t, kind k, std::uint64_t tick, std::uint32_t a) {
-  t.last_tick = tick;
-  if (k == kind::idle_begin) {
-    t.idle_t0 = tick;
-    return;
-  }
-  if (k == kind::idle_end) {
-    t.idle += tick - t.idle_t0;
-    add_to_bins(t, 1, t.idle_t0, tick);
-    return;
-  }
-  if (is_begin(k)) {
-    if (is_busy(k) && t.busy_depth++ == 0) t.busy_t0 = tick;
-    t.stack.push_back({k, a, tick, 0});
-    return;
-  }
-  if (!is_end(k) || t.stack.empty()) return;
-  const kind b = begin_of(k);
-  // An end closes the innermost open slice of its kind (the layers nest
-  // them; this only keeps a stray end from corrupting the totals).
-  std::size_t at = t.stack.size();
-  while (at > 0 && t.stack[at - 1].k != b) --at;
-  if (at == 0) return;
-  while (t.stack.size() >= at) {
-    open_slice s = t.stack.back();
-    t.stack.pop_back();
-    const std::uint64_t dur = tick - s.t0;
-    name_stat& st = t.names.at(s.k, s.id);
-    ++st.count;
-    st.total += dur;
-    st.self += dur > s.nested ? dur - s.nested : 0;
-    st.max = std::max(st.max, dur);
-    if (!t.stack.empty()) t.stack.back().nested += dur;
-    if (is_busy(s.k) && --t.busy_depth == 0) {
-      t.busy += tick - t.busy_t0;
-      add_to_bins(t, 0, t.busy_t0, tick);
-    }
   }
 }
 
@@ -202,16 +121,10 @@ inline void put_tick(track& t, kind k, std::uint64_t tick, std::uint32_t a, std:
 // flush's records), recorded unless the track drops events.
 inline void put(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
                 std::uint32_t c, std::uint32_t d) {
+  if (t.summary) return;  // it counts slices only (summary.cpp)
   const session& s = *g_session.load(std::memory_order_relaxed);
-  const std::uint64_t tick = tick_of(s, now);
-  if (t.summary) {
-    t.last_kind = k;
-    t.last_now = now;
-    summarize(t, k, tick, a);
-    return;
-  }
   if (t.failed.load(std::memory_order_relaxed) || t.dropping) return;
-  put_tick(t, k, tick, a, b, c, d);
+  put_tick(t, k, tick_of(s, now), a, b, c, d);
 }
 
 // The program's events (through the hooks): while the track drops them,
@@ -315,6 +228,10 @@ bool write_waiting(session& s, track& t) {
 
 inline void append(track& t, kind k, std::uint64_t now, std::uint32_t a, std::uint32_t b,
                    std::uint32_t c, std::uint32_t d) {
+  if (t.summary) {
+    summary_event(t, k, a, now);
+    return;
+  }
   if (t.fp->idle_open && is_begin(k)) {
     t.fp->idle_open = false;
     event(t, kind::idle_end, now, 0, 0, 0, 0);
@@ -386,8 +303,12 @@ namespace detail {
 void record(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) noexcept {
   track* t = t_track;
   if (t == nullptr) return;
-  // The summary counts slices: an instant costs it nothing, not even the time.
-  if (t->summary && !is_begin(k) && !is_end(k)) return;
+  // The summary counts slices: an instant costs it nothing, not even the
+  // time, and a slice's time is read only if it is timed.
+  if (t->summary) {
+    summary_event(*t, k, a, 0);
+    return;
+  }
   append(*t, k, base::cycles(), a, b, c, d);
 }
 
@@ -397,8 +318,9 @@ void record_adjacent(kind after, kind k, std::uint32_t a, std::uint32_t b, std::
   if (t == nullptr) return;
   // Summary mode: one clock read for a handler, its entry method and the
   // next handler of the batch, as the buffer's inline path takes.
-  if (t->summary && t->last_kind == after && !t_fast.idle_open) {
-    append(*t, k, t->last_now, a, b, c, d);
+  if (t->summary) {
+    const bool shared = t_fast.stamped == std::uint8_t(after) && !t_fast.idle_open;
+    summary_event(*t, k, a, shared ? t->sum.last_now : 0);
     return;
   }
   record(k, a, b, c, d);
@@ -407,7 +329,10 @@ void record_adjacent(kind after, kind k, std::uint32_t a, std::uint32_t b, std::
 void idle_enter_slow() noexcept {
   track* t = t_track;
   if (t == nullptr || t_fast.idle_open) return;
-  event(*t, kind::idle_begin, base::cycles(), 0, 0, 0, 0);
+  if (t->summary)
+    summary_idle(*t, true, base::cycles());
+  else
+    event(*t, kind::idle_begin, base::cycles(), 0, 0, 0, 0);
   t_fast.idle_open = true;
 }
 
@@ -415,7 +340,10 @@ void idle_leave_slow() noexcept {
   track* t = t_track;
   if (t == nullptr || !t_fast.idle_open) return;
   t_fast.idle_open = false;
-  event(*t, kind::idle_end, base::cycles(), 0, 0, 0, 0);
+  if (t->summary)
+    summary_idle(*t, false, base::cycles());
+  else
+    event(*t, kind::idle_end, base::cycles(), 0, 0, 0, 0);
 }
 
 void record_progress(std::uint64_t t0, std::uint32_t moved) noexcept {
@@ -485,11 +413,7 @@ void begin_track(track_kind what, int pe, int local) {
     t->full = std::make_unique<std::atomic<std::uint32_t>[]>(t->nbufs);
     for (std::uint32_t i = 0; i < t->nbufs; ++i) t->full[i].store(0, std::memory_order_relaxed);
   }
-  if (s->traces && s->cfg.mode == trace_mode::summary) {
-    t->summary = true;
-    t->bins.assign(2 * max_bins, 0);
-    t->bin_ticks = std::max<std::uint64_t>(1, std::uint64_t(1e6 / s->ns_per_tick));
-  }
+  if (s->traces && s->cfg.mode == trace_mode::summary) t->summary = true;
   track* raw = t.get();
   {
     std::lock_guard<std::mutex> lock(s->mutex);
@@ -517,6 +441,7 @@ void begin_track(track_kind what, int pe, int local) {
     f.next = f.first = raw->bufs[0].get();
     f.limit = f.first + (raw->cap - 2);  // put_tick()'s flush mark
   }
+  if (raw->summary) summary_begin(*raw, *s);
   t_track = raw;
   if (s->cfg.mode == trace_mode::full) {
     put_counters(*raw, now);
@@ -564,7 +489,7 @@ void end_track() {
     now = s->end_tsc;
   }
   if (t_track != nullptr) {
-    if (t->fp->idle_open) {
+    if (t->fp->idle_open && !t->summary) {
       t->fp->idle_open = false;
       put(*t, kind::idle_end, now, 0, 0, 0, 0);
     }
@@ -605,11 +530,7 @@ void end_track() {
         t->fd = -1;
       }
     } else {
-      // Slices still open (a run that ended inside a handler: weft::exit)
-      // end here.
-      while (!t->stack.empty())
-        summarize(*t, kind(std::uint8_t(t->stack.back().k) + 1), now - s->tsc_base,
-                  t->stack.back().id);
+      summary_end(*t, now);
     }
   }
   t->last_tick = tick_of(*s, now);

@@ -37,6 +37,22 @@ add_test(NAME trace.sample.bad_summary
                  "-DEXPECT_REGEX=--weft:trace-sample=4 applies only with --weft:trace-mode=full"
                  -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
 set_tests_properties(trace.sample.bad_summary PROPERTIES TIMEOUT 60 LABELS trace)
+# Summary mode's timing stride (--weft:trace-time-every): not a positive
+# integer, or given in full mode, is one line naming it, exit status 2.
+add_test(NAME trace.time_every.bad_zero
+         COMMAND ${CMAKE_COMMAND}
+                 "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace=${CMAKE_CURRENT_BINARY_DIR}/time_every_zero;--weft:trace-mode=summary;--weft:trace-time-every=0"
+                 -DEXPECT_CODE=2
+                 "-DEXPECT_REGEX=--weft:trace-time-every=0: .*accepted: integer 1..1000000"
+                 -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
+add_test(NAME trace.time_every.full_mode
+         COMMAND ${CMAKE_COMMAND}
+                 "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace=${CMAKE_CURRENT_BINARY_DIR}/time_every_full;--weft:trace-time-every=4"
+                 -DEXPECT_CODE=2
+                 "-DEXPECT_REGEX=--weft:trace-time-every=4 applies only with --weft:trace-mode=summary"
+                 -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
+set_tests_properties(trace.time_every.bad_zero trace.time_every.full_mode PROPERTIES TIMEOUT 60
+                     LABELS trace)
 add_test(NAME trace.sample.without_trace
          COMMAND ${CMAKE_COMMAND}
                  "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace-sample=4"

@@ -272,6 +272,107 @@ TEST(Session, SummaryModeKeepsTotalsAndHistogram) {
   fs::remove_all(dir);
 }
 
+namespace {
+// The numbers of a name's row in a summary file: count, timed, total_ns.
+struct summary_row {
+  long long count = -1, timed = -1, total_ns = -1;
+};
+summary_row row_of(const std::string& sum, const std::string& space, int id) {
+  const std::string key = "{\"space\": \"" + space + "\", \"id\": " + std::to_string(id) + ",";
+  const std::size_t at = sum.find(key);
+  summary_row r;
+  if (at == std::string::npos) return r;
+  const auto num = [&](const char* field) {
+    const std::size_t f = sum.find(std::string("\"") + field + "\": ", at);
+    return f == std::string::npos ? -1 : std::stoll(sum.substr(f + std::strlen(field) + 4));
+  };
+  r.count = num("count");
+  r.timed = num("timed");
+  r.total_ns = num("total_ns");
+  return r;
+}
+
+// A summary session of one PE track running `body`, with
+// --weft:trace-time-every=`every`; returns nodeN.summary.json.
+template <class Body>
+std::string summary_of(const char* name, std::uint32_t every, Body body) {
+  const fs::path dir = fresh_dir(name);
+  session_config cfg;
+  cfg.dir = dir.string();
+  cfg.mode = trace_mode::summary;
+  cfg.time_every = every;
+  cfg.pes = 1;
+  start_session(cfg);
+  begin_track(track_kind::pe, 0, 0);
+  body();
+  end_track();
+  pes_ended();
+  end_session();
+  std::string sum = slurp(dir / "node0.summary.json");
+  fs::remove_all(dir);
+  return sum;
+}
+}  // namespace
+
+// Short slices: every one counted, through the inline path as the layers
+// call it; the first 16 of a name timed, then 1 in N; every slice inside a
+// timed one timed with it. Which ones are timed does not depend on time:
+// the shortest of these slices stays far under 1 us however loaded the
+// machine is (a preempted slice only lengthens).
+TEST(Session, SummaryModeCountsEverySliceAndTimesOneInN) {
+  constexpr int n = 1000;
+  const std::string sum = summary_of("summary_sampled", 4, [] {
+    for (int i = 0; i < n; ++i) {
+      detail::begin_handler(i > 0, 7, 0, 0, 0);
+      detail::emit_adjacent(kind::handler_begin, kind::entry_begin, 2, 0, 0, 0);
+      detail::record_send(0, 8, 7, 0);  // an instant: no row, no time
+      detail::emit(kind::entry_end, 2, 0, 0, 0);
+      detail::emit_adjacent(kind::entry_end, kind::handler_end, 7, 0, 0, 0);
+    }
+    // One handler alone: timed, with the entry inside it.
+    detail::emit(kind::handler_begin, 9, 0, 0, 0);
+    detail::emit(kind::entry_begin, 2, 0, 0, 0);
+    detail::emit(kind::entry_end, 2, 0, 0, 0);
+    detail::emit(kind::handler_end, 9, 0, 0, 0);
+  });
+  const summary_row h = row_of(sum, "handler", 7), e = row_of(sum, "entry", 2),
+                    h9 = row_of(sum, "handler", 9);
+  EXPECT_EQ(h.count, n) << sum;
+  EXPECT_EQ(h.timed, 16 + (n - 16) / 4) << sum;
+  // The entry is timed with its handler, and once more inside handler 9.
+  EXPECT_EQ(e.count, n + 1) << sum;
+  EXPECT_EQ(e.timed, h.timed + 1) << sum;
+  EXPECT_EQ(h9.count, 1) << sum;
+  EXPECT_EQ(h9.timed, 1) << sum;
+  EXPECT_GT(h.total_ns, 0) << sum;
+  EXPECT_NE(sum.find("\"time_every\": 4"), std::string::npos) << sum;
+}
+
+// Long slices (each over 1 us, whatever the machine does) are all timed
+// once the first ones show it; 1 times every slice of any length.
+TEST(Session, SummaryModeTimesEveryLongSliceAndEverySliceAtOne) {
+  const std::string lng = summary_of("summary_long", 16, [] {
+    for (int i = 0; i < 40; ++i) {
+      detail::emit(kind::region_begin, 3, 0, 0, 0);
+      std::this_thread::sleep_for(std::chrono::microseconds(5));
+      detail::emit(kind::region_end, 3, 0, 0, 0);
+    }
+  });
+  const summary_row r = row_of(lng, "user", 3);
+  EXPECT_EQ(r.count, 40) << lng;
+  EXPECT_EQ(r.timed, 40) << lng;
+  EXPECT_GE(r.total_ns, 40 * 5000) << lng;
+  const std::string all = summary_of("summary_all", 1, [] {
+    for (int i = 0; i < 100; ++i) {
+      detail::emit(kind::task_begin, 5, 0, 0, 0);
+      detail::emit(kind::task_end, 5, 0, 0, 0);
+    }
+  });
+  const summary_row t = row_of(all, "task", 5);
+  EXPECT_EQ(t.count, 100) << all;
+  EXPECT_EQ(t.timed, 100) << all;
+}
+
 TEST(Session, OffRecordsNothing) {
   EXPECT_FALSE(enabled());
   mark("nobody hears this");

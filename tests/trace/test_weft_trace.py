@@ -517,6 +517,34 @@ class SummaryTest(Base):
         self.assertBadInput(run("perfetto", td.root, "-o", os.path.join(self.tmp, "t.json")), td.root)
 
 
+    def test_summary_mode_sampled_timing(self):
+        # A summary whose handler rows were timed in part (summary.cpp): the
+        # JSON keeps each row's timed count (an older row's is its count),
+        # the text marks the estimated rows and says how they were sampled.
+        td = self.summary_job()
+        path = os.path.join(td.root, "node0.summary.json")
+        with open(path) as f:
+            doc = json.load(f)
+        doc["version"] = 3
+        for pe in doc["pes"]:
+            pe["time_every"] = 64
+        doc["pes"][0]["names"][1]["timed"] = 3
+        doc["pes"][0]["names"][0]["timed"] = 10
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        rc, out, err = run("summary", td.root, "--json")
+        self.assertOk((rc, out, err))
+        timed = {(n["space"], n["name"]): (n["count"], n["timed"]) for n in json.loads(out)["names"]}
+        self.assertEqual(timed[("handler", "objects.element")], (10, 3))
+        self.assertEqual(timed[("entry", "Block::ghost")], (14, 14))
+        rc, out, err = run("summary", td.root)
+        self.assertOk((rc, out, err))
+        self.assertIn("sampled 1 of 3 names", out)
+        self.assertIn("1 in up to 64", out)
+        rows = {l.split()[1]: l for l in out.splitlines() if l.startswith("  handler") or l.startswith("  entry")}
+        self.assertIn("~", rows["objects.element"])
+        self.assertNotIn("~", rows["Block::ghost"])
+
 class PlotTest(Base):
     def test_profile_png(self):
         td = self.job()

@@ -268,6 +268,7 @@ def main():
             fail("summary does not name %s:\n%s" % (a.expect_name, s.stdout))
         run(tool + ["profile", trace, "-o", os.path.join(work, "util.png")], expect=0)
         check_png(os.path.join(work, "util.png"))
+        check_summary_counts(cmd + extra, env, trace, tool, work, a.expect_name)
     elif a.case == "abort":
         if not meta.get("aborted"):
             fail("metadata of the aborted run does not say aborted: %r" % meta)
@@ -303,6 +304,53 @@ def main():
                 fail("%s on a truncated file: want one error line naming node0.pe0.events and "
                      "'truncated', got:\n%s" % (sub[0], r.stderr))
     return finish(work, a.keep)
+
+
+def summary_json(tool, trace):
+    sj = run(tool + ["summary", "--json", trace], expect=0)
+    try:
+        return json.loads(sj.stdout)
+    except ValueError as e:
+        fail("summary --json: %s\n%s" % (e, sj.stdout[:2000]))
+        return None
+
+
+def check_summary_counts(cmd, env, trace, tool, work, name):
+    """Summary mode counts every slice, timing some (--weft:trace-time-every):
+    its rows have 0 < timed <= count, per PE busy + idle <= wall, and the
+    count of `name` (an entry method the program calls a fixed number of
+    times) is the one a full trace of the same program has, with the
+    default stride and with a stride of 2."""
+    doc = summary_json(tool, trace)
+    if doc is None:
+        return
+    for row in doc["names"]:
+        if not 0 < row["timed"] <= row["count"]:
+            fail("summary row %s: timed %d, count %d" % (row["name"], row["timed"], row["count"]))
+    for pe in doc["pes"]:
+        if pe["busy_ns"] + pe["idle_ns"] > pe["wall_ns"] * 1.0001 + 1000:
+            fail("PE %d: busy %d + idle %d ns > wall %d ns" % (pe["pe"], pe["busy_ns"], pe["idle_ns"],
+                                                               pe["wall_ns"]))
+    # The runs below ask through arguments: a trace the environment asks for
+    # (--trace-env) would be the same for all three.
+    env = {k: v for k, v in (env or os.environ).items() if not k.startswith("WEFT_TRACE")}
+    counts = {}
+    for label, args in (("summary", []), ("summary, stride 2", ["--weft:trace-time-every=2"]),
+                        ("full", None)):
+        run_dir = os.path.join(work, "trace-" + label.replace(", ", "-").replace(" ", ""))
+        shutil.rmtree(run_dir, ignore_errors=True)
+        if args is None:
+            c = [x for x in cmd if not x.startswith("--weft:trace")] + ["--weft:trace=" + run_dir]
+        else:
+            c = [x for x in cmd if not x.startswith("--weft:trace=")] + ["--weft:trace=" + run_dir] + args
+        run(c, env=env, expect=0)
+        d = summary_json(tool, run_dir)
+        if d is None:
+            return
+        counts[label] = sum(r["count"] for r in d["names"] if r["name"] == name)
+    print("counts of %s: %s" % (name, counts))
+    if len(set(counts.values())) != 1 or not counts["full"]:
+        fail("%s is counted differently: %s" % (name, counts))
 
 
 # Arguments that are not UTF-8: a lone 0xff, a sequence cut short, an

@@ -670,6 +670,7 @@ def load_summary(node, issues):
         rec = {"pe": field(pe, path, "pe", (int,))}
         for key in ("wall_ns", "busy_ns", "idle_ns"):
             rec[key] = field(pe, path, key, (int, float))
+        rec["time_every"] = field(pe, path, "time_every", (int,), required=False, default=1)
         bins = field(pe, path, "bins", (list,), required=False, default=[])
         for j, b in enumerate(bins):
             if (not isinstance(b, list) or len(b) != 2
@@ -685,6 +686,9 @@ def load_summary(node, issues):
             r = {"space": field(nm, path, "space", (str,)), "id": field(nm, path, "id", (int,))}
             for key in ("count", "total_ns", "self_ns", "max_ns"):
                 r[key] = field(nm, path, key, (int, float))
+            # Slices timed (summary.cpp): absent from older summaries, which
+            # timed every slice.
+            r["timed"] = field(nm, path, "timed", (int,), required=False, default=r["count"])
             rec["names"].append(r)
         counters = pe.get("counters", {})
         rec["counters"] = counters if isinstance(counters, dict) else {}

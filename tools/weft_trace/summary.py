@@ -77,7 +77,8 @@ def cmd_summary(args, issues):
                      "overhead_ns": p["overhead_ns"], "wall_ns": p["wall_ns"], "counters": p["counters"]}
                     for p in pes],
             "names": [{"space": sp, "name": nm, "count": s[0], "total_ns": s[1], "self_ns": s[2],
-                       "max_ns": s[3], "mean_ns": s[1] / s[0] if s[0] else 0.0}
+                       "max_ns": s[3], "mean_ns": s[1] / s[0] if s[0] else 0.0,
+                       "timed": s[4] if len(s) > 4 else s[0]}
                       for (sp, nm), s in rows],
             "imbalance": {"max_over_mean_busy": imbalance, "mean_busy_ns": mean_busy,
                           "busiest": [p["pe"] for p in by_busy[:3]],
@@ -107,6 +108,14 @@ def cmd_summary(args, issues):
             lines.append("  " + w)
     if trace.sample > 1:
         lines += sample_note(trace)
+    estimated = [nm for (_, nm), s in rows if len(s) > 4 and s[4] < s[0]]
+    if estimated:
+        every = max(pe.get("time_every", 1) for n in trace.nodes for pe in n.summary["pes"])
+        lines.append("Summary mode sampled %d of %d names (of a name with slices under 2 µs, "
+                     "the first 16 slices and then 1 in up to %d, --weft:trace-time-every, are "
+                     "timed); their rows, marked ~, have exact counts and totals estimated from "
+                     "the timed slices (max: the longest timed); busy time is estimated likewise"
+                     % (len(estimated), len(rows), every))
     if dropped:
         lines.append("%d event%s dropped: the writer fell behind; a larger --weft:trace-buffer or "
                      "--weft:trace-pool, or fewer events (summary mode, fewer marks), keeps them"
@@ -123,9 +132,11 @@ def cmd_summary(args, issues):
         width = max(24, min(60, max(len(nm) for (_, nm), _ in shown)))
         lines.append("  %-8s %-*s %9s %11s %11s %11s %11s"
                      % ("space", width, "name", "count", "total ms", "self ms", "mean µs", "max µs"))
-        for (sp, nm), (cnt, tot, slf, mx) in shown:
-            lines.append("  %-8s %-*s %9d %11.3f %11.3f %11.3f %11.3f"
-                         % (sp, width, nm[:width], cnt, ms(tot), ms(slf),
+        for (sp, nm), s in shown:
+            cnt, tot, slf, mx = s[:4]
+            mark = "~" if len(s) > 4 and s[4] < cnt else " "
+            lines.append("  %-8s %-*s %9d %s%10.3f %s%10.3f %s%10.3f %11.3f"
+                         % (sp, width, nm[:width], cnt, mark, ms(tot), mark, ms(slf), mark,
                             tot / cnt / 1e3 if cnt else 0.0, mx / 1e3))
     else:
         lines.append("  (no handler, entry, task or region)")

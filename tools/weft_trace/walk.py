@@ -278,6 +278,9 @@ def pe_times(trace, issues, strict=True):
 
 
 def summary_mode_times(trace):
+    """Per PE times and name statistics from the summary files; a name's list
+    has a fifth element, its slices that were timed (the others are counted,
+    and its total and self are estimated from the timed ones)."""
     pes = []
     names = {}
     for node in trace.nodes:
@@ -289,10 +292,11 @@ def summary_mode_times(trace):
                 key = (nm["space"], node.name(nm["space"], nm["id"]))
                 s = names.get(key)
                 if s is None:
-                    names[key] = [nm["count"], nm["total_ns"], nm["self_ns"], nm["max_ns"]]
+                    names[key] = [nm["count"], nm["total_ns"], nm["self_ns"], nm["max_ns"], nm["timed"]]
                 else:
                     s[0] += nm["count"]
                     s[1] += nm["total_ns"]
                     s[2] += nm["self_ns"]
                     s[3] = max(s[3], nm["max_ns"])
+                    s[4] += nm["timed"]
     return pes, names

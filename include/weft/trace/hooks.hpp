@@ -90,11 +90,23 @@ struct raw_record {
 static_assert(sizeof(raw_record) == 24);
 
 // The calling thread's buffer, for the inline path: records go to `next`
-// while it is below `limit`. Null `next` (no track, summary mode) and an
-// open idle period send every event through record(). `next` is read by
+// while it is below `limit`. Null `next` (no track) and an open idle
+// period send every event through record(). `next` is read by
 // the abort path of another thread, hence the release stores (plain moves
 // on x86). While the track drops events (its writer fell behind) `next`
 // and `limit` are null, so every event goes to record(), which counts it.
+//
+// Summary mode counts every slice but times only some (docs/tracing.md,
+// "Summary mode"): it has no buffer (`next` null); a slice that is not
+// timed is counted in place, in its name's summary_count, and a timed one,
+// and every event while one is open, goes through record().
+struct summary_count {
+  std::uint64_t count = 0;  // slices of the name begun
+  std::uint32_t left = 1;   // slices until the next timed one (1: the next)
+  std::uint32_t spare = 0;
+};
+// The kinds whose names the inline path counts: handler, entry, task, region.
+inline constexpr int summary_kinds = 4;
 struct fast_path {
   raw_record* next = nullptr;
   raw_record* limit = nullptr;
@@ -103,6 +115,13 @@ struct fast_path {
   bool idle_open = false;
   std::uint8_t seq = 0;   // sends so far, modulo 256
   std::int32_t cpu = -1;  // the CPU of the thread's last cpu record
+  // Summary mode.
+  bool summary = false;
+  bool timing = false;       // a timed slice is open: every slice inside it is timed
+  std::uint8_t stamped = 0;  // the last event's kind, if it read the clock (0: it did not)
+  std::uint32_t depth = 0;   // slices open, timed or not
+  summary_count* counts[summary_kinds] = {};  // by summary_index()
+  std::uint32_t count_size[summary_kinds] = {};
 };
 WEFT_API extern constinit thread_local fast_path t_fast;
 
@@ -166,12 +185,61 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
   return std::uintptr_t(r) + sizeof(raw_record) < std::uintptr_t(f.limit);
 }
 
+// The summary_count table of a kind that opens a busy slice (-1: another
+// kind, which the slow path counts).
+[[gnu::always_inline]] constexpr int summary_index(kind k) noexcept {
+  return k == kind::handler_begin  ? 0
+         : k == kind::entry_begin  ? 1
+         : k == kind::task_begin   ? 2
+         : k == kind::region_begin ? 3
+                                   : -1;
+}
+
+// Summary mode: a slice that is not timed begins or ends (`id` names it):
+// counted in place, without a clock read. False when record() must take the
+// event: the slice is timed or inside a timed one, an idle period must be
+// closed, the table has no row for the name yet, or another kind. Callers
+// name their kind as a constant: the tests on it fold away.
+[[gnu::always_inline]] inline bool summary_untimed(fast_path& f, kind k,
+                                                   std::uint32_t id) noexcept {
+  // An instant (a send, a steal, an MPI call's records): the summary keeps
+  // none, and it leaves the last time stamp as it was.
+  const bool opens = (begin_kinds >> std::uint32_t(k) & 1u) != 0;
+  const bool closes = k != kind{} && (begin_kinds >> (std::uint32_t(k) - 1) & 1u) != 0;
+  if (!opens && !closes) return true;
+  if (f.timing || f.idle_open) return false;
+  if (const int i = summary_index(k); i >= 0) {
+    if (id >= f.count_size[i]) return false;
+    summary_count& c = f.counts[i][id];
+    if (c.left <= 1) return false;  // this one is timed
+    --c.left;
+    ++c.count;
+    ++f.depth;
+    f.stamped = 0;
+    return true;
+  }
+  if (k == kind::handler_end || k == kind::entry_end || k == kind::task_end ||
+      k == kind::region_end) {
+    if (f.depth == 0) return false;
+    --f.depth;
+    f.stamped = 0;
+    return true;
+  }
+  return false;
+}
+
 // An event: stored in place when the buffer has room for it (and for the
 // idle_end it may imply: the common case is a time-stamp read and a few
 // stores), else through record(), which also writes a full buffer out.
 [[gnu::always_inline]] inline void emit(kind k, std::uint32_t a, std::uint32_t b, std::uint32_t c,
                                         std::uint32_t d) noexcept {
   fast_path& f = t_fast;
+  // Summary mode first: it keeps no records (nor CPU numbers), and its
+  // common case, a slice counted only, must not pay for building one.
+  if (f.summary) {
+    if (!summary_untimed(f, k, a)) record(k, a, b, c, d);
+    return;
+  }
   // Every caller names its kind as a constant: the test folds away.
   if (k == kind::handler_begin || k == kind::task_begin || k == kind::region_begin) check_cpu(f);
   raw_record* r = f.next;
@@ -204,12 +272,12 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
 // period spans many turns of the scheduler's back-off, each calling this).
 [[gnu::always_inline]] inline void idle_enter() noexcept {
   fast_path& f = t_fast;
-  check_cpu(f);
+  if (!f.summary) check_cpu(f);
   if (!f.idle_open && !idle_switch(f, true)) idle_enter_slow();
 }
 [[gnu::always_inline]] inline void idle_leave() noexcept {
   fast_path& f = t_fast;
-  check_cpu(f);
+  if (!f.summary) check_cpu(f);
   if (f.idle_open && !idle_switch(f, false)) idle_leave_slow();
 }
 
@@ -222,6 +290,10 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
                                                  std::uint32_t b, std::uint32_t c,
                                                  std::uint32_t d) noexcept {
   fast_path& f = t_fast;
+  if (f.summary) {
+    if (!summary_untimed(f, k, a)) record_adjacent(after, k, a, b, c, d);
+    return;
+  }
   raw_record* r = f.next;
   if (has_room(f, r) && r > f.first && !f.idle_open && std::uint8_t(r[-1].w) == std::uint8_t(after))
       [[likely]] {

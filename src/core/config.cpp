@@ -200,8 +200,8 @@ void define_runtime_options(base::option_set& set) {
               "keep every Nth message's send and receive in the trace (a decision the sender "
               "makes, carried by the message); entry methods are all kept; 1: every message",
               base::integer_in(1, 1000000)});
-  set.define({"trace-time-every", "64", "integer 1..1000000",
-              "summary mode: every slice is counted; of a name with slices under 2 us, the "
+  set.define({"trace-time-every", "256", "integer 1..1000000",
+              "summary mode: every slice is counted; of a name with slices under 8 us, the "
               "first 16 are timed, then 1 in up to N (fewer as they are longer), and its "
               "totals estimated from them; 1: time every slice",
               base::integer_in(1, 1000000)});

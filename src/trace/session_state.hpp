@@ -72,13 +72,14 @@ inline bool is_busy(kind begin) {
 
 // Summary mode (summary.cpp). Every slice is counted; a name's first
 // first_timed slices are timed, and then one in as many as keeps the cost of
-// timing (two clock reads, ~20 ns) near 1% of the name's time: one in
+// timing (two clock reads and the slow path's calls, ~80 ns) near 1% of
+// the name's time: one in
 // budget_ns / its shortest timed slice, at most `stride` (--weft:trace-time-
 // every), and every one when even the shortest lasts budget_ns. The
 // shortest, not the mean: a preempted slice makes a mean long, never a
 // minimum, so which slices are timed does not follow the machine's load.
 constexpr std::uint64_t first_timed = 16;
-constexpr double budget_ns = 2000.0;
+constexpr double budget_ns = 8000.0;
 
 // A name's timing (its summary_count holds its count).
 struct name_timing {
@@ -111,7 +112,7 @@ struct summary_state {
   std::array<std::vector<name_timing>, detail::summary_kinds> timing;
   std::unordered_map<std::uint64_t, std::pair<detail::summary_count, name_timing>> others;
   std::vector<open_slice> stack;  // the timed slices open, innermost last
-  std::uint32_t stride = 64;      // the most slices one timed slice stands for
+  std::uint32_t stride = 256;      // the most slices one timed slice stands for
   std::uint64_t budget_ticks = 1;
   std::uint32_t nonbusy_open = 0;  // open slices of kinds that are not busy (progress)
   std::uint64_t last_now = 0;      // the clock read of the last event (fast_path::stamped)

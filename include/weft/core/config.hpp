@@ -70,7 +70,7 @@ struct runtime_config {
   std::size_t trace_buffer_bytes = 4u << 20;
   std::uint32_t trace_sample = 1;  // --weft:trace-sample: every Nth message traced
   // --weft:trace-time-every: summary mode times at least 1 slice in N of a name
-  std::uint32_t trace_time_every = 64;
+  std::uint32_t trace_time_every = 256;
   unsigned trace_pool = 3;  // buffers per PE
   std::string counters;
   bool counters_given = false;

@@ -102,8 +102,7 @@ static_assert(sizeof(raw_record) == 24);
 // and every event while one is open, goes through record().
 struct summary_count {
   std::uint64_t count = 0;  // slices of the name begun
-  std::uint32_t left = 1;   // slices until the next timed one (1: the next)
-  std::uint32_t spare = 0;
+  std::uint64_t timed = 1;  // the count the next timed slice will make
 };
 // The kinds whose names the inline path counts: handler, entry, task, region.
 inline constexpr int summary_kinds = 4;
@@ -211,9 +210,9 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
   if (const int i = summary_index(k); i >= 0) {
     if (id >= f.count_size[i]) return false;
     summary_count& c = f.counts[i][id];
-    if (c.left <= 1) return false;  // this one is timed
-    --c.left;
-    ++c.count;
+    const std::uint64_t n = c.count + 1;
+    if (n >= c.timed) return false;  // this one is timed
+    c.count = n;
     ++f.depth;
     f.stamped = 0;
     return true;

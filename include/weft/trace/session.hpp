@@ -34,7 +34,7 @@ struct session_config {
   std::uint32_t sample = 1;
   // --weft:trace-time-every: in summary mode the most slices of a name one
   // timed slice stands for (1: every slice is timed; docs/tracing.md).
-  std::uint32_t time_every = 64;
+  std::uint32_t time_every = 256;
 };
 
 // Names of ids the layers below put in events ("handler", "entry",

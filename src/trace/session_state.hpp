@@ -71,13 +71,13 @@ inline bool is_busy(kind begin) {
 }
 
 // Summary mode (summary.cpp). Every slice is counted; a name's first
-// first_timed slices are timed, and then one in as many as keeps the cost of
-// timing (two clock reads and the slow path's calls, ~80 ns) near 1% of
-// the name's time: one in
-// budget_ns / its shortest timed slice, at most `stride` (--weft:trace-time-
-// every), and every one when even the shortest lasts budget_ns. The
-// shortest, not the mean: a preempted slice makes a mean long, never a
-// minimum, so which slices are timed does not follow the machine's load.
+// first_timed slices are timed, and then one in as many as keeps the cost
+// of timing (two clock reads and the slow path's calls, ~80 ns) near 1% of
+// the name's time: one in budget_ns / its shortest timed slice on average
+// (random gaps), at most `stride` (--weft:trace-time-every), and every one
+// when even the shortest lasts budget_ns. The shortest, not the mean: a
+// preempted slice makes a mean long, never a minimum, so how often a name
+// is timed does not follow the machine's load.
 constexpr std::uint64_t first_timed = 16;
 constexpr double budget_ns = 8000.0;
 
@@ -112,10 +112,12 @@ struct summary_state {
   std::array<std::vector<name_timing>, detail::summary_kinds> timing;
   std::unordered_map<std::uint64_t, std::pair<detail::summary_count, name_timing>> others;
   std::vector<open_slice> stack;  // the timed slices open, innermost last
-  std::uint32_t stride = 256;      // the most slices one timed slice stands for
+  std::uint32_t stride = 256;     // the most slices one timed slice stands for
   std::uint64_t budget_ticks = 1;
-  std::uint32_t nonbusy_open = 0;  // open slices of kinds that are not busy (progress)
-  std::uint64_t last_now = 0;      // the clock read of the last event (fast_path::stamped)
+  std::uint64_t own_cost = 0;                 // ticks an empty timed slice measures (summary_begin)
+  std::uint64_t rng = 0x9e3779b97f4a7c15ull;  // the timing gaps' random numbers
+  std::uint32_t nonbusy_open = 0;             // open slices of kinds that are not busy (progress)
+  std::uint64_t last_now = 0;  // the clock read of the last event (fast_path::stamped)
   std::uint64_t idle_t0 = 0, busy = 0, idle = 0;  // ticks; busy estimated
   std::vector<std::uint64_t> bins;                // busy, idle interleaved, in ticks
   std::uint64_t bin_ticks = 1;

@@ -315,8 +315,9 @@ std::string summary_of(const char* name, std::uint32_t every, Body body) {
 }  // namespace
 
 // Short slices: every one counted, through the inline path as the layers
-// call it; the first 16 of a name timed, then 1 in N; every slice inside a
-// timed one timed with it. Which ones are timed does not depend on time:
+// call it; the first 16 of a name timed, then 1 in N on average; every
+// slice inside a timed one timed with it. How many are timed does not
+// depend on time:
 // the shortest of these slices stays far under 1 us however loaded the
 // machine is (a preempted slice only lengthens).
 TEST(Session, SummaryModeCountsEverySliceAndTimesOneInN) {
@@ -325,7 +326,9 @@ TEST(Session, SummaryModeCountsEverySliceAndTimesOneInN) {
     for (int i = 0; i < n; ++i) {
       detail::begin_handler(i > 0, 7, 0, 0, 0);
       detail::emit_adjacent(kind::handler_begin, kind::entry_begin, 2, 0, 0, 0);
-      detail::record_send(0, 8, 7, 0);  // an instant: no row, no time
+      detail::record_send(0, 8, 7, 0);   // an instant: no row, no time
+      volatile double sink = spin(100);  // ~0.2 us: more than the timing's own
+      (void)sink;
       detail::emit(kind::entry_end, 2, 0, 0, 0);
       detail::emit_adjacent(kind::entry_end, kind::handler_end, 7, 0, 0, 0);
     }
@@ -338,10 +341,14 @@ TEST(Session, SummaryModeCountsEverySliceAndTimesOneInN) {
   const summary_row h = row_of(sum, "handler", 7), e = row_of(sum, "entry", 2),
                     h9 = row_of(sum, "handler", 9);
   EXPECT_EQ(h.count, n) << sum;
-  EXPECT_EQ(h.timed, 16 + (n - 16) / 4) << sum;
-  // The entry is timed with its handler, and once more inside handler 9.
+  // 1 in 4 on average after the first 16: random gaps of 1 to 7.
+  EXPECT_GE(h.timed, 16 + (n - 16) / 7) << sum;
+  EXPECT_LE(h.timed, 16 + (n - 16) / 2) << sum;
+  // The entry is timed with every timed handler (and inside handler 9),
+  // and at times on its own.
   EXPECT_EQ(e.count, n + 1) << sum;
-  EXPECT_EQ(e.timed, h.timed + 1) << sum;
+  EXPECT_GE(e.timed, h.timed + 1) << sum;
+  EXPECT_LE(e.timed, e.count) << sum;
   EXPECT_EQ(h9.count, 1) << sum;
   EXPECT_EQ(h9.timed, 1) << sum;
   EXPECT_GT(h.total_ns, 0) << sum;

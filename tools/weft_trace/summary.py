@@ -111,7 +111,7 @@ def cmd_summary(args, issues):
     estimated = [nm for (_, nm), s in rows if len(s) > 4 and s[4] < s[0]]
     if estimated:
         every = max(pe.get("time_every", 1) for n in trace.nodes for pe in n.summary["pes"])
-        lines.append("Summary mode sampled %d of %d names (of a name with slices under 2 µs, "
+        lines.append("Summary mode sampled %d of %d names (of a name with slices under 8 µs, "
                      "the first 16 slices and then 1 in up to %d, --weft:trace-time-every, are "
                      "timed); their rows, marked ~, have exact counts and totals estimated from "
                      "the timed slices (max: the longest timed); busy time is estimated likewise"

@@ -72,7 +72,7 @@ inline bool is_busy(kind begin) {
 
 // Summary mode (summary.cpp). Every slice is counted; a name's first
 // first_timed slices are timed, and then one in as many as keeps the cost
-// of timing (two clock reads and the slow path's calls, ~80 ns) near 1% of
+// of timing (two clock reads and the slow path's calls, ~20-80 ns) near 1% of
 // the name's time: one in budget_ns / its shortest timed slice on average
 // (random gaps), at most `stride` (--weft:trace-time-every), and every one
 // when even the shortest lasts budget_ns. The shortest, not the mean: a

@@ -4,16 +4,17 @@
 //
 // Counting every slice is cheap (the inline path of weft/trace/hooks.hpp
 // increments a row); timing one costs two clock reads, ~9 ns each here,
-// and this file's calls, ~80 ns in all for a handler and its entry method,
-// which on a message-driven code whose handlers last ~50 ns would be most
-// of the cost of tracing. So a name's first slices are timed (first_timed of
-// them), and then one in as many as keeps timing near 1% of the name's time
-// (budget_ns over its shortest timed slice; at most --weft:trace-time-
-// every): coarse-grained codes get exact times, fine-grained ones an
-// estimate at a fraction of the cost. A timed slice stands for the untimed
-// ones of its name since the last timed one, and that weight scales its
-// time in the totals, the busy time and the histogram. Every slice inside a
-// timed slice is timed, so its self time is exact.
+// and this file's calls, ~20 ns more for a handler and its entry method
+// (kNeighbor with every slice timed), which on a message-driven code whose
+// handlers last ~50 ns would be most of the cost of tracing. So a name's
+// first slices are timed (first_timed of them), and then one in as many as
+// keeps timing under 1% of the name's time (budget_ns over its shortest
+// timed slice; at most --weft:trace-time-every): coarse-grained codes get
+// exact times, fine-grained ones an estimate at a fraction of the cost. A
+// timed slice stands for the untimed ones of its name since the last timed
+// one, and that weight scales its time in the totals, the busy time and
+// the histogram. Every slice inside a timed slice is timed, so its self
+// time is exact.
 //
 // Idle periods are always timed: there are few of them per message, and
 // busy + idle + overhead = wall keeps its meaning.

@@ -130,11 +130,11 @@ void summary_event(track& t, kind k, std::uint32_t id, std::uint64_t stamp) {
     if (!busy) ++m.nonbusy_open;
     const row r = row_of(t, k, id);
     const std::uint64_t n = ++r.count->count;
-    if (!f.timing && n < r.count->timed) {
+    if (!f.timing && n < r.count->next_timed) {
       f.stamped = 0;
       return;
     }
-    r.count->timed = n + (n < first_timed ? 1 : gap(m, *r.timing));
+    r.count->next_timed = n + (n < first_timed ? 1 : gap(m, *r.timing));
     const std::uint64_t weight = r.count->count - r.timing->counted;
     r.timing->counted = r.count->count;
     const std::uint64_t now = clock();

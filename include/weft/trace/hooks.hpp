@@ -101,8 +101,8 @@ static_assert(sizeof(raw_record) == 24);
 // timed is counted in place, in its name's summary_count, and a timed one,
 // and every event while one is open, goes through record().
 struct summary_count {
-  std::uint64_t count = 0;  // slices of the name begun
-  std::uint64_t timed = 1;  // the count the next timed slice will make
+  std::uint64_t count = 0;       // slices of the name begun
+  std::uint64_t next_timed = 1;  // the count its next timed slice will make
 };
 // The kinds whose names the inline path counts: handler, entry, task, region.
 inline constexpr int summary_kinds = 4;
@@ -211,7 +211,7 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
     if (id >= f.count_size[i]) return false;
     summary_count& c = f.counts[i][id];
     const std::uint64_t n = c.count + 1;
-    if (n >= c.timed) return false;  // this one is timed
+    if (n >= c.next_timed) return false;  // this one is timed
     c.count = n;
     ++f.depth;
     f.stamped = 0;

@@ -74,7 +74,11 @@ inline void check_message(const node_state& node, const message& m, const char* 
 // left out by --weft:trace-sample, the mark that tells its receiver so (a
 // copy of a message takes its flags: each send decides anew). Tracing on.
 [[gnu::always_inline]] inline void trace_send(message& m, int to, std::uint32_t flags) {
-  if (trace::detail::sample_send()) {
+  // Summary mode keeps no sends (nor samples them): the receiver counts the
+  // message as any other.
+  if (trace::detail::t_fast.summary) {
+    m.flags &= std::uint16_t(~message_flags::untraced);
+  } else if (trace::detail::sample_send()) {
     m.flags &= std::uint16_t(~message_flags::untraced);
     m.reserved_ = trace::detail::record_send(to, m.size, m.handler, flags);
   } else {

@@ -253,6 +253,14 @@ void redeliver_kept(local_collection& lc, std::vector<message*> msgs);
 
 [[gnu::noinline, gnu::cold]] void trace_entry_begin(const element_record& rec, const entry_info& e);
 [[gnu::noinline, gnu::cold]] void trace_entry_end(const entry_info& e);
+// Summary mode's common case, in place of those calls: an entry (kind
+// entry_begin or entry_end) that is not timed is only counted, which is a
+// few instructions (trace/hooks.hpp); false when the hook must take it.
+[[gnu::always_inline]] inline bool trace_entry_counted(trace::kind k, const entry_info& e) {
+  trace::detail::fast_path& f = trace::detail::t_fast;
+  return f.summary &&
+         trace::detail::summary_untimed(f, k, std::uint32_t(&e - g_entry_table.data()));
+}
 [[gnu::noinline]] bool deliver_special(element_record& rec, message_ptr& m);
 [[gnu::noinline]] void deliver_to_mailbox(element_record& rec, message_ptr m);
 
@@ -470,7 +478,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   }
   rec.contributed_now = false;
   rec.running = e.name.c_str();
-  if (trace::on()) [[unlikely]]
+  if (trace::on() && !trace_entry_counted(trace::kind::entry_begin, e)) [[unlikely]]
     trace_entry_begin(rec, e);
   const std::uint64_t t0 = __builtin_expect(rec.measured, 0) ? begin_load(rec) : 0;
   try {
@@ -484,7 +492,7 @@ void sync_round_done(const collection_ref& ref, std::vector<std::byte> value);
   }
   if (t0 != 0) [[unlikely]]
     end_load(rec, t0);
-  if (trace::on()) [[unlikely]]
+  if (trace::on() && !trace_entry_counted(trace::kind::entry_end, e)) [[unlikely]]
     trace_entry_end(e);
   rec.running = nullptr;
 }

@@ -124,7 +124,8 @@ void receive_location(message_ptr m) {
 }
 
 // The trace records around an entry call, out of line: their code would
-// take registers from the delivery path, which runs them rarely. An entry
+// take registers from the delivery path, which runs them rarely (summary
+// mode's untimed entries are counted inline: trace_entry_counted). An entry
 // begins as its handler does; in a sampled trace (--weft:trace-sample) most
 // handlers are not recorded, and an entry that follows another entry or
 // handler at once on this PE begins where that one ended: a time-stamp read
@@ -132,6 +133,13 @@ void receive_location(message_ptr m) {
 // to the entry.
 [[gnu::noinline, gnu::cold]] void trace_entry_begin(const element_record& rec,
                                                     const entry_info& e) {
+  const auto id = std::uint32_t(&e - g_entry_table.data());
+  // Summary mode (a timed entry, or one in a timed slice) keeps the name
+  // only, and samples nothing.
+  if (trace::detail::fast_path& f = trace::detail::t_fast; f.summary) {
+    trace::detail::summary_slice(f, trace::kind::entry_begin, id, trace::kind::handler_begin);
+    return;
+  }
   trace::kind after = trace::kind::handler_begin;
   if (trace::detail::g_sample_every.load(std::memory_order_relaxed) > 1) {
     const std::uint8_t last = trace::detail::last_kind();
@@ -139,12 +147,16 @@ void receive_location(message_ptr m) {
         last == std::uint8_t(trace::kind::handler_end))
       after = trace::kind(last);
   }
-  trace::detail::emit_adjacent(after, trace::kind::entry_begin,
-                               std::uint32_t(&e - g_entry_table.data()), rec.ref.type,
+  trace::detail::emit_adjacent(after, trace::kind::entry_begin, id, rec.ref.type,
                                std::uint32_t(rec.key.w[0]), 0);
 }
 [[gnu::noinline, gnu::cold]] void trace_entry_end(const entry_info& e) {
-  trace::detail::emit(trace::kind::entry_end, std::uint32_t(&e - g_entry_table.data()), 0, 0, 0);
+  const auto id = std::uint32_t(&e - g_entry_table.data());
+  if (trace::detail::fast_path& f = trace::detail::t_fast; f.summary) {
+    trace::detail::summary_slice(f, trace::kind::entry_end, id);
+    return;
+  }
+  trace::detail::emit(trace::kind::entry_end, id, 0, 0, 0);
 }
 
 // What a message for an element that is here needs before (or instead of)

@@ -307,6 +307,19 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
   emit(k, a, b, c, d);
 }
 
+// Summary mode: a slice of kind `k` named `id` begins or ends, right after
+// an event of kind `after` when one is named. The summary keeps a slice's
+// kind and name only, so the callers' other fields are not built (they
+// would be, before the mode's test, where one call takes both).
+[[gnu::always_inline]] inline void summary_slice(fast_path& f, kind k, std::uint32_t id,
+                                                 kind after = kind{}) noexcept {
+  if (summary_untimed(f, k, id)) return;
+  if (after != kind{})
+    record_adjacent(after, k, id, 0, 0, 0);
+  else
+    record(k, id, 0, 0, 0);
+}
+
 // A handler begins. One that runs right after another of the scheduler's
 // batch (`follows`: nothing recorded between them but that one's end) takes
 // that handler_end's time stamp: one clock read a message, four records to
@@ -315,6 +328,10 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
 [[gnu::always_inline]] inline void begin_handler(bool follows, std::uint32_t hid, std::uint32_t src,
                                                  std::uint32_t bytes,
                                                  std::uint32_t flags) noexcept {
+  if (fast_path& f = t_fast; f.summary) {
+    summary_slice(f, kind::handler_begin, hid, follows ? kind::handler_end : kind{});
+    return;
+  }
   if (follows)
     emit_adjacent(kind::handler_end, kind::handler_begin, hid, src, bytes, flags);
   else

@@ -1289,7 +1289,11 @@ TRACE_EVENT_ROWS = (
     ("full_ns", "an event, full mode, buffer flushes included"),
     ("full_adjacent_ns", "an entry event taking its handler event's time (no clock read)"),
     ("summary_ns", "an event, summary mode (begin/end pairs)"),
+    ("full_message_ns", "full mode, an event of a message's four (send, handler, entry)"),
+    ("summary_message_ns", "summary mode, an event of the same four (counted, not timed)"),
+    ("full_dropped", "events the full-mode measurements dropped (0: none; else not a cost)"),
     ("ratio_full_over_clock", "full ÷ clock (per repeat)"),
+    ("ratio_full_message_over_clock", "full_message ÷ clock (per repeat)"),
     ("ratio_summary_over_clock", "summary ÷ clock (per repeat)"),
 )
 

@@ -52,6 +52,10 @@ mp_rounds=5
 # 5 rounds take ~16 s), so it takes more rounds, for a median over the
 # rounds that a few unlucky draws do not decide.
 pp_rounds=15
+# trace_overhead's rounds are as short (a second or so each) and its ratios
+# as noisy (kNeighbor's message-only iteration is a third of a
+# microsecond): 25 rounds.
+trace_rounds=25
 # Each such run ends within this many seconds, or it is killed and reported.
 mp_limit=240
 
@@ -294,11 +298,11 @@ for name in "${names[@]}"; do
     # ratio to "off" per round). The trace goes to a directory of its own
     # in /dev/shm (memory: what the runtime costs, not what this VM's disk
     # does; docs/tracing.md has both), removed afterwards.
-    echo "run_all: [$i/$total] trace_overhead: kneighbor with --weft:trace off|full|summary|sample16, $mp_rounds rounds" >&2
+    echo "run_all: [$i/$total] trace_overhead: kneighbor with --weft:trace off|full|summary|sample16, $trace_rounds rounds" >&2
     trace_root=/dev/shm
     [[ -d $trace_root && -w $trace_root ]] || trace_root=${TMPDIR:-/tmp}
     trace_dir=$(mktemp -d "$trace_root/weft-bench-trace.XXXXXX")
-    for r in $(seq 1 "$mp_rounds"); do
+    for r in $(seq 1 "$trace_rounds"); do
       for mode in off full summary sample16; do
         targs=()
         case $mode in

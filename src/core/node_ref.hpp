@@ -86,6 +86,26 @@ inline void check_message(const node_state& node, const message& m, const char* 
   }
 }
 
+// The handler of `m` begins, right after another of the batch if
+// `follows` (trace::detail::begin_handler). Tracing on, `m` traced. Summary
+// mode is tested first: it keeps the handler's name only, and the fields of
+// the record (the sender's flags, whether it came from another process)
+// would otherwise be built before the test, on every message.
+[[gnu::always_inline]] inline void trace_handler_begin(const node_state& node, const message& m,
+                                                       bool follows) {
+  if (trace::detail::fast_path& f = trace::detail::t_fast; f.summary) {
+    trace::detail::summary_slice(f, trace::kind::handler_begin, m.handler,
+                                 follows ? trace::kind::handler_end : trace::kind{});
+    return;
+  }
+  std::uint32_t flags = m.reserved_;
+  if (m.flags & message_flags::node) flags |= trace::send_flags::node_queue;
+  if (m.src_pe >= 0 &&
+      (m.src_pe < node.first_pe || m.src_pe >= node.first_pe + int(node.pes.size())))
+    flags |= trace::send_flags::remote;
+  trace::detail::begin_handler(follows, m.handler, std::uint32_t(m.src_pe), m.size, flags);
+}
+
 // Counts a message sent from this thread (for quiescence detection).
 inline void count_send(node_state& node) {
   if (pe_state* self = t_pe) {

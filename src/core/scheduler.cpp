@@ -215,14 +215,8 @@ void handle(node_state& node, pe_state& pe, message* m, bool follows = false) {
   const handler_entry& h = node.handler_entries[m->handler];
   const handler_id hid = m->handler;
   const bool traced = trace::on() && !(m->flags & message_flags::untraced);  // m is consumed
-  if (traced) [[unlikely]] {
-    std::uint32_t flags = m->reserved_;
-    if (m->flags & message_flags::node) flags |= trace::send_flags::node_queue;
-    if (m->src_pe >= 0 &&
-        (m->src_pe < node.first_pe || m->src_pe >= node.first_pe + int(node.pes.size())))
-      flags |= trace::send_flags::remote;
-    trace::detail::begin_handler(follows, hid, std::uint32_t(m->src_pe), m->size, flags);
-  }
+  if (traced) [[unlikely]]
+    trace_handler_begin(node, *m, follows);
   // A handler may run nested in another (detail::serve_messages): the
   // watchdog must see the outer one again when it returns.
   const std::int64_t outer = pe.current_handler.load(std::memory_order_relaxed);

@@ -328,10 +328,6 @@ static_assert(std::uint32_t(kind::ult_end) < 64, "begin_kinds holds a bit per ki
 [[gnu::always_inline]] inline void begin_handler(bool follows, std::uint32_t hid, std::uint32_t src,
                                                  std::uint32_t bytes,
                                                  std::uint32_t flags) noexcept {
-  if (fast_path& f = t_fast; f.summary) {
-    summary_slice(f, kind::handler_begin, hid, follows ? kind::handler_end : kind{});
-    return;
-  }
   if (follows)
     emit_adjacent(kind::handler_end, kind::handler_begin, hid, src, bytes, flags);
   else

@@ -554,6 +554,11 @@ WAKEUP_SCALARS = [
     ("futex_wake_call_ns", {"sleeper": False}, "FUTEX_WAKE call, nobody waiting"),
     ("wake_check_no_sleeper_ns", {}, "store + fence + sleeping-flag check, nobody asleep (no syscall)"),
     ("sched_yield_ns", {}, "sched_yield(), nobody else runnable"),
+    ("handoff_oneway_ns", {"carry": "inline"}, "an 8-byte value in the flag's line, one way (ping-pong)"),
+    ("handoff_oneway_ns", {"carry": "ptr64"}, "the same through a pointer to a 64-byte message"),
+    ("handoff_oneway_ns", {"carry": "ptr128"}, "the same, the value in the message's second line"),
+    ("ratio_handoff_over_inline", {"carry": "ptr64"}, "pointer to 64 B ÷ inline (per repeat)"),
+    ("ratio_handoff_over_inline", {"carry": "ptr128"}, "pointer to 128 B ÷ inline (per repeat)"),
 ]
 
 

@@ -28,6 +28,16 @@
 //      Latency here is timestamped: the sender reads the monotonic clock just
 //      before its store, the receiver just after it sees the message
 //      (CLOCK_MONOTONIC is consistent across CPUs).
+//  (f) handoff_oneway_ns — (a) carrying a message: each side hands the other
+//      an 8-byte value and reads it, (carry=inline) in the flag's own line,
+//      as a ring slot that holds a small message would; (carry=ptr64)
+//      through a pointer in that line to a 64-byte message the sender
+//      wrote; (carry=ptr128) the same to a 128-byte message whose value is
+//      in its second line (weft's PE rings pass pointers to messages; an
+//      8-byte MPI message is 88 bytes). The receiver answers in the block
+//      it got, as a ping-pong's reply reuses the block just freed. What a
+//      pointer costs over inline is what carrying small messages in the
+//      slot would save.
 //
 // Loops of cheap calls are timed in batches and the median batch is taken, so
 // a preemption (the machine may be shared) does not move the figure.
@@ -46,6 +56,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +89,9 @@ constexpr const char* kAbout =
     "                               yields, then sleeps; the message arrives G us\n"
     "                               after it starts waiting; S in {0,10,50,200},\n"
     "                               G in {1,20,100,500}\n"
+    "  (f) handoff_oneway_ns        (a) carrying an 8-byte value: in the flag's line\n"
+    "                               (carry=inline), or through a pointer to a 64-\n"
+    "                               or 128-byte message (carry=ptr64, ptr128)\n"
     "Threads are pinned to the first two CPUs of the process's CPU set; (a) and\n"
     "(e) need two CPUs and are skipped otherwise. Every measurement runs once per repeat,\n"
     "interleaved with the others; figures are the median over repeats with\n"
@@ -237,6 +252,81 @@ double cacheline_oneway(const placement& pl) {
       });
   return median_of(std::move(xs));
 }
+
+// (f) The flag's line carries the value (inline) or a pointer to a block
+// holding it; `at` is where in the block (in its second line for ptr128).
+enum class carry { inline_value, ptr64, ptr128 };
+struct alignas(weft::base::cache_line) handoff_slot {
+  std::atomic<std::uint32_t> seq{0};
+  unsigned char* block = nullptr;
+  std::uint64_t value = 0;
+};
+struct alignas(weft::base::cache_line) message_block {
+  unsigned char bytes[2 * weft::base::cache_line];
+};
+
+double handoff_oneway(const placement& pl, carry how) {
+  constexpr std::uint32_t warm = 2000, batch = 100, batches = 1000;
+  const std::size_t at = how == carry::ptr128 ? 80 : 40;  // the value: as an MPI message's data
+  handoff_slot slot;
+  message_block blk;
+  std::vector<double> xs;
+  xs.reserve(batches);
+  bool wrong = false;
+  // Hands `v` over as message `seq` (the other side waits for it).
+  auto hand = [&](unsigned char* b, std::uint64_t v, std::uint32_t seq) {
+    if (how == carry::inline_value) {
+      slot.value = v;
+    } else {
+      std::memset(b, 0, 32);  // a message header's worth of stores, as a send writes
+      std::memcpy(b + at, &v, sizeof v);
+      slot.block = b;
+    }
+    slot.seq.store(seq, std::memory_order_release);
+  };
+  // Waits for message `seq`; returns its value and the block that carried it.
+  auto take = [&](std::uint32_t seq, unsigned char*& b) {
+    while (slot.seq.load(std::memory_order_acquire) != seq) {
+    }
+    if (how == carry::inline_value) return slot.value;
+    b = slot.block;
+    std::uint64_t v;
+    std::memcpy(&v, b + at, sizeof v);
+    return v;
+  };
+  run_pair(
+      pl,
+      [&] {
+        std::uint64_t t0 = 0;
+        unsigned char* b = blk.bytes;
+        for (std::uint32_t i = 0; i < warm + batch * batches; ++i) {
+          if (i >= warm && (i - warm) % batch == 0) {
+            std::uint64_t t = wall_ns();
+            if (i > warm) xs.push_back(double(t - t0) / batch / 2);
+            t0 = t;
+          }
+          hand(b, i, 2 * i + 1);
+          if (take(2 * i + 2, b) != std::uint64_t(i) + 1) wrong = true;
+        }
+        xs.push_back(double(wall_ns() - t0) / batch / 2);
+      },
+      [&] {
+        unsigned char* b = nullptr;
+        for (std::uint32_t i = 0; i < warm + batch * batches; ++i) {
+          const std::uint64_t v = take(2 * i + 1, b);
+          hand(b, v + 1, 2 * i + 2);
+        }
+      });
+  if (wrong) {
+    std::fprintf(stderr, "wakeup: handoff ping-pong read a wrong value\n");
+    std::exit(1);
+  }
+  return median_of(std::move(xs));
+}
+const char* carry_name(carry how) {
+  return how == carry::inline_value ? "inline" : how == carry::ptr64 ? "ptr64" : "ptr128";
+}
+constexpr carry kCarries[] = {carry::inline_value, carry::ptr64, carry::ptr128};
 
 struct futex_result {
   double oneway_ns, slept_frac;
@@ -420,9 +510,14 @@ int main(int argc, char** argv) {
 
   std::vector<double> cl, fx, fx_mean, fx_slept, ratio, wake_s, wake_n, check, yield;
   std::vector<double> pol[kNs][kNg], pol_slept[kNs][kNg];
+  std::vector<double> handoff[3], ptr_over_inline[2];
   for (int r = 0; r < cli.repeat; ++r) {
     double c = 0;
     if (pl.two_cpus) cl.push_back(c = cacheline_oneway(pl));
+    for (int k = 0; k < 3 && pl.two_cpus; ++k) {
+      handoff[k].push_back(handoff_oneway(pl, kCarries[k]));
+      if (k > 0) ptr_over_inline[k - 1].push_back(handoff[k].back() / handoff[0].back());
+    }
     auto f = futex_oneway(pl);
     fx.push_back(f.oneway_ns);
     fx_slept.push_back(f.slept_frac);
@@ -465,6 +560,11 @@ int main(int argc, char** argv) {
   rep.row(with(stat("futex_wake_call_ns", wake_n), {{"sleeper", false}}));
   rep.row(stat("wake_check_no_sleeper_ns", check));
   rep.row(stat("sched_yield_ns", yield));
+  for (int k = 0; k < 3 && pl.two_cpus; ++k)
+    rep.row(with(stat("handoff_oneway_ns", handoff[k]), {{"carry", carry_name(kCarries[k])}}));
+  for (int k = 1; k < 3 && pl.two_cpus; ++k)
+    rep.row(with(stat("ratio_handoff_over_inline", ptr_over_inline[k - 1]),
+                 {{"carry", carry_name(kCarries[k])}}));
   rep.flush();
   for (int s = 0; s < kNs && pl.two_cpus; ++s)
     for (int g = 0; g < kNg; ++g)

@@ -18,45 +18,37 @@ add_test(NAME trace.sample.every4
 set_tests_properties(trace.sample.coroutine trace.sample.every4 PROPERTIES TIMEOUT 300
                      LABELS trace)
 
+# A trace option given a bad value, or where it does not apply: sample_program
+# run with `args` (a list) exits with status 2 and one line matching `regex`.
+function(weft_trace_option_error name args regex)
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:sample_program>;1;0;${args}"
+                   -DEXPECT_CODE=2 "-DEXPECT_REGEX=${regex}"
+                   -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 60 LABELS trace)
+endfunction()
+set(weft_trace_dir ${CMAKE_CURRENT_BINARY_DIR})
+
 # A factor that is not a positive integer, sampling in summary mode or without
 # a trace: one line naming the problem (and the accepted forms), exit status 2.
 foreach(bad 0 -3 x 1.5 "")
   string(MAKE_C_IDENTIFIER "v${bad}" name)
-  add_test(NAME trace.sample.bad_${name}
-           COMMAND ${CMAKE_COMMAND}
-                   "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace-sample=${bad}"
-                   -DEXPECT_CODE=2
-                   "-DEXPECT_REGEX=--weft:trace-sample=[^ ]*: .*accepted: integer 1..1000000"
-                   -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-  set_tests_properties(trace.sample.bad_${name} PROPERTIES TIMEOUT 60 LABELS trace)
+  weft_trace_option_error(trace.sample.bad_${name} "--weft:trace-sample=${bad}"
+                          "--weft:trace-sample=[^ ]*: .*accepted: integer 1..1000000")
 endforeach()
-add_test(NAME trace.sample.bad_summary
-         COMMAND ${CMAKE_COMMAND}
-                 "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace=${CMAKE_CURRENT_BINARY_DIR}/sample_bad_summary;--weft:trace-mode=summary;--weft:trace-sample=4"
-                 -DEXPECT_CODE=2
-                 "-DEXPECT_REGEX=--weft:trace-sample=4 applies only with --weft:trace-mode=full"
-                 -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-set_tests_properties(trace.sample.bad_summary PROPERTIES TIMEOUT 60 LABELS trace)
+weft_trace_option_error(
+  trace.sample.bad_summary
+  "--weft:trace=${weft_trace_dir}/sample_bad_summary;--weft:trace-mode=summary;--weft:trace-sample=4"
+  "--weft:trace-sample=4 applies only with --weft:trace-mode=full")
+weft_trace_option_error(trace.sample.without_trace "--weft:trace-sample=4"
+                        "--weft:trace-sample=4 applies only with --weft:trace=DIR")
 # Summary mode's timing stride (--weft:trace-time-every): not a positive
 # integer, or given in full mode, is one line naming it, exit status 2.
-add_test(NAME trace.time_every.bad_zero
-         COMMAND ${CMAKE_COMMAND}
-                 "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace=${CMAKE_CURRENT_BINARY_DIR}/time_every_zero;--weft:trace-mode=summary;--weft:trace-time-every=0"
-                 -DEXPECT_CODE=2
-                 "-DEXPECT_REGEX=--weft:trace-time-every=0: .*accepted: integer 1..1000000"
-                 -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-add_test(NAME trace.time_every.full_mode
-         COMMAND ${CMAKE_COMMAND}
-                 "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace=${CMAKE_CURRENT_BINARY_DIR}/time_every_full;--weft:trace-time-every=4"
-                 -DEXPECT_CODE=2
-                 "-DEXPECT_REGEX=--weft:trace-time-every=4 applies only with --weft:trace-mode=summary"
-                 -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-set_tests_properties(trace.time_every.bad_zero trace.time_every.full_mode PROPERTIES TIMEOUT 60
-                     LABELS trace)
-add_test(NAME trace.sample.without_trace
-         COMMAND ${CMAKE_COMMAND}
-                 "-DCMD=$<TARGET_FILE:sample_program>;1;0;--weft:trace-sample=4"
-                 -DEXPECT_CODE=2
-                 "-DEXPECT_REGEX=--weft:trace-sample=4 applies only with --weft:trace=DIR"
-                 -P ${PROJECT_SOURCE_DIR}/tests/cli/expect_exit.cmake)
-set_tests_properties(trace.sample.without_trace PROPERTIES TIMEOUT 60 LABELS trace)
+weft_trace_option_error(
+  trace.time_every.bad_zero
+  "--weft:trace=${weft_trace_dir}/time_every_zero;--weft:trace-mode=summary;--weft:trace-time-every=0"
+  "--weft:trace-time-every=0: .*accepted: integer 1..1000000")
+weft_trace_option_error(
+  trace.time_every.full_mode
+  "--weft:trace=${weft_trace_dir}/time_every_full;--weft:trace-time-every=4"
+  "--weft:trace-time-every=4 applies only with --weft:trace-mode=summary")

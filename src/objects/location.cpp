@@ -134,12 +134,6 @@ void receive_location(message_ptr m) {
 [[gnu::noinline, gnu::cold]] void trace_entry_begin(const element_record& rec,
                                                     const entry_info& e) {
   const auto id = std::uint32_t(&e - g_entry_table.data());
-  // Summary mode (a timed entry, or one in a timed slice) keeps the name
-  // only, and samples nothing.
-  if (trace::detail::fast_path& f = trace::detail::t_fast; f.summary) {
-    trace::detail::summary_slice(f, trace::kind::entry_begin, id, trace::kind::handler_begin);
-    return;
-  }
   trace::kind after = trace::kind::handler_begin;
   if (trace::detail::g_sample_every.load(std::memory_order_relaxed) > 1) {
     const std::uint8_t last = trace::detail::last_kind();
@@ -151,12 +145,7 @@ void receive_location(message_ptr m) {
                                std::uint32_t(rec.key.w[0]), 0);
 }
 [[gnu::noinline, gnu::cold]] void trace_entry_end(const entry_info& e) {
-  const auto id = std::uint32_t(&e - g_entry_table.data());
-  if (trace::detail::fast_path& f = trace::detail::t_fast; f.summary) {
-    trace::detail::summary_slice(f, trace::kind::entry_end, id);
-    return;
-  }
-  trace::detail::emit(trace::kind::entry_end, id, 0, 0, 0);
+  trace::detail::emit(trace::kind::entry_end, std::uint32_t(&e - g_entry_table.data()), 0, 0, 0);
 }
 
 // What a message for an element that is here needs before (or instead of)

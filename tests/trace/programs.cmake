@@ -17,6 +17,13 @@ foreach(c full summary truncated)
                    --weft:timeout=200)
   set_tests_properties(trace.program.${c} PROPERTIES TIMEOUT 300 LABELS trace)
 endforeach()
+# Summary mode on one PE: every slice counted where nothing is ever stolen
+# or sent to another PE (the counts as a full trace's, as above).
+add_test(NAME trace.program.summary_1pe
+         COMMAND ${weft_traced_run} --case summary --
+                 $<TARGET_FILE:trace_program> 60 --weft:threads=1 --weft:quiet
+                 --weft:timeout=200)
+set_tests_properties(trace.program.summary_1pe PROPERTIES TIMEOUT 300 LABELS trace)
 
 # A fatal error half way: what the PEs had recorded is written, and the
 # metadata says the run aborted.

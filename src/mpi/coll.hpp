@@ -55,7 +55,7 @@ struct op_ref {
 // A collective's context for the calling rank of `comm` (its number is
 // taken at launch); MPI_ERR_COMM naming `call` for a handle that is none.
 inline ctx begin(const char* call, MPI_Comm comm) {
-  self(call);
+  intra_view(call, self(call), comm);
   ctx c{};
   c.call = call;
   c.comm = comm;

@@ -57,13 +57,16 @@ std::shared_ptr<const comm_core> share_core(std::int64_t context, std::vector<in
   return core;
 }
 
+}  // namespace
+
 // The tag of a creation's exchange, numbered like the collectives (it
 // draws the same next_collective) and laid out as theirs are (coll.hpp's
 // ctx::tag: the number above 8 bits of round) with a round of its own, 192,
 // that no collective uses: a non-blocking collective still in flight can
 // never take its messages, however many collectives apart they are.
-int creation_tag(std::uint32_t seq) {
-  return int(((seq & 0x7fffffu) << 8) | 192u);
+// (intercomm.cpp's exchanges take rounds 193 and up).
+int creation_tag(std::uint32_t seq, int round) {
+  return int(((seq & 0x7fffffu) << 8) | std::uint32_t(round));
 }
 
 std::int64_t propose_context(const char* call, rank_state& me) {
@@ -72,6 +75,8 @@ std::int64_t propose_context(const char* call, rank_state& me) {
   ++me.contexts_proposed;
   return (std::int64_t(me.rank) + 1) << 33 | std::int64_t(me.contexts_proposed) << 1;
 }
+
+namespace {
 
 // A handle for a new view of `core` (the rank's freed handles are reused).
 MPI_Comm add_comm(rank_state& me, std::shared_ptr<const comm_core> core, int rank,
@@ -137,18 +142,6 @@ void allgather(const char* call, rank_state& me, MPI_Comm comm, const void* mine
   broadcast_from_zero(call, comm, rank, size, tag, all, bytes * std::size_t(size));
 }
 
-// The new communicator of the members `members` (world ranks, in new rank
-// order) with context `context`, for the calling rank, which is one of
-// them; attributes are not copied (dup does that).
-MPI_Comm make_comm(rank_state& me, MPI_Errhandler errhandler, std::int64_t context,
-                   std::vector<int> members, std::vector<int> dims = {},
-                   std::vector<char> periods = {}) {
-  const auto at = std::find(members.begin(), members.end(), me.rank);
-  const int rank = int(at - members.begin());
-  return add_comm(me, share_core(context, std::move(members), std::move(dims), std::move(periods)),
-                  rank, errhandler);
-}
-
 // The members of `group` (world ranks) must all be in `c`.
 void check_subset(const char* call, const comm_view& c, const std::vector<int>& group) {
   for (int w : group)
@@ -157,6 +150,39 @@ void check_subset(const char* call, const comm_view& c, const std::vector<int>& 
 }
 
 }  // namespace
+
+// The new communicator of the members `members` (world ranks, in new rank
+// order) with context `context`, for the calling rank, which is one of
+// them; attributes are not copied (dup does that).
+MPI_Comm make_comm(rank_state& me, MPI_Errhandler errhandler, std::int64_t context,
+                   std::vector<int> members, std::vector<int> dims, std::vector<char> periods) {
+  const auto at = std::find(members.begin(), members.end(), me.rank);
+  const int rank = int(at - members.begin());
+  return add_comm(me, share_core(context, std::move(members), std::move(dims), std::move(periods)),
+                  rank, errhandler);
+}
+
+// broadcast_from_zero over the ranks renumbered from `root`.
+void broadcast_from(const char* call, MPI_Comm comm, int root, int tag, void* data,
+                    std::size_t bytes) {
+  const comm_view& c = intra_view(call, self(call), comm);
+  const int size = int(c.core->members.size());
+  const int rank = c.rank;
+  const int rel = (rank - root + size) % size;
+  int mask = 1;
+  while (mask < size) {
+    if (rel & mask) {
+      wait_request(call, irecv(call, data, int(bytes), MPI_BYTE, (rel - mask + root) % size, tag,
+                               comm, true));
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (rel + mask < size)
+      wait_request(call, isend(call, data, int(bytes), MPI_BYTE, (rel + mask + root) % size, tag,
+                               comm, true));
+}
 
 MPI_Comm store_comm(rank_state& me, comm_view v) {
   for (std::size_t i = 2; i < me.comms.size(); ++i)
@@ -200,6 +226,16 @@ comm_view& view(const char* call, rank_state& me, MPI_Comm comm) {
   return me.comms[std::size_t(comm - 1)];
 }
 
+comm_view& intra_view(const char* call, rank_state& me, MPI_Comm comm) {
+  comm_view& v = view(call, me, comm);
+  if (v.remote != nullptr)
+    fail(call, MPI_ERR_COMM,
+         "not implemented: %s on an intercommunicator (communicator %d); merge it into an "
+         "intracommunicator with MPI_Intercomm_merge first",
+         call, comm);
+  return v;
+}
+
 int comm_size(const char* call, MPI_Comm comm) {
   return int(view(call, self(call), comm).core->members.size());
 }
@@ -229,6 +265,7 @@ MPI_Comm split_comm(const char* call, MPI_Comm comm, int color, int key, std::ve
     int color, key;
     std::int64_t context;
   };
+  intra_view(call, me, comm);
   const entry mine{color, key, color == MPI_UNDEFINED ? 0 : propose_context(call, me)};
   const comm_view& c = view(call, me, comm);
   const std::size_t size = c.core->members.size();
@@ -264,7 +301,7 @@ WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return guard(__func__, comm, [&] {
     const char* call = "MPI_Comm_dup";
     rank_state& me = self(call);
-    const comm_view& c = view(call, me, comm);
+    const comm_view& c = intra_view(call, me, comm);
     std::int64_t context = c.rank == 0 ? propose_context(call, me) : 0;
     const int size = int(c.core->members.size());
     broadcast_from_zero(call, comm, c.rank, size, creation_tag(next_collective(me, comm)), &context,
@@ -307,7 +344,7 @@ WEFT_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newco
     const char* call = "MPI_Comm_create";
     rank_state& me = self(call);
     std::vector<int> members = group_members(call, me, group);
-    check_subset(call, view(call, me, comm), members);
+    check_subset(call, intra_view(call, me, comm), members);
     // Groups may differ between ranks (disjoint ones make several
     // communicators at once): each new communicator takes the proposal of
     // its first member.
@@ -332,7 +369,7 @@ WEFT_MPI_API int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, 
     if (tag < 0 || tag > MPI_TAG_UB_VALUE)
       fail(call, MPI_ERR_TAG, "tag %d is not in 0..%d", tag, MPI_TAG_UB_VALUE);
     std::vector<int> members = group_members(call, me, group);
-    const comm_view& c = view(call, me, comm);
+    const comm_view& c = intra_view(call, me, comm);
     check_subset(call, c, members);
     const auto mine = std::find(members.begin(), members.end(), me.rank);
     if (mine == members.end())
@@ -383,14 +420,24 @@ WEFT_MPI_API int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
   return guard(__func__, comm1, [&] {
     const char* call = "MPI_Comm_compare";
     rank_state& me = self(call);
-    const comm_core& a = *view(call, me, comm1).core;
-    const comm_core& b = *view(call, me, comm2).core;
+    const comm_view& va = view(call, me, comm1);
+    const comm_view& vb = view(call, me, comm2);
+    const comm_core& a = *va.core;
+    const comm_core& b = *vb.core;
+    // Intercommunicators compare their local groups and their remote
+    // groups alike; one never compares equal to an intracommunicator.
+    static const std::vector<int> none;
+    const std::vector<int>& ra = va.remote ? *va.remote : none;
+    const std::vector<int>& rb = vb.remote ? *vb.remote : none;
     if (comm1 == comm2)
       *result = MPI_IDENT;
-    else if (a.members == b.members)
+    else if ((va.remote == nullptr) != (vb.remote == nullptr))
+      *result = MPI_UNEQUAL;
+    else if (a.members == b.members && ra == rb)
       *result = MPI_CONGRUENT;
     else if (std::is_permutation(a.members.begin(), a.members.end(), b.members.begin(),
-                                 b.members.end()))
+                                 b.members.end()) &&
+             std::is_permutation(ra.begin(), ra.end(), rb.begin(), rb.end()))
       *result = MPI_SIMILAR;
     else
       *result = MPI_UNEQUAL;
@@ -399,8 +446,7 @@ WEFT_MPI_API int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
 
 WEFT_MPI_API int MPI_Comm_test_inter(MPI_Comm comm, int* flag) {
   return guard(__func__, comm, [&] {
-    view("MPI_Comm_test_inter", self("MPI_Comm_test_inter"), comm);
-    *flag = 0;  // intracommunicators only
+    *flag = view("MPI_Comm_test_inter", self("MPI_Comm_test_inter"), comm).remote != nullptr;
   });
 }
 

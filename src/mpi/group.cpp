@@ -87,6 +87,17 @@ WEFT_MPI_API int MPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
   });
 }
 
+WEFT_MPI_API int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
+  return guard(__func__, comm, [&] {
+    const char* call = "MPI_Comm_remote_group";
+    rank_state& me = self(call);
+    const comm_view& c = view(call, me, comm);
+    if (c.remote == nullptr)
+      fail(call, MPI_ERR_COMM, "communicator %d is not an intercommunicator", comm);
+    *group = add_group(me, *c.remote);
+  });
+}
+
 WEFT_MPI_API int MPI_Group_size(MPI_Group group, int* size) {
   return guard(__func__, MPI_COMM_WORLD, [&] {
     *size = int(members_of("MPI_Group_size", self("MPI_Group_size"), group).size());

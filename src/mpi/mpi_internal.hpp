@@ -89,7 +89,18 @@ struct comm_view {
   std::uint32_t shm_collectives = 0;
   // A graph topology: the rank's neighbours (a dup keeps it).
   std::shared_ptr<const graph_topology> graph;
+  // An intercommunicator's remote group (world ranks, by rank in it);
+  // null for an intracommunicator. core->members is the local group, so
+  // size, rank and MPI_Comm_group mean the local group's, and the ranks of
+  // point-to-point calls are the remote group's (intercomm.cpp).
+  std::shared_ptr<const std::vector<int>> remote;
 };
+
+// How many ranks point-to-point calls on `c` may name: its remote group's
+// for an intercommunicator, else its own.
+inline int peer_group_size(const comm_view& c) {
+  return int(c.remote != nullptr ? c.remote->size() : c.core->members.size());
+}
 
 // The context of `comm` for a message: the program's, or the hidden one
 // of the collectives.
@@ -256,6 +267,24 @@ rank_state& self(const char* call);
 // The calling rank's view of `comm`; an error (MPI_ERR_COMM) naming `call`
 // if it is not a communicator of the rank's.
 comm_view& view(const char* call, rank_state& me, MPI_Comm comm);
+// view() for the calls that take an intracommunicator only (collectives,
+// creations, topologies): "not implemented" (MPI_ERR_COMM) for an
+// intercommunicator, naming `call`.
+comm_view& intra_view(const char* call, rank_state& me, MPI_Comm comm);
+// Communicator creation's parts that intercomm.cpp shares (comm.cpp): a
+// context proposal of the calling rank's (unique in the job), the tag of a
+// creation's exchange number `seq` in round `round` (192 and up: rounds no
+// collective uses), and the new communicator of `members` (world ranks, in
+// rank order; the caller is one) with `context`.
+std::int64_t propose_context(const char* call, rank_state& me);
+int creation_tag(std::uint32_t seq, int round = 192);
+MPI_Comm make_comm(rank_state& me, MPI_Errhandler errhandler, std::int64_t context,
+                   std::vector<int> members, std::vector<int> dims = {},
+                   std::vector<char> periods = {});
+// A binomial broadcast of `bytes` at `data` from `root` of intracommunicator
+// `comm`, in its hidden context with tag `tag`.
+void broadcast_from(const char* call, MPI_Comm comm, int root, int tag, void* data,
+                    std::size_t bytes);
 // A new handle of the rank's for `v` (its freed handles are reused first).
 MPI_Comm store_comm(rank_state& me, comm_view v);
 // MPI_COMM_WORLD and MPI_COMM_SELF for a new rank (comm.cpp).

@@ -143,13 +143,16 @@ const bool registered = [] {
   return true;
 }();
 
-// The world rank of `rank` in communicator `c` (checked against its size).
+// The world rank of `rank` in communicator `c` (checked against its size):
+// of its remote group for an intercommunicator.
 int world_rank(const char* call, const comm_view& c, int rank, bool any_ok) {
-  const int size = int(c.core->members.size());
+  const std::vector<int>& group = c.remote != nullptr ? *c.remote : c.core->members;
+  const int size = int(group.size());
   if (rank == MPI_PROC_NULL || (any_ok && rank == MPI_ANY_SOURCE)) return rank;
-  if (rank < 0 || rank >= size)
-    fail(call, MPI_ERR_RANK, "rank %d is not in the communicator (size %d)", rank, size);
-  return c.core->members[std::size_t(rank)];
+  if (rank < 0 || rank >= size) [[unlikely]]
+    fail(call, MPI_ERR_RANK, "rank %d is not in the communicator%s (size %d)", rank,
+         c.remote != nullptr ? "'s remote group" : "", size);
+  return group[std::size_t(rank)];
 }
 
 void check_count(const char* call, int count) {

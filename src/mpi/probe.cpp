@@ -28,7 +28,8 @@ struct key {
 // What a probe of (source, tag) in `comm` matches; its arguments checked
 // as a receive's.
 key probe_key(const char* call, int source, int tag, MPI_Comm comm) {
-  const int size = comm_size(call, comm);
+  // An intercommunicator's sources are its remote group's ranks.
+  const int size = peer_group_size(view(call, self(call), comm));
   if (source != MPI_ANY_SOURCE && source != MPI_PROC_NULL && (source < 0 || source >= size))
     fail(call, MPI_ERR_RANK,
          "source %d is not in the communicator (size %d), MPI_ANY_SOURCE or MPI_PROC_NULL", source,

@@ -101,7 +101,7 @@ const bool registered = [] {
 int init(const char* call, request::kind_t kind, request::mode_t mode, const void* buf, int count,
          MPI_Datatype type, int peer, int tag, MPI_Comm comm) {
   rank_state& me = self(call);
-  const int size = comm_size(call, comm);
+  const int size = peer_group_size(view(call, me, comm));  // the remote group's: intercomm.cpp
   const bool recv = kind == op::recv;
   if (count < 0) fail(call, MPI_ERR_COUNT, "count %d is negative", count);
   const layout l = layout_of(call, type, count);

@@ -206,16 +206,18 @@ WEFT_MPI_API int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int sour
 WEFT_MPI_API int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                           MPI_Comm comm) {
   return guard(__func__, comm, [&] {
-    int q = isend("MPI_Send", buf, count, datatype, dest, tag, comm, false, false, true, true);
-    if (q != MPI_REQUEST_NULL) finish("MPI_Send", &q, MPI_STATUS_IGNORE, true);
+    rank_state& me = self("MPI_Send");
+    int q = isend(me, "MPI_Send", buf, count, datatype, dest, tag, comm, false, false, true, true);
+    if (q != MPI_REQUEST_NULL) finish(me, "MPI_Send", &q, MPI_STATUS_IGNORE, true);
   });
 }
 
 WEFT_MPI_API int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
                           MPI_Comm comm, MPI_Status* status) {
   return guard(__func__, comm, [&] {
-    int q = irecv("MPI_Recv", buf, count, datatype, source, tag, comm);
-    finish("MPI_Recv", &q, status, true);
+    rank_state& me = self("MPI_Recv");
+    int q = irecv(me, "MPI_Recv", buf, count, datatype, source, tag, comm);
+    finish(me, "MPI_Recv", &q, status, true);
   });
 }
 

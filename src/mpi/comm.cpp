@@ -218,12 +218,9 @@ void make_predefined_comms(rank_state& r, int world_size) {
   r.comms.push_back(std::move(self));
 }
 
-comm_view& view(const char* call, rank_state& me, MPI_Comm comm) {
+void bad_comm(const char* call, MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) fail(call, MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
-  if (comm < 1 || std::size_t(comm) > me.comms.size() ||
-      me.comms[std::size_t(comm - 1)].core == nullptr)
-    fail(call, MPI_ERR_COMM, "%d is not a communicator of this rank (freed, or never made)", comm);
-  return me.comms[std::size_t(comm - 1)];
+  fail(call, MPI_ERR_COMM, "%d is not a communicator of this rank (freed, or never made)", comm);
 }
 
 comm_view& intra_view(const char* call, rank_state& me, MPI_Comm comm) {

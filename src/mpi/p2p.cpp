@@ -175,9 +175,9 @@ void proc_null_status(request& q) {
 
 }  // namespace
 
-int isend(const char* call, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm comm, bool collective, bool synchronous, bool may_lend, bool eager_null) {
-  rank_state& me = self(call);
+int isend(rank_state& me, const char* call, const void* buf, int count, MPI_Datatype type, int dest,
+          int tag, MPI_Comm comm, bool collective, bool synchronous, bool may_lend,
+          bool eager_null) {
   const comm_view& c = view(call, me, comm);
   check_count(call, count);
   if (!collective) check_tag(call, tag, false);
@@ -240,9 +240,8 @@ int isend(const char* call, const void* buf, int count, MPI_Datatype type, int d
   return handle;
 }
 
-int irecv(const char* call, void* buf, int count, MPI_Datatype type, int source, int tag,
-          MPI_Comm comm, bool collective) {
-  rank_state& me = self(call);
+int irecv(rank_state& me, const char* call, void* buf, int count, MPI_Datatype type, int source,
+          int tag, MPI_Comm comm, bool collective) {
   const comm_view& c = view(call, me, comm);
   check_count(call, count);
   if (!collective) check_tag(call, tag, true);
@@ -362,10 +361,9 @@ void raise_status(const char* call, const MPI_Status& st, std::uint64_t sent) {
   fail(call, st.MPI_ERROR, "%s", what);
 }
 
-bool finish(const char* call, int* handle, MPI_Status* status, bool block) {
+bool finish(rank_state& me, const char* call, int* handle, MPI_Status* status, bool block) {
   // A plain request that succeeds (every MPI_Send and MPI_Recv): the
   // status straight from the request.
-  rank_state& me = self(call);
   const int h = *handle;
   if (h != MPI_REQUEST_NULL && !check_request(call, me, h).persistent) {
     if (!await(call, me, h, block)) return false;

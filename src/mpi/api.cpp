@@ -25,7 +25,9 @@ void copy_out(const char* text, char* out, int* len, int max) {
   *len = n;
 }
 
-const char* class_text(int c) {
+}  // namespace
+
+const char* weft::mpi::predefined_error_text(int c) {
   switch (c) {
     case MPI_SUCCESS:
       return "MPI_SUCCESS: no error";
@@ -83,8 +85,6 @@ const char* class_text(int c) {
       return nullptr;
   }
 }
-
-}  // namespace
 
 WEFT_MPI_API int MPI_Init(int*, char***) {
   return guard(__func__, MPI_COMM_WORLD, [&] {
@@ -176,17 +176,23 @@ WEFT_MPI_API int MPI_Get_library_version(char* version, int* resultlen) {
 
 WEFT_MPI_API int MPI_Error_class(int errorcode, int* errorclass) {
   return guard(__func__, MPI_COMM_WORLD, [&] {
-    if (class_text(errorcode) == nullptr)
+    if (predefined_error_text(errorcode) != nullptr) {
+      *errorclass = errorcode;
+    } else if (!added_error(errorcode, errorclass, nullptr)) {
       fail("MPI_Error_class", MPI_ERR_ARG, "%d is not an error code", errorcode);
-    *errorclass = errorcode;
+    }
   });
 }
 
 WEFT_MPI_API int MPI_Error_string(int errorcode, char* string, int* resultlen) {
   return guard(__func__, MPI_COMM_WORLD, [&] {
-    const char* text = class_text(errorcode);
-    if (text == nullptr)
-      fail("MPI_Error_string", MPI_ERR_ARG, "%d is not an error code", errorcode);
+    std::string added;
+    const char* text = predefined_error_text(errorcode);
+    if (text == nullptr) {
+      if (!added_error(errorcode, nullptr, &added))
+        fail("MPI_Error_string", MPI_ERR_ARG, "%d is not an error code", errorcode);
+      text = added.c_str();  // "" until MPI_Add_error_string
+    }
     copy_out(text, string, resultlen, MPI_MAX_ERROR_STRING);
   });
 }

@@ -60,6 +60,8 @@ void* predefined(int key) {
       return &g_universe_size;
     case MPI_APPNUM:
       return &g_appnum;
+    case MPI_LASTUSEDCODE:
+      return last_used_code();
     default:
       return nullptr;
   }

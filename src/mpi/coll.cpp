@@ -32,7 +32,7 @@ namespace weft::mpi::coll {
 namespace {
 
 bool predefined(MPI_Datatype t) {
-  return t > 0 && t <= MPI_PACKED;
+  return is_predefined(t);
 }
 
 // Bytes of data in one element of `t`.

@@ -70,6 +70,8 @@ op_ref resolve_op(const char* call, MPI_Op op, MPI_Datatype type);
 // inout[i] = in[i] op inout[i], i < count (the order of MPI_User_function).
 void apply(const op_ref& op, const void* in, void* inout, int count, MPI_Datatype type);
 const char* op_name(MPI_Op op);
+// A predefined datatype's name ("MPI_INT"), or "a derived datatype".
+const char* type_name(MPI_Datatype t);
 
 // The algorithms: buffers already resolved (MPI_IN_PLACE replaced as each
 // says), arguments checked.

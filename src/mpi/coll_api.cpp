@@ -15,7 +15,7 @@ namespace {
 // Bytes of data in one element of `type`; MPI_ERR_TYPE for a handle that
 // is not a datatype, or a derived one not committed.
 std::size_t size_of(const char* call, MPI_Datatype type) {
-  return type > 0 && type <= MPI_PACKED ? type_bytes(call, type) : type_size(call, type);
+  return is_predefined(type) ? type_bytes(call, type) : type_size(call, type);
 }
 
 // How a reduction combines `type`: as it is, or -- a predefined op on a
@@ -32,7 +32,7 @@ struct reduction {
 reduction reduction_of(const char* call, MPI_Op op, MPI_Datatype type) {
   reduction r{};
   r.type = type;
-  if (type > MPI_PACKED && op > MPI_OP_NULL && op <= MPI_NO_OP) {
+  if (!is_predefined(type) && op > MPI_OP_NULL && op <= MPI_NO_OP) {
     MPI_Datatype basic;
     int per;
     if (!basic_of(call, type, &basic, &per))
@@ -285,7 +285,7 @@ struct w_blocks {
 w_blocks to_w(const ctx& c, const int* counts, const int* displs, MPI_Datatype type) {
   size_of(c.call, type);
   const std::size_t e =
-      type > MPI_PACKED ? std::size_t(type_extent(c.call, type)) : type_bytes(c.call, type);
+      !is_predefined(type) ? std::size_t(type_extent(c.call, type)) : type_bytes(c.call, type);
   w_blocks w;
   w.counts.assign(counts, counts + c.size);
   w.types.assign(std::size_t(c.size), type);

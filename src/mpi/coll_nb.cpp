@@ -158,7 +158,7 @@ held::~held() {
 }
 
 MPI_Datatype held::type(const char* call, MPI_Datatype type) {
-  if (!on_ || (type > 0 && type <= MPI_PACKED)) return type;
+  if (!on_ || is_predefined(type)) return type;
   for (std::size_t i = 0; i < from_.size(); ++i)
     if (from_[i] == type) return types_[i];
   const MPI_Datatype t = hold_type(call, type);

@@ -255,7 +255,7 @@ shm_coll& state_of(const comm_core& core) {
 }
 
 bool predefined(MPI_Datatype t) {
-  return t > 0 && t <= MPI_PACKED;
+  return is_predefined(t);
 }
 
 // What a shared-memory collective found: its state, its slot, its number.

@@ -29,7 +29,7 @@ WEFT_MPI_API int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count,
     // A predefined op on a derived type combines the predefined values
     // it is made of, packed, as the collectives do (coll_api.cpp); a user
     // op gets the buffers and the type as they are.
-    const bool packed = datatype > MPI_PACKED && op > MPI_OP_NULL && op <= MPI_NO_OP;
+    const bool packed = !is_predefined(datatype) && op > MPI_OP_NULL && op <= MPI_NO_OP;
     if (packed && !basic_of(call, datatype, &basic, &per))
       fail(call, MPI_ERR_OP,
            "%s on datatype %d, which mixes predefined types: a predefined op takes a derived "

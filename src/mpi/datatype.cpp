@@ -31,6 +31,16 @@ std::size_t alignment(MPI_Datatype t) {
       return alignof(value_int<long double>);
     case MPI_LONG_DOUBLE:
       return alignof(long double);
+    // A complex number is aligned as its parts.
+    case MPI_C_FLOAT_COMPLEX:
+    case MPI_CXX_FLOAT_COMPLEX:
+      return alignof(float);
+    case MPI_C_DOUBLE_COMPLEX:
+    case MPI_CXX_DOUBLE_COMPLEX:
+      return alignof(double);
+    case MPI_C_LONG_DOUBLE_COMPLEX:
+    case MPI_CXX_LONG_DOUBLE_COMPLEX:
+      return alignof(long double);
     default:
       return type_bytes("MPI_Init", t);  // the scalars: their size
   }

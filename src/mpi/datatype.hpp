@@ -4,7 +4,7 @@
 // bounds and signature, made once by its constructor. Sends pack the
 // runs one after the other; receives unpack them in the same order.
 //
-// Handles. The predefined types are 1..MPI_PACKED; derived ones are
+// Handles. The predefined types are 1..kLastPredefined; derived ones are
 // kFirstDerived and above, in a table every rank of the process reads (a
 // rank on each PE: no lock on the way in). The table is chunks of atomic
 // pointers that never move: a lookup is two acquire loads; making or
@@ -20,7 +20,7 @@
 
 namespace weft::mpi {
 
-inline constexpr MPI_Datatype kLastNamed = MPI_PACKED;
+inline constexpr MPI_Datatype kLastNamed = kLastPredefined;
 inline constexpr MPI_Datatype kFirstDerived = 1024;
 
 // `bytes` of data at `offset` from an element's address.

@@ -243,6 +243,8 @@ WEFT_MPI_API int MPI_Type_free(MPI_Datatype* datatype) {
   return guard(__func__, MPI_COMM_WORLD, [&] {
     check_arg("MPI_Type_free", datatype, "datatype");
     unpublish("MPI_Type_free", *datatype);
+    // Its name goes with it: a later type may get the handle.
+    if (rank_state* me = current_rank()) me->type_names.erase(*datatype);
     *datatype = MPI_DATATYPE_NULL;
   });
 }

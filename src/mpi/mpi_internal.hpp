@@ -96,6 +96,13 @@ struct comm_view {
   std::shared_ptr<const std::vector<int>> remote;
 };
 
+// The predefined datatypes are 1..kLastPredefined (mpi.h), derived ones
+// from datatype.hpp's kFirstDerived.
+inline constexpr MPI_Datatype kLastPredefined = MPI_CXX_LONG_DOUBLE_COMPLEX;
+inline bool is_predefined(MPI_Datatype t) {
+  return t > 0 && t <= kLastPredefined;
+}
+
 // How many ranks point-to-point calls on `c` may name: its remote group's
 // for an intercommunicator, else its own.
 inline int peer_group_size(const comm_view& c) {
@@ -198,6 +205,9 @@ struct rank_state {
   // Helpers acting for the rank (non-blocking collectives, coll_nb.cpp)
   // that wait: a completion resumes them as it resumes the rank.
   std::vector<threads::ult*> helpers_waiting;
+  // MPI_Type_set_name's names, the rank's own (names.cpp): a predefined
+  // type without one is called by its MPI name, a derived one "".
+  std::unordered_map<MPI_Datatype, std::string> type_names;
   // Point-to-point extras (probe.cpp, modes.cpp). In MPI_Probe or
   // MPI_Mprobe: a message that goes to `early` wakes the rank.
   bool probing = false;
@@ -339,6 +349,15 @@ struct raised {
   int error_class;
   char what[480];
 };
+// The text of predefined error class `c` ("MPI_ERR_RANK: invalid rank"),
+// or null if `c` is not one (api.cpp).
+const char* predefined_error_text(int c);
+// Whether `code` is a class or code the program added (error_codes.cpp),
+// and then its class and its string ("" until MPI_Add_error_string).
+bool added_error(int code, int* error_class, std::string* text);
+// MPI_LASTUSEDCODE's value (an attribute of MPI_COMM_WORLD).
+int* last_used_code();
+
 // What an entry point returns for `e` under `comm`'s error handler (it
 // does not return under MPI_ERRORS_ARE_FATAL).
 int handle_error(MPI_Comm comm, const raised& e);
@@ -585,7 +604,7 @@ layout derived_layout(const char* call, MPI_Datatype type, int count);
 inline layout layout_of(const char* call, MPI_Datatype type, int count) {
   // Predefined types inline: the 8-byte ping-pong pays no more than the
   // size's lookup it paid before derived types.
-  if (type > 0 && type <= MPI_PACKED && count >= 0)
+  if (is_predefined(type) && count >= 0)
     return layout{std::size_t(count) * type_bytes(call, type), nullptr};
   return derived_layout(call, type, count);
 }

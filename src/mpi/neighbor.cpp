@@ -80,7 +80,7 @@ neighbourhood neighbours_of(const ctx& c) {
 
 // Bytes between consecutive elements of `t` in a buffer.
 std::size_t stride_of(const char* call, MPI_Datatype t) {
-  return t > 0 && t <= MPI_PACKED ? type_bytes(call, t) : std::size_t(type_extent(call, t));
+  return is_predefined(t) ? type_bytes(call, t) : std::size_t(type_extent(call, t));
 }
 
 // The blocks of one side: counts, displacements in bytes, types.

@@ -4,6 +4,7 @@
 // User ops live in one table for the process: ranks on different PEs
 // create and free them at once, so it takes a lock; a collective resolves
 // its op once, when it is called (op_ref), never per element.
+#include <complex>
 #include <cstring>
 #include <mutex>
 #include <type_traits>
@@ -35,6 +36,7 @@ enum group : unsigned {
   byte = 8,
   multi_language = 16,  // MPI_AINT, MPI_COUNT
   pair = 32,            // MPI_FLOAT_INT ... (MAXLOC, MINLOC)
+  complex = 64,         // MPI_C_FLOAT_COMPLEX ... (SUM, PROD)
 };
 
 unsigned group_of(MPI_Datatype t) {
@@ -63,7 +65,15 @@ unsigned group_of(MPI_Datatype t) {
     case MPI_LONG_DOUBLE:
       return floating;
     case MPI_C_BOOL:
+    case MPI_CXX_BOOL:
       return logical;
+    case MPI_C_FLOAT_COMPLEX:
+    case MPI_C_DOUBLE_COMPLEX:
+    case MPI_C_LONG_DOUBLE_COMPLEX:
+    case MPI_CXX_FLOAT_COMPLEX:
+    case MPI_CXX_DOUBLE_COMPLEX:
+    case MPI_CXX_LONG_DOUBLE_COMPLEX:
+      return complex;
     case MPI_BYTE:
       return byte;
     case MPI_AINT:
@@ -89,7 +99,7 @@ unsigned groups_of(MPI_Op op) {
       return c_integer | floating | multi_language;
     case MPI_SUM:
     case MPI_PROD:
-      return c_integer | floating | multi_language;
+      return c_integer | floating | multi_language | complex;
     case MPI_LAND:
     case MPI_LOR:
     case MPI_LXOR:
@@ -110,8 +120,10 @@ const char* accepted(MPI_Op op) {
   switch (groups_of(op)) {
     case c_integer | floating | multi_language:
       return "C integer and floating-point types, MPI_AINT, MPI_COUNT";
+    case c_integer | floating | multi_language | complex:
+      return "C integer, floating-point and complex types, MPI_AINT, MPI_COUNT";
     case c_integer | logical:
-      return "C integer types and MPI_C_BOOL";
+      return "C integer types, MPI_C_BOOL and MPI_CXX_BOOL";
     case c_integer | byte | multi_language:
       return "C integer types, MPI_BYTE, MPI_AINT, MPI_COUNT";
     default:
@@ -194,6 +206,18 @@ void run(MPI_Op op, const void* in, void* io, int n) {
   arith(op, static_cast<const T*>(in), static_cast<T*>(io), n);
 }
 
+// Complex numbers: sums and products only (std::complex<T> has C's
+// _Complex layout: the real part, then the imaginary).
+template <class T>
+void run_complex(MPI_Op op, const void* in, void* io, int n) {
+  const auto* a = static_cast<const std::complex<T>*>(in);
+  auto* b = static_cast<std::complex<T>*>(io);
+  if (op == MPI_SUM)
+    for (int i = 0; i < n; ++i) b[i] = a[i] + b[i];
+  if (op == MPI_PROD)
+    for (int i = 0; i < n; ++i) b[i] = a[i] * b[i];
+}
+
 template <class T>
 void run_loc(MPI_Op op, const void* in, void* io, int n) {
   loc(op, static_cast<const value_int<T>*>(in), static_cast<value_int<T>*>(io), n);
@@ -209,7 +233,17 @@ void predefined(MPI_Op op, const void* in, void* io, int n, MPI_Datatype t) {
     case MPI_BYTE:
       return run<unsigned char>(op, in, io, n);
     case MPI_C_BOOL:
+    case MPI_CXX_BOOL:
       return run<bool>(op, in, io, n);
+    case MPI_C_FLOAT_COMPLEX:
+    case MPI_CXX_FLOAT_COMPLEX:
+      return run_complex<float>(op, in, io, n);
+    case MPI_C_DOUBLE_COMPLEX:
+    case MPI_CXX_DOUBLE_COMPLEX:
+      return run_complex<double>(op, in, io, n);
+    case MPI_C_LONG_DOUBLE_COMPLEX:
+    case MPI_CXX_LONG_DOUBLE_COMPLEX:
+      return run_complex<long double>(op, in, io, n);
     case MPI_SHORT:
     case MPI_INT16_T:
       return run<short>(op, in, io, n);
@@ -257,6 +291,8 @@ void predefined(MPI_Op op, const void* in, void* io, int n, MPI_Datatype t) {
   }
 }
 
+}  // namespace
+
 const char* type_name(MPI_Datatype t) {
   static const char* const names[] = {"MPI_DATATYPE_NULL",
                                       "MPI_CHAR",
@@ -291,11 +327,17 @@ const char* type_name(MPI_Datatype t) {
                                       "MPI_LONG_INT",
                                       "MPI_2INT",
                                       "MPI_SHORT_INT",
-                                      "MPI_LONG_DOUBLE_INT"};
+                                      "MPI_LONG_DOUBLE_INT",
+                                      "MPI_PACKED",
+                                      "MPI_C_FLOAT_COMPLEX",
+                                      "MPI_C_DOUBLE_COMPLEX",
+                                      "MPI_C_LONG_DOUBLE_COMPLEX",
+                                      "MPI_CXX_BOOL",
+                                      "MPI_CXX_FLOAT_COMPLEX",
+                                      "MPI_CXX_DOUBLE_COMPLEX",
+                                      "MPI_CXX_LONG_DOUBLE_COMPLEX"};
   return t >= 0 && t < int(sizeof names / sizeof names[0]) ? names[t] : "a derived datatype";
 }
-
-}  // namespace
 
 const char* op_name(MPI_Op op) {
   static const char* const names[] = {"MPI_OP_NULL", "MPI_MAX",     "MPI_MIN",  "MPI_SUM",
@@ -308,7 +350,7 @@ const char* op_name(MPI_Op op) {
 op_ref resolve_op(const char* call, MPI_Op op, MPI_Datatype type) {
   // MPI_ERR_TYPE first: the type is not one (or a derived one not
   // committed).
-  if (type > 0 && type <= MPI_PACKED)
+  if (is_predefined(type))
     type_bytes(call, type);
   else
     type_size(call, type);

@@ -335,10 +335,20 @@ std::size_t type_bytes(const char* call, MPI_Datatype type) {
     case MPI_LONG_DOUBLE_INT:
       return sizeof(value_int<long double>);
     case MPI_PACKED:
+    case MPI_CXX_BOOL:  // sizeof(bool) on every ABI weft builds for
       return 1;
+    case MPI_C_FLOAT_COMPLEX:
+    case MPI_CXX_FLOAT_COMPLEX:
+      return 2 * sizeof(float);
+    case MPI_C_DOUBLE_COMPLEX:
+    case MPI_CXX_DOUBLE_COMPLEX:
+      return 2 * sizeof(double);
+    case MPI_C_LONG_DOUBLE_COMPLEX:
+    case MPI_CXX_LONG_DOUBLE_COMPLEX:
+      return 2 * sizeof(long double);
     default:
       fail(call, MPI_ERR_TYPE, "datatype %d is not a predefined datatype (1..%d)", type,
-           MPI_PACKED);
+           kLastPredefined);
   }
 }
 

@@ -405,6 +405,16 @@ WEFT_MPI_API int MPI_Status_set_elements(MPI_Status* status, MPI_Datatype dataty
   });
 }
 
+WEFT_MPI_API int MPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype,
+                                           MPI_Count count) {
+  return guard(__func__, MPI_COMM_WORLD, [&] {
+    const char* call = "MPI_Status_set_elements_x";
+    if (status == MPI_STATUS_IGNORE) fail(call, MPI_ERR_ARG, "a null status");
+    if (count < 0) fail(call, MPI_ERR_COUNT, "count %lld is negative", count);
+    status->weft_bytes = static_cast<long long>(std::size_t(count) * type_size(call, datatype));
+  });
+}
+
 WEFT_MPI_API int MPI_Status_set_cancelled(MPI_Status* status, int flag) {
   return guard(__func__, MPI_COMM_WORLD, [&] {
     if (status == MPI_STATUS_IGNORE) fail("MPI_Status_set_cancelled", MPI_ERR_ARG, "a null status");

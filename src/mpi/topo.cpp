@@ -116,6 +116,23 @@ WEFT_MPI_API int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
   });
 }
 
+// Where MPI_Cart_create would put the calling rank: its own rank (weft
+// never reorders), or MPI_UNDEFINED outside the grid.
+WEFT_MPI_API int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+                              int* newrank) {
+  return guard(__func__, comm, [&] {
+    (void)periods;
+    const char* call = "MPI_Cart_map";
+    long n = 1;
+    check_dims(call, ndims, dims, &n);
+    intra_view(call, self(call), comm);
+    const int size = comm_size(call, comm), rank = comm_rank(call, comm);
+    if (n > size)
+      fail(call, MPI_ERR_DIMS, "the grid has %ld ranks, the communicator only %d", n, size);
+    *newrank = rank < n ? rank : MPI_UNDEFINED;
+  });
+}
+
 WEFT_MPI_API int MPI_Topo_test(MPI_Comm comm, int* status) {
   return guard(__func__, comm, [&] {
     const comm_view& v = view("MPI_Topo_test", self("MPI_Topo_test"), comm);

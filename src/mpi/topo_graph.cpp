@@ -70,6 +70,22 @@ __attribute__((visibility("default"))) int MPI_weft_unweighted_[1];
 __attribute__((visibility("default"))) int MPI_weft_weights_empty_[1];
 }
 
+// Where MPI_Graph_create would put the calling rank: its own rank (weft
+// never reorders), or MPI_UNDEFINED outside the graph.
+WEFT_MPI_API int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+                               int* newrank) {
+  return guard(__func__, comm, [&] {
+    (void)index;
+    (void)edges;
+    const char* call = "MPI_Graph_map";
+    intra_view(call, self(call), comm);
+    const int size = comm_size(call, comm), rank = comm_rank(call, comm);
+    if (nnodes < 1 || nnodes > size)
+      fail(call, MPI_ERR_ARG, "nnodes %d is not in 1..%d (the communicator's size)", nnodes, size);
+    *newrank = rank < nnodes ? rank : MPI_UNDEFINED;
+  });
+}
+
 WEFT_MPI_API int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
                                   const int edges[], int reorder, MPI_Comm* comm_graph) {
   return guard(__func__, comm_old, [&] {

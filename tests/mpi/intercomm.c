@@ -21,6 +21,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "tally.h"
 
 #define MAX_RANKS 256
 static int failures[MAX_RANKS];
@@ -208,17 +209,7 @@ int main(int argc, char** argv) {
   free(got);
   free(reqs);
 
-  int all_ok = failures[rank];
-  if (rank == 0) {
-    for (int i = 1; i < size; ++i) {
-      int f = 0;
-      MPI_Recv(&f, 1, MPI_INT, i, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      all_ok += f;
-    }
-    if (all_ok == 0) printf("intercomm: ok %d ranks\n", size);
-  } else {
-    MPI_Send(&failures[rank], 1, MPI_INT, 0, 99, MPI_COMM_WORLD);
-  }
+  const int code = tally("intercomm", rank, size, failures[rank]);
   MPI_Finalize();
-  return failures[rank] != 0;
+  return code;
 }

@@ -127,6 +127,9 @@ int MPI_Get_version(int* version, int* subversion);
 int MPI_Get_library_version(char* version, int* resultlen);
 int MPI_Error_string(int errorcode, char* string, int* resultlen);
 int MPI_Error_class(int errorcode, int* errorclass);
+int MPI_Add_error_class(int* errorclass);
+int MPI_Add_error_code(int errorclass, int* errorcode);
+int MPI_Add_error_string(int errorcode, const char* string);
 
 /* Communicators: the two predefined ones */
 int MPI_Comm_rank(MPI_Comm comm, int* rank);
@@ -190,6 +193,7 @@ typedef int MPI_Info;
 #define MPI_WTIME_IS_GLOBAL 4
 #define MPI_UNIVERSE_SIZE 5
 #define MPI_APPNUM 6
+#define MPI_LASTUSEDCODE 7 /* the last of MPI_Add_error_class/_code */
 #define MPI_COMM_NULL_COPY_FN ((MPI_Comm_copy_attr_function*)0)
 #define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function*)0)
 #define MPI_COMM_DUP_FN ((MPI_Comm_copy_attr_function*)1)
@@ -251,6 +255,17 @@ int MPI_Errhandler_free(MPI_Errhandler* errhandler);
  * MPI_Get_count above take them too. */
 #define MPI_PACKED ((MPI_Datatype)34) /* what MPI_Pack makes: bytes */
 #define MPI_BOTTOM ((void*)0)         /* the buffer of a type of absolute addresses */
+/* Complex types (C99 _Complex, C++ std::complex: the same layout) and
+   C++'s bool. MPI_SUM and MPI_PROD take the complex ones; MPI_LAND,
+   MPI_LOR and MPI_LXOR take MPI_CXX_BOOL. */
+#define MPI_C_FLOAT_COMPLEX ((MPI_Datatype)35)
+#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX ((MPI_Datatype)36)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)37)
+#define MPI_CXX_BOOL ((MPI_Datatype)38)
+#define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)39)
+#define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)40)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)41)
 #define MPI_COMBINER_NAMED 1
 #define MPI_COMBINER_DUP 2
 #define MPI_COMBINER_CONTIGUOUS 3
@@ -286,6 +301,12 @@ int MPI_Type_create_struct(int count, const int array_of_blocklengths[],
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype* newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype);
+int MPI_Type_set_name(MPI_Datatype datatype, const char* type_name);
+int MPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen);
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype);
 int MPI_Type_commit(MPI_Datatype* datatype);
 int MPI_Type_free(MPI_Datatype* datatype);
 int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count* size);
@@ -476,6 +497,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices
                  MPI_Status statuses[]);
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status);
 int MPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count);
+int MPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Count count);
 int MPI_Status_set_cancelled(MPI_Status* status, int flag);
 
 /* Process topologies: Cartesian (src/mpi/topo.cpp), graph and distributed
@@ -491,6 +513,7 @@ int MPI_Dims_create(int nnodes, int ndims, int dims[]);
 int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
                     int reorder, MPI_Comm* comm_cart);
 int MPI_Topo_test(MPI_Comm comm, int* status);
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int* newrank);
 int MPI_Cartdim_get(MPI_Comm comm, int* ndims);
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank);
@@ -505,6 +528,7 @@ extern int MPI_weft_weights_empty_[1];
 #define MPI_WEIGHTS_EMPTY (MPI_weft_weights_empty_)
 int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
                      int reorder, MPI_Comm* comm_graph);
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int* newrank);
 int MPI_Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges);
 int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
 int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors);

@@ -641,6 +641,10 @@ int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsi
                            const int array_of_psizes[], int order, MPI_Datatype oldtype,
                            MPI_Datatype* newtype);
 
+/* PMPI_Send and the rest: the profiling interface (written from the
+   declarations above by scripts/gen-pmpi-h.py). */
+#include "pmpi.h"
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include "mpi/coll.hpp"
 #include "mpi/mpi_internal.hpp"
 #include "weft/core/pe.hpp"
 
@@ -314,6 +315,46 @@ WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
     // info.cpp).
     me.comms[std::size_t(made - 1)].hints = view(call, me, comm).hints;
     *newcomm = made;
+  });
+}
+
+// The non-blocking dup: the new handle is made now, on the parent's core,
+// with the parent's attributes copied (their copy functions run in this
+// call); a helper of the rank (coll_nb.cpp) agrees on the context as
+// MPI_Comm_dup does -- the same exchange, numbered as the rank's next
+// collective on the parent -- and puts the new core under the handle. The
+// handle is the program's to use once the request completes.
+WEFT_MPI_API int MPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
+  return guard(__func__, comm, [&] {
+    const char* call = "MPI_Comm_idup";
+    rank_state& me = self(call);
+    if (newcomm == nullptr || request == nullptr)
+      fail(call, MPI_ERR_ARG, "newcomm or request is null");
+    const coll::ctx c = coll::begin(call, comm);  // an intracommunicator
+    comm_view v = view(call, me, comm);
+    v.name.clear();
+    v.attributes.clear();
+    v.shm_collectives = 0;
+    const comm_core* parent_core = v.core.get();
+    const MPI_Comm made = store_comm(me, std::move(v));
+    copy_attributes(call, me, comm, made);
+    *newcomm = made;
+    coll::held h(true);
+    coll::launch(c, request, h, [made, parent_core](const coll::ctx& c) {
+      rank_state& me = self(c.call);
+      std::int64_t context = view(c.call, me, c.comm).rank == 0 ? propose_context(c.call, me) : 0;
+      broadcast_from(c.call, c.comm, 0, creation_tag(c.seq), &context, sizeof context);
+      comm_view& target = me.comms[std::size_t(made - 1)];
+      // Freed before the request completed (an erroneous program): the
+      // handle may be another communicator's by now.
+      if (target.core.get() != parent_core)
+        fail(c.call, MPI_ERR_COMM,
+             "communicator %d, which MPI_Comm_idup was making, was freed before its request "
+             "completed",
+             made);
+      const comm_core& parent = *target.core;
+      target.core = share_core(context, parent.members, parent.dims, parent.periods);
+    });
   });
 }
 

@@ -13,6 +13,11 @@
  *  - MPI_Status_set_elements_x then MPI_Get_elements_x;
  *  - MPI_Cart_map and MPI_Graph_map: the rank itself inside, MPI_UNDEFINED
  *    outside;
+ *  - MPI_Comm_idup: rank 1 starts it and then sends to rank 0, which
+ *    receives before it starts its own (rank 1 waits for rank 0's part of
+ *    the dup: a blocking dup would deadlock there); the new communicator
+ *    is congruent, carries a ring of its own
+ *    and an attribute copied by MPI_COMM_DUP_FN;
  *  - MPI_Add_error_class, _code, _string: MPI_Error_class and
  *    MPI_Error_string on them, MPI_LASTUSEDCODE, a handler of the
  *    program's called with an added code.
@@ -157,6 +162,40 @@ int main(int argc, char** argv) {
   MPI_Graph_map(MPI_COMM_WORLD, 1, index, edges, &newrank);
   CHECK(newrank == (rank == 0 ? 0 : MPI_UNDEFINED), "MPI_Graph_map gave %d", newrank);
 #endif
+
+  /* ---- MPI_Comm_idup ---- */
+  {
+    int key = MPI_KEYVAL_INVALID, value = 7, *seen = NULL, found = 0;
+    MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &key, NULL);
+    MPI_Comm base;
+    MPI_Comm_dup(MPI_COMM_WORLD, &base);
+    MPI_Comm_set_attr(base, key, &value);
+    MPI_Comm copy = MPI_COMM_NULL;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int token = 0;
+    if (rank == 0 && size > 1) MPI_Recv(&token, 1, MPI_INT, 1, 11, base, MPI_STATUS_IGNORE);
+    MPI_Comm_idup(base, &copy, &req);
+    if (rank == 1) {
+      token = 42;
+      MPI_Send(&token, 1, MPI_INT, 0, 11, base);
+    }
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(rank != 0 || size == 1 || token == 42, "token before idup: %d", token);
+    int cmp = -1;
+    MPI_Comm_compare(base, copy, &cmp);
+    CHECK(cmp == MPI_CONGRUENT, "idup's communicator compares %d", cmp);
+    MPI_Comm_get_attr(copy, key, &seen, &found);
+    CHECK(found && seen == &value, "idup copied the attribute: found %d", found);
+    int cr, cs, got = -1;
+    MPI_Comm_rank(copy, &cr);
+    MPI_Comm_size(copy, &cs);
+    MPI_Sendrecv(&cr, 1, MPI_INT, (cr + 1) % cs, 12, &got, 1, MPI_INT, (cr + cs - 1) % cs, 12, copy,
+                 MPI_STATUS_IGNORE);
+    CHECK(got == (cr + cs - 1) % cs, "ring on idup's communicator: %d", got);
+    MPI_Comm_free(&copy);
+    MPI_Comm_free(&base);
+    MPI_Comm_free_keyval(&key);
+  }
 
   /* ---- error classes, codes and strings the program adds ---- */
   int my_class = -1, my_code = -1, flag = 0, *last = NULL;

@@ -40,6 +40,7 @@ int PMPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* stat
 int PMPI_Request_free(MPI_Request* request);
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm);
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm);
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request);
 int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm);
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm);
 int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm);

@@ -229,6 +229,7 @@ WEFT_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
     d->ub_marked = old.ub_marked;
     d->committed.store(old.committed.load(std::memory_order_acquire), std::memory_order_relaxed);
     *newtype = publish(call, d);
+    if (rank_state* me = current_rank()) copy_type_attributes(call, *me, oldtype, *newtype);
   });
 }
 
@@ -242,6 +243,8 @@ WEFT_MPI_API int MPI_Type_commit(MPI_Datatype* datatype) {
 WEFT_MPI_API int MPI_Type_free(MPI_Datatype* datatype) {
   return guard(__func__, MPI_COMM_WORLD, [&] {
     check_arg("MPI_Type_free", datatype, "datatype");
+    // The delete functions see the type before it goes.
+    if (rank_state* me = current_rank()) delete_type_attributes("MPI_Type_free", *me, *datatype);
     unpublish("MPI_Type_free", *datatype);
     // Its name goes with it: a later type may get the handle.
     if (rank_state* me = current_rank()) me->type_names.erase(*datatype);

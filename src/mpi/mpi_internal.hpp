@@ -208,6 +208,8 @@ struct rank_state {
   // MPI_Type_set_name's names, the rank's own (names.cpp): a predefined
   // type without one is called by its MPI name, a derived one "".
   std::unordered_map<MPI_Datatype, std::string> type_names;
+  // Attributes on datatypes, by type and keyval (type_attr.cpp).
+  std::unordered_map<MPI_Datatype, std::map<int, void*>> type_attributes;
   // Point-to-point extras (probe.cpp, modes.cpp). In MPI_Probe or
   // MPI_Mprobe: a message that goes to `early` wakes the rank.
   bool probing = false;
@@ -357,6 +359,12 @@ const char* predefined_error_text(int c);
 bool added_error(int code, int* error_class, std::string* text);
 // MPI_LASTUSEDCODE's value (an attribute of MPI_COMM_WORLD).
 int* last_used_code();
+
+// Attributes on datatypes (type_attr.cpp): those of `from` that their
+// keyvals' copy functions keep, set on `to` (MPI_Type_dup); every one of
+// `type` deleted through its delete function (MPI_Type_free).
+void copy_type_attributes(const char* call, rank_state& me, MPI_Datatype from, MPI_Datatype to);
+void delete_type_attributes(const char* call, rank_state& me, MPI_Datatype type);
 
 // What an entry point returns for `e` under `comm`'s error handler (it
 // does not return under MPI_ERRORS_ARE_FATAL).

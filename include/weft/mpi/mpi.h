@@ -310,8 +310,7 @@ int MPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen);
 int MPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype);
 /* Attributes on datatypes (as on communicators; keyvals of their own). */
 typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval, void* extra_state,
-                                        void* attribute_val_in, void* attribute_val_out,
-                                        int* flag);
+                                        void* attribute_val_in, void* attribute_val_out, int* flag);
 typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval,
                                           void* attribute_val, void* extra_state);
 #define MPI_TYPE_NULL_COPY_FN ((MPI_Type_copy_attr_function*)0)

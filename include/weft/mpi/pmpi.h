@@ -5,6 +5,7 @@
 #ifndef WEFT_PMPI_H
 #define WEFT_PMPI_H
 
+/* clang-format off */
 int PMPI_Init(int* argc, char*** argv);
 int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided);
 int PMPI_Initialized(int* flag);
@@ -243,5 +244,6 @@ int PMPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of
 int PMPI_Type_struct(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype* newtype);
 int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype* newtype);
 int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype* newtype);
+/* clang-format on */
 
 #endif /* WEFT_PMPI_H */

@@ -117,21 +117,6 @@ void gather_to_zero(const char* call, MPI_Comm comm, int rank, int size, int tag
   }
 }
 
-void broadcast_from_zero(const char* call, MPI_Comm comm, int rank, int size, int tag, void* data,
-                         std::size_t bytes) {
-  int mask = 1;
-  while (mask < size) {
-    if (rank & mask) {
-      wait_request(call, irecv(call, data, int(bytes), MPI_BYTE, rank - mask, tag, comm, true));
-      break;
-    }
-    mask <<= 1;
-  }
-  for (mask >>= 1; mask > 0; mask >>= 1)
-    if (rank + mask < size)
-      wait_request(call, isend(call, data, int(bytes), MPI_BYTE, rank + mask, tag, comm, true));
-}
-
 // Every rank's `bytes` at every rank of `comm`, in rank order.
 void allgather(const char* call, rank_state& me, MPI_Comm comm, const void* mine, void* all,
                std::size_t bytes) {
@@ -140,7 +125,7 @@ void allgather(const char* call, rank_state& me, MPI_Comm comm, const void* mine
   const int tag = creation_tag(next_collective(me, comm));
   std::memcpy(static_cast<unsigned char*>(all) + std::size_t(rank) * bytes, mine, bytes);
   gather_to_zero(call, comm, rank, size, tag, all, bytes);
-  broadcast_from_zero(call, comm, rank, size, tag, all, bytes * std::size_t(size));
+  broadcast_from(call, comm, 0, tag, all, bytes * std::size_t(size));
 }
 
 // The members of `group` (world ranks) must all be in `c`.
@@ -163,7 +148,7 @@ MPI_Comm make_comm(rank_state& me, MPI_Errhandler errhandler, std::int64_t conte
                   rank, errhandler);
 }
 
-// broadcast_from_zero over the ranks renumbered from `root`.
+// A binomial tree over the ranks renumbered from `root`: O(log n) rounds.
 void broadcast_from(const char* call, MPI_Comm comm, int root, int tag, void* data,
                     std::size_t bytes) {
   const comm_view& c = intra_view(call, self(call), comm);
@@ -301,9 +286,8 @@ WEFT_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
     rank_state& me = self(call);
     const comm_view& c = intra_view(call, me, comm);
     std::int64_t context = c.rank == 0 ? propose_context(call, me) : 0;
-    const int size = int(c.core->members.size());
-    broadcast_from_zero(call, comm, c.rank, size, creation_tag(next_collective(me, comm)), &context,
-                        sizeof context);
+    broadcast_from(call, comm, 0, creation_tag(next_collective(me, comm)), &context,
+                   sizeof context);
     const comm_view& parent = view(call, me, comm);
     std::shared_ptr<const graph_topology> graph = parent.graph;
     const MPI_Comm made = make_comm(me, parent.errhandler, context, parent.core->members,

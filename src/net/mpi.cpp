@@ -53,14 +53,13 @@
 // Threads: core serialises every call except abort() (see transport.hpp), so
 // MPI_THREAD_SERIALIZED is enough and nothing here takes a lock.
 // Every call goes to the library's PMPI_ function, looked up in the library
-// itself (dlsym on its handle: library_calls below), not by name in the
+// itself (dlsym on its handle: mpi_library.hpp), not by name in the
 // process: in a program linked with libweft-mpi.so, weft's own MPI, the
 // process finds weft's MPI_* and PMPI_* first, so this module's MPI_Isend
 // or PMPI_Isend would be weft's (a job of MPI ranks across processes over
 // this transport once called weft's MPI_Finalized off a rank).
 #include <mpi.h>
 
-#include <dlfcn.h>
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
@@ -80,72 +79,7 @@
 #include "weft/base/timer.hpp"
 #include "weft/net/transport.hpp"
 
-namespace weft::net {
-namespace {
-
-// The library's functions this transport calls, by their PMPI_ names.
-#define WEFT_MPI_LIBRARY_CALLS(X)                                                                  \
-  X(Abort)                                                                                         \
-  X(Comm_dup) X(Comm_free) X(Comm_rank) X(Comm_set_errhandler) X(Comm_size) X(Error_class)         \
-      X(Error_string) X(Finalize) X(Finalized) X(Get_count) X(Iallgather) X(Ialltoall) X(Ibarrier) \
-          X(Improbe) X(Imrecv) X(Init_thread) X(Initialized) X(Irecv) X(Isend) X(Issend)           \
-              X(Query_thread) X(Test) X(Testsome)
-
-struct library_calls {
-#define WEFT_MPI_POINTER(name) decltype(&::PMPI_##name) name = nullptr;
-  WEFT_MPI_LIBRARY_CALLS(WEFT_MPI_POINTER)
-#undef WEFT_MPI_POINTER
-};
-library_calls g_library;
-
-// Looks every call up in the MPI library this module was linked with
-// (WEFT_MPI_C_LIBRARY, already loaded as its dependency). Once, before
-// the first call.
-void bind_library() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* library = dlopen(WEFT_MPI_C_LIBRARY, RTLD_NOW | RTLD_NOLOAD);
-    if (library == nullptr) library = dlopen(WEFT_MPI_C_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr)
-      base::fatal("--weft:transport=mpi: cannot open the MPI library %s: %s", WEFT_MPI_C_LIBRARY,
-                  dlerror());
-#define WEFT_MPI_BIND(name)                                                                   \
-  g_library.name = reinterpret_cast<decltype(g_library.name)>(dlsym(library, "PMPI_" #name)); \
-  if (g_library.name == nullptr)                                                              \
-    base::fatal("--weft:transport=mpi: the MPI library %s has no PMPI_" #name, WEFT_MPI_C_LIBRARY);
-    WEFT_MPI_LIBRARY_CALLS(WEFT_MPI_BIND)
-#undef WEFT_MPI_BIND
-  });
-}
-
-}  // namespace
-}  // namespace weft::net
-
-// The calls below, written with the standard's names, are the library's.
-#define PMPI_Abort weft::net::g_library.Abort
-#define PMPI_Comm_dup weft::net::g_library.Comm_dup
-#define PMPI_Comm_free weft::net::g_library.Comm_free
-#define PMPI_Comm_rank weft::net::g_library.Comm_rank
-#define PMPI_Comm_set_errhandler weft::net::g_library.Comm_set_errhandler
-#define PMPI_Comm_size weft::net::g_library.Comm_size
-#define PMPI_Error_class weft::net::g_library.Error_class
-#define PMPI_Error_string weft::net::g_library.Error_string
-#define PMPI_Finalize weft::net::g_library.Finalize
-#define PMPI_Finalized weft::net::g_library.Finalized
-#define PMPI_Get_count weft::net::g_library.Get_count
-#define PMPI_Iallgather weft::net::g_library.Iallgather
-#define PMPI_Ialltoall weft::net::g_library.Ialltoall
-#define PMPI_Ibarrier weft::net::g_library.Ibarrier
-#define PMPI_Improbe weft::net::g_library.Improbe
-#define PMPI_Imrecv weft::net::g_library.Imrecv
-#define PMPI_Init_thread weft::net::g_library.Init_thread
-#define PMPI_Initialized weft::net::g_library.Initialized
-#define PMPI_Irecv weft::net::g_library.Irecv
-#define PMPI_Isend weft::net::g_library.Isend
-#define PMPI_Issend weft::net::g_library.Issend
-#define PMPI_Query_thread weft::net::g_library.Query_thread
-#define PMPI_Test weft::net::g_library.Test
-#define PMPI_Testsome weft::net::g_library.Testsome
+#include "mpi_library.hpp"
 
 namespace weft::net {
 

@@ -32,19 +32,11 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
-#include "tally.h"
 
+#define TEST_NAME "extras"
 #define MAX_RANKS 256
 static int failures[MAX_RANKS], handled_code[MAX_RANKS];
-#define CHECK(cond, ...)                         \
-  do {                                           \
-    if (!(cond)) {                               \
-      ++failures[rank];                          \
-      printf("extras: FAIL on rank %d: ", rank); \
-      printf(__VA_ARGS__);                       \
-      printf("\n");                              \
-    }                                            \
-  } while (0)
+#include "tally.h"
 
 static void on_error(MPI_Comm* comm, int* code, ...) {
   (void)comm;
@@ -313,7 +305,7 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&dup);
   MPI_Errhandler_free(&eh);
 
-  const int code = tally("extras", rank, size, failures[rank]);
+  const int code = tally(TEST_NAME, rank, size, failures[rank]);
   MPI_Finalize();
   return code;
 }

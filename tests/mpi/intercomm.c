@@ -21,19 +21,11 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "tally.h"
 
+#define TEST_NAME "intercomm"
 #define MAX_RANKS 256
 static int failures[MAX_RANKS];
-#define CHECK(cond, ...)                            \
-  do {                                              \
-    if (!(cond)) {                                  \
-      ++failures[rank];                             \
-      printf("intercomm: FAIL on rank %d: ", rank); \
-      printf(__VA_ARGS__);                          \
-      printf("\n");                                 \
-    }                                               \
-  } while (0)
+#include "tally.h"
 
 /* The world rank of rank `r` of the group of parity `parity`, whose
  * ranks are in reverse world order for the odd group. */
@@ -209,7 +201,7 @@ int main(int argc, char** argv) {
   free(got);
   free(reqs);
 
-  const int code = tally("intercomm", rank, size, failures[rank]);
+  const int code = tally(TEST_NAME, rank, size, failures[rank]);
   MPI_Finalize();
   return code;
 }

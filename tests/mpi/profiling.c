@@ -7,11 +7,11 @@
  * Every failed check prints a line; rank 0 prints "profiling: ok N ranks". */
 #include <mpi.h>
 #include <stdio.h>
-#include "tally.h"
-
+#define TEST_NAME "profiling"
 #define MAX_RANKS 256
 /* By world rank: the ranks of a process share its globals. */
 static int sends[MAX_RANKS], recvs[MAX_RANKS], failures[MAX_RANKS];
+#include "tally.h"
 
 static int world_rank(void) {
   int r;
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   }
   /* tally's messages go through the counting MPI_Send and MPI_Recv too,
    * after the counts were checked. */
-  const int code = tally("profiling", rank, size, failures[rank]);
+  const int code = tally(TEST_NAME, rank, size, failures[rank]);
   PMPI_Finalize();
   return code;
 }

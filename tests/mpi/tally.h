@@ -1,4 +1,11 @@
-/* The end of an mpi-test program: every rank's count of failed checks
+/* What the mpi-test programs of tests/mpi share. A program defines
+ * TEST_NAME ("extras") and `int failures[MAX_RANKS]` (by world rank: the
+ * ranks of a process share its globals), then includes this.
+ *
+ * CHECK(cond, fmt, ...): a failed check prints "<name>: FAIL on rank R:
+ * <what>" and counts against `rank` (the calling rank, in scope).
+ *
+ * tally(): the end of the program. Every rank's count of failed checks
  * reaches rank 0 by point-to-point (nothing the test checks is needed for
  * it), which prints "<name>: ok N ranks" if there were none. Returns the
  * calling rank's exit code. */
@@ -6,6 +13,16 @@
 #define WEFT_TESTS_MPI_TALLY_H
 #include <mpi.h>
 #include <stdio.h>
+
+#define CHECK(cond, ...)                                \
+  do {                                                  \
+    if (!(cond)) {                                      \
+      ++failures[rank];                                 \
+      printf("%s: FAIL on rank %d: ", TEST_NAME, rank); \
+      printf(__VA_ARGS__);                              \
+      printf("\n");                                     \
+    }                                                   \
+  } while (0)
 
 static inline int tally(const char* name, int rank, int size, int failures) {
   int all = failures;

@@ -358,7 +358,7 @@ void read_affinity_environment(global_icvs& g) {
   // variables that say so are set (libgomp).
   if (st.bind_list.size() > 1 && get("OMP_MAX_ACTIVE_LEVELS") == nullptr &&
       get("OMP_NESTED") == nullptr)
-    g.max_active_levels = 1 << 20;
+    g.initial.max_active_levels = 1 << 20;
   for (std::size_t p = 0; p < st.places.size(); ++p)
     for (int cpu : st.places[p]) {
       if (std::size_t(cpu) >= st.cpu_place.size()) st.cpu_place.resize(std::size_t(cpu) + 1, -1);
@@ -480,15 +480,15 @@ void display_env(bool verbose, const icvs& icv) {
     s += std::string("  ") + name + " = '" + v + "'\n";
   };
   line("OMP_DYNAMIC", yes(icv.dynamic));
-  line("OMP_NESTED", yes(g.max_active_levels > 1));
+  line("OMP_NESTED", yes(icv.max_active_levels > 1));
   line("OMP_NUM_THREADS", std::to_string(omp_get_max_threads()));
   line("OMP_SCHEDULE", sched);
   line("OMP_PROC_BIND", bind);
   line("OMP_PLACES", g_state.places_text);
   line("OMP_STACKSIZE", std::to_string(g.stack_bytes));
   line("OMP_WAIT_POLICY", "PASSIVE");
-  line("OMP_THREAD_LIMIT", std::to_string(g.thread_limit));
-  line("OMP_MAX_ACTIVE_LEVELS", std::to_string(g.max_active_levels));
+  line("OMP_THREAD_LIMIT", std::to_string(icv.thread_limit));
+  line("OMP_MAX_ACTIVE_LEVELS", std::to_string(icv.max_active_levels));
   line("OMP_NUM_TEAMS", "0");
   line("OMP_TEAMS_THREAD_LIMIT", "0");
   line("OMP_CANCELLATION", yes(g.cancellation));

@@ -66,11 +66,13 @@ WEFT_GOMP int omp_get_num_threads() {
   const thread_state& me = current();
   return me.t != nullptr ? me.t->size : 1;
 }
+// The first element of nthreads-var (OpenMP 5.1, 3.2.3), also where a
+// region would run inactive: programs size per-thread arrays with it inside
+// a region, and index them by the enclosing team's thread numbers.
 WEFT_GOMP int omp_get_max_threads() {
   const thread_state& me = current();
-  if (me.active_level >= globals().max_active_levels) return 1;
   const int n = me.icv.nthreads > 0 ? me.icv.nthreads : available_pes();
-  return std::max(1, std::min(n, globals().thread_limit));
+  return std::max(1, std::min(n, me.icv.thread_limit));
 }
 WEFT_GOMP void omp_set_num_threads(int n) {
   if (n > 0) current().icv.nthreads = n;
@@ -98,7 +100,7 @@ WEFT_GOMP int omp_get_team_size(int level) {
   return x->t != nullptr ? x->t->size : 1;
 }
 WEFT_GOMP int omp_get_thread_limit() {
-  return globals().thread_limit;
+  return current().icv.thread_limit;
 }
 WEFT_GOMP void omp_set_dynamic(int v) {
   current().icv.dynamic = v != 0;
@@ -109,16 +111,22 @@ WEFT_GOMP int omp_get_dynamic() {
 // Nested parallelism is the max-active-levels ICV; these set and read it
 // through the old interface.
 WEFT_GOMP void omp_set_nested(int v) {
-  globals().max_active_levels = v != 0 ? 1 << 20 : 1;
+  icvs& icv = current().icv;
+  if (v != 0)
+    icv.max_active_levels = 1 << 20;
+  else if (icv.max_active_levels > 1)
+    icv.max_active_levels = 1;
 }
+// Whether a region met now could be active and nested in another.
 WEFT_GOMP int omp_get_nested() {
-  return globals().max_active_levels > 1 ? 1 : 0;
+  const thread_state& me = current();
+  return me.icv.max_active_levels > 1 && me.icv.max_active_levels > me.active_level ? 1 : 0;
 }
 WEFT_GOMP void omp_set_max_active_levels(int n) {
-  if (n >= 0) globals().max_active_levels = n;
+  if (n >= 0) current().icv.max_active_levels = std::min(n, 1 << 20);
 }
 WEFT_GOMP int omp_get_max_active_levels() {
-  return globals().max_active_levels;
+  return current().icv.max_active_levels;
 }
 WEFT_GOMP int omp_get_supported_active_levels() {
   return 1 << 20;
@@ -151,7 +159,8 @@ WEFT_GOMP void omp_get_schedule(int* kind, int* chunk) {
   *chunk = int(icv.run_chunk);
 }
 
-// ---- devices and teams: the host only -------------------------------------------------
+// ---- devices: the host only (target.cpp has teams and target regions)
+// -------------------------------------------------
 
 WEFT_GOMP int omp_get_num_devices() {
   return 0;
@@ -164,12 +173,6 @@ WEFT_GOMP int omp_is_initial_device() {
   return 1;
 }
 WEFT_GOMP int omp_get_initial_device() {
-  return 0;
-}
-WEFT_GOMP int omp_get_num_teams() {
-  return 1;
-}
-WEFT_GOMP int omp_get_team_num() {
   return 0;
 }
 

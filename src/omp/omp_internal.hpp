@@ -64,14 +64,22 @@ struct icvs {
   long run_part = 1;
   bool dynamic = false;  // dyn-var
   int bind = 0;  // bind-var (omp_proc_bind_t: false 0, true 1, primary 2, close 3, spread 4)
+  // thread-limit-var: a task's, since a teams or target construct's
+  // thread_limit clause sets it for what runs inside (OMP_THREAD_LIMIT
+  // initially).
+  int thread_limit = 1 << 20;
+  int max_active_levels = 1;  // max-active-levels-var, also a task's (OpenMP 5.0)
 };
 
 // The process-wide ones, read from the environment once.
 struct global_icvs {
   icvs initial;  // what the initial thread starts with
-  // max-active-levels-var: set by omp_set_max_active_levels (any thread).
-  std::atomic<int> max_active_levels{1};
-  int thread_limit = 1 << 20;
+  // nteams-var and teams-thread-limit-var (OMP_NUM_TEAMS,
+  // OMP_TEAMS_THREAD_LIMIT, omp_set_num_teams, omp_set_teams_thread_limit;
+  // 0: not set), and OMP_TARGET_OFFLOAD=mandatory (target.cpp).
+  std::atomic<int> num_teams{0};
+  std::atomic<int> teams_thread_limit{0};
+  bool offload_mandatory = false;
   std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE, else the C library's default
   bool cancellation = false;                       // cancel-var (OMP_CANCELLATION)
   // Places exist (OMP_PLACES, OMP_PROC_BIND) or OMP_DISPLAY_AFFINITY is on:
@@ -92,6 +100,10 @@ struct thread_state {
   int active_level = 0;
   thread_state* parent = nullptr;  // the thread that met the region
   icvs icv;
+  // The league of a host teams construct it runs in (teams.cpp): its team's
+  // number and the number of teams; 0 of 1 outside one. A parallel region
+  // inside a team passes them on to its threads.
+  unsigned team_num = 0, num_teams = 1;
   // Work shares: the number of the next one this thread meets, and the one
   // it is in.
   unsigned ws_next = 0;
@@ -126,6 +138,10 @@ struct thread_state {
 // thread of this OS thread, made on first use).
 thread_state& current();
 void set_current(thread_state* t) noexcept;
+// Makes t the OpenMP thread the caller runs as, and returns the one it ran
+// as before in the form set_current takes back (null: the OS thread's or
+// PE's initial thread).
+thread_state* swap_current(thread_state* t) noexcept;
 
 // A thread's static block of a loop run under a scheme (loop_schemes.cpp),
 // in iteration numbers: [lo, mid) is its owner's, [mid, hi) is offered to
@@ -268,6 +284,10 @@ struct task_node {
   std::atomic<long> refs{1};
   bool heap = false;
   bool final = false;  // final clause, or a descendant of a final task
+  // The data-environment ICVs it starts with: its creator's (OpenMP 5.0,
+  // 2.4.1), restored on the thread that runs it once it returns, so that
+  // omp_set_num_threads in a task changes neither a sibling nor the thread.
+  icvs icv;
   // detach: the task completes when its body has returned and its event was
   // fulfilled, whichever comes last (holds counts the two).
   bool detached = false;

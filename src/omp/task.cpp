@@ -397,11 +397,14 @@ task_node* run_task(thread_state& me, task_node* node, bool chain) {
   if (!discarded(node)) {
     task_node* outer = me.task;
     taskgroup* outer_group = me.group;
+    const icvs outer_icv = me.icv;
     me.task = node;
     me.group = node->group;
+    me.icv = node->icv;
     node->fn(node->arg);
     me.task = outer;
     me.group = outer_group;
+    me.icv = outer_icv;
   }
   task_node* next = nullptr;
   if (node->holds.fetch_sub(1, std::memory_order_acq_rel) == 1)
@@ -476,6 +479,7 @@ task_node* make_task(thread_state& me, void (*fn)(void*), void* data, void (*cpy
   node->parent = me.task;
   node->group = me.group;
   node->owner = me.t;
+  node->icv = me.icv;
   return node;
 }
 
@@ -509,9 +513,11 @@ void submit(thread_state& me, task_node* node, const dep_items* deps = nullptr) 
 // arguments already copied).
 void run_now(thread_state& me, task_node* node) {
   task_node* outer = me.task;
+  const icvs outer_icv = me.icv;
   me.task = node;
   node->fn(node->arg);
   me.task = outer;
+  me.icv = outer_icv;
   wait_tasks(me, [&] { return no_children(node); });
   delete node;
 }
@@ -663,9 +669,11 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
       cpyfn(arg, data);
     }
     task_node* outer = me.task;
+    const icvs outer_icv = me.icv;
     me.task = &node;
     fn(arg);
     me.task = outer;
+    me.icv = outer_icv;
     wait_tasks(me, [&] { return no_children(&node); });
     if (detach != nullptr)
       wait_tasks(me, [&] { return node.fulfilled.load(std::memory_order_acquire); });

@@ -23,6 +23,7 @@
 // frees the team.
 #include <pthread.h>
 #include <sched.h>
+#include <strings.h>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -213,12 +214,23 @@ void read_environment(global_icvs& g) {
   if (const char* v = get("OMP_DYNAMIC"))
     if (auto b = parse_bool("OMP_DYNAMIC", v)) g.initial.dynamic = *b;
   if (const char* v = get("OMP_MAX_ACTIVE_LEVELS")) {
-    if (auto n = parse_count("OMP_MAX_ACTIVE_LEVELS", v, true)) g.max_active_levels = int(*n);
+    if (auto n = parse_count("OMP_MAX_ACTIVE_LEVELS", v, true))
+      g.initial.max_active_levels = int(*n);
   } else if (const char* n = get("OMP_NESTED")) {
-    if (auto b = parse_bool("OMP_NESTED", n)) g.max_active_levels = *b ? 1 << 20 : 1;
+    if (auto b = parse_bool("OMP_NESTED", n)) g.initial.max_active_levels = *b ? 1 << 20 : 1;
   }
   if (const char* v = get("OMP_THREAD_LIMIT"))
-    if (auto n = parse_count("OMP_THREAD_LIMIT", v, false)) g.thread_limit = int(*n);
+    if (auto n = parse_count("OMP_THREAD_LIMIT", v, false)) g.initial.thread_limit = int(*n);
+  if (const char* v = get("OMP_NUM_TEAMS"))
+    if (auto n = parse_count("OMP_NUM_TEAMS", v, false)) g.num_teams = int(*n);
+  if (const char* v = get("OMP_TEAMS_THREAD_LIMIT"))
+    if (auto n = parse_count("OMP_TEAMS_THREAD_LIMIT", v, false)) g.teams_thread_limit = int(*n);
+  if (const char* v = get("OMP_TARGET_OFFLOAD")) {
+    if (strcasecmp(v, "mandatory") == 0)
+      g.offload_mandatory = true;
+    else if (strcasecmp(v, "default") != 0 && strcasecmp(v, "disabled") != 0)
+      bad_env("OMP_TARGET_OFFLOAD", v, "expected mandatory, disabled or default");
+  }
   if (const char* v = get("OMP_CANCELLATION"))
     if (auto b = parse_bool("OMP_CANCELLATION", v)) g.cancellation = *b;
   if (const char* v = get("OMP_STACKSIZE")) {
@@ -238,6 +250,10 @@ void read_environment(global_icvs& g) {
 bool ensure_on_pe() {
   // A PE's own thread, or a carrier (a member's ULT met a nested region).
   if (threads::current_pe() >= 0) return true;
+  // Two threads of the program may meet their first regions at once: one
+  // starts the node, the other then finds it running.
+  static std::mutex starting;
+  std::lock_guard<std::mutex> lock(starting);
   if (weft::detail::node_runs()) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
@@ -533,6 +549,15 @@ thread_state* current_or_null() noexcept {
   if (threads::ult* u = threads::current()) return static_cast<thread_state*>(u->local);
   return t_current;
 }
+}  // namespace
+
+thread_state* swap_current(thread_state* t) noexcept {
+  thread_state* before = current_or_null();
+  set_current(t);
+  return before;
+}
+
+namespace {
 
 // errno is the OpenMP thread's: what a wait runs meanwhile on its OS thread
 // (handlers, tasks, futex waits that time out) must not change it.
@@ -634,13 +659,13 @@ void member_main(threads::ult* u) {
 }  // namespace
 
 int team_size_for(thread_state& me, unsigned num_threads) {
-  if (me.active_level >= globals().max_active_levels || num_threads == 1) return 1;
+  if (me.active_level >= me.icv.max_active_levels || num_threads == 1) return 1;
   if (!ensure_on_pe()) return 1;
   int n = num_threads != 0 ? int(num_threads) : me.icv.nthreads;
   // No count asked for: one thread per PE. More threads than PEs run on
   // carriers (thread i in slot i / PEs of PE (p + i) mod PEs).
   if (n <= 0) n = threads::node_pes();
-  return std::max(1, std::min(n, globals().thread_limit));
+  return std::max(1, std::min(n, me.icv.thread_limit));
 }
 
 // The name of a parallel region on the trace (interned on first use).
@@ -668,6 +693,8 @@ team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, 
   proto.active_level = me.active_level + (active ? 1 : 0);
   proto.parent = &me;
   proto.icv = me.icv;
+  proto.team_num = me.team_num;
+  proto.num_teams = me.num_teams;
   const bool affinity = globals().affinity;
   if (affinity) [[unlikely]] {
     t->bind = region_bind(me, flags, proto.icv.bind);

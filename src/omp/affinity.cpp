@@ -496,7 +496,7 @@ void display_env(bool verbose, const icvs& icv) {
   line("OMP_MAX_TASK_PRIORITY", "0");
   line("OMP_DISPLAY_AFFINITY", yes(g_state.display_affinity));
   line("OMP_AFFINITY_FORMAT", current_format());
-  line("OMP_ALLOCATOR", "omp_default_mem_alloc");
+  line("OMP_ALLOCATOR", allocator_name(g.initial.def_allocator));
   line("OMP_TARGET_OFFLOAD", "DEFAULT");
   if (verbose) {
     line("GOMP_CPU_AFFINITY", "");

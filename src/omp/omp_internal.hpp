@@ -69,7 +69,16 @@ struct icvs {
   // initially).
   int thread_limit = 1 << 20;
   int max_active_levels = 1;  // max-active-levels-var, also a task's (OpenMP 5.0)
+  // def-allocator-var (an omp_allocator_handle_t; allocator.cpp): per
+  // thread, as libgomp keeps it, inherited by a region's threads.
+  std::uintptr_t def_allocator = 1;  // omp_default_mem_alloc
 };
+
+// allocator.cpp: OMP_ALLOCATOR's value (a predefined allocator's name,
+// as libgomp accepts it; else a warning and omp_default_mem_alloc), and
+// a predefined allocator's name (OMP_DISPLAY_ENV).
+std::uintptr_t parse_allocator(const char* var, const char* value);
+const char* allocator_name(std::uintptr_t allocator);
 
 // The process-wide ones, read from the environment once.
 struct global_icvs {

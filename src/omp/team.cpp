@@ -238,6 +238,8 @@ void read_environment(global_icvs& g) {
   } else if (const char* w = get("GOMP_STACKSIZE")) {
     if (auto n = parse_stacksize("GOMP_STACKSIZE", w)) g.stack_bytes = *n;
   }
+  if (const char* v = get("OMP_ALLOCATOR"))
+    g.initial.def_allocator = parse_allocator("OMP_ALLOCATOR", v);
   read_affinity_environment(g);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include "omp/omp_internal.hpp"
@@ -205,14 +206,17 @@ void read_environment(global_icvs& g) {
 
 }  // namespace
 
-global_icvs& globals() {
-  static global_icvs g;
-  static const bool read = [] {
-    read_environment(g);
-    return true;
-  }();
-  (void)read;
-  return g;
+constinit global_icvs g_globals{};
+constinit std::atomic<bool> g_globals_read{false};
+
+global_icvs& read_globals() {
+  // Two program threads may meet their first constructs at once.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    read_environment(g_globals);
+    g_globals_read.store(true, std::memory_order_release);
+  });
+  return g_globals;
 }
 
 }  // namespace weft::omp

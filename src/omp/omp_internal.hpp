@@ -95,7 +95,16 @@ struct global_icvs {
   // regions then go through affinity.cpp; read-only after the environment.
   bool affinity = false;
 };
-global_icvs& globals();
+// The process-wide ICVs, the environment read at the first call: on every
+// task's and loop's path, so the check that it was read is inline.
+extern global_icvs g_globals;
+extern std::atomic<bool> g_globals_read;
+global_icvs& read_globals();
+inline global_icvs& globals() {
+  if (g_globals_read.load(std::memory_order_acquire)) [[likely]]
+    return g_globals;
+  return read_globals();
+}
 
 struct team;
 struct task_node;
@@ -296,7 +305,12 @@ struct task_node {
   // The data-environment ICVs it starts with: its creator's (OpenMP 5.0,
   // 2.4.1), restored on the thread that runs it once it returns, so that
   // omp_set_num_threads in a task changes neither a sibling nor the thread.
-  icvs icv;
+  // Set by make_task only: the constructor leaves them unwritten, since an
+  // included task (one per `if(0)` task, on the stack) never reads them.
+  union deferred_icvs {
+    deferred_icvs() {}
+    icvs v;
+  } icv;
   // detach: the task completes when its body has returned and its event was
   // fulfilled, whichever comes last (holds counts the two).
   bool detached = false;
@@ -335,7 +349,13 @@ struct task_node {
   task_node() = default;
   task_node(const task_node&) = delete;
   task_node& operator=(const task_node&) = delete;
-  ~task_node();
+  // Inline: an included task's node lives on the stack of each `if(0)`
+  // task, and most never had dependences.
+  ~task_node() {
+    if (deps != nullptr || all_memory != nullptr) [[unlikely]]
+      drop_deps();
+  }
+  void drop_deps();
 };
 
 // The sibling tasks that named one address, in creation order: `prev` are

@@ -51,9 +51,10 @@ namespace weft::omp {
 using base::count;
 using base::op;
 
-task_node::~task_node() {
-  if (deps != nullptr || all_memory != nullptr) clear_deps(this);
+void task_node::drop_deps() {
+  clear_deps(this);
   delete deps;
+  deps = nullptr;
 }
 
 namespace {
@@ -75,7 +76,7 @@ constexpr int chain_max = 16;
 // ---- cancellation --------------------------------------------------------------------
 
 // No new task starts in a cancelled region or taskgroup (OMP_CANCELLATION).
-bool creation_cancelled(const thread_state& me) {
+inline bool creation_cancelled(const thread_state& me) {
   if (!globals().cancellation) return false;
   if (me.t != nullptr && me.t->cancelled.load(std::memory_order_relaxed)) return true;
   return taskgroup_cancelled(me.group);
@@ -400,7 +401,7 @@ task_node* run_task(thread_state& me, task_node* node, bool chain) {
     const icvs outer_icv = me.icv;
     me.task = node;
     me.group = node->group;
-    me.icv = node->icv;
+    me.icv = node->icv.v;
     node->fn(node->arg);
     me.task = outer;
     me.group = outer_group;
@@ -479,7 +480,7 @@ task_node* make_task(thread_state& me, void (*fn)(void*), void* data, void (*cpy
   node->parent = me.task;
   node->group = me.group;
   node->owner = me.t;
-  node->icv = me.icv;
+  node->icv.v = me.icv;
   return node;
 }
 
@@ -641,10 +642,11 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
   // scheduling point may switch to the new task): a flood of small tasks
   // then costs about a call each instead of a queue far ahead of its
   // consumers.
-  const bool flooded = t != nullptr && detach == nullptr && !has_depend &&
-                       t->tasks_pending.load(std::memory_order_relaxed) > 64L * t->size;
-  const bool deferred = if_clause && !final && t != nullptr && !flooded &&
-                        (t->size > 1 || detach != nullptr || has_depend);
+  // (The team's count, a line every member writes, is read last.)
+  const bool deferred = if_clause && !final && t != nullptr &&
+                        (t->size > 1 || detach != nullptr || has_depend) &&
+                        !(detach == nullptr && !has_depend &&
+                          t->tasks_pending.load(std::memory_order_relaxed) > 64L * t->size);
   if (!deferred) {
     // Undeferred: after the siblings it depends on, runs now, as its own
     // task (a taskwait inside waits for its own children only); with

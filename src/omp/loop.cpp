@@ -89,7 +89,10 @@ void leave(thread_state& me) {
   me.ws = nullptr;
   if (s == nullptr || me.t == nullptr) return;
   std::lock_guard<std::mutex> lock(s->mutex);
-  if (++s->left == me.t->size) s->busy = false;
+  if (++s->left == me.t->size) {
+    s->busy = false;
+    if (s->doacross.active) s->doacross.release();
+  }
 }
 
 // ---- iteration spaces -----------------------------------------------------------
@@ -404,6 +407,35 @@ unsigned next_section(thread_state& me) {
 }
 
 }  // namespace
+
+// Doacross loops (omp_internal.hpp): plain loops over 0..trips-1 for
+// GOMP_loop_*_next, with no loop scheme (open_slot left it off).
+bool doacross_loop_start(int sched, long chunk, long trips, long* istart, long* iend,
+                         std::uintptr_t* reductions, void** mem, doacross_init init, void* ctx) {
+  thread_state& me = current();
+  sched = effective(sched, chunk, me);
+  const ws_extras x{reductions, mem};
+  join_loop(me, &x, [&](ws_slot& s) {
+    init_loop(s, sched, 0, trips, 1, chunk);
+    init(me, s, ctx);
+  });
+  return hand_out(me, istart, iend, false);
+}
+
+bool doacross_loop_start_ull(int sched, unsigned long long chunk, unsigned long long trips,
+                             unsigned long long* istart, unsigned long long* iend,
+                             std::uintptr_t* reductions, void** mem, doacross_init init,
+                             void* ctx) {
+  thread_state& me = current();
+  long c = long(chunk);
+  sched = effective(sched, c, me);
+  const ws_extras x{reductions, mem};
+  join_loop(me, &x, [&](ws_slot& s) {
+    init_loop_ull(s, sched, true, 0, trips, 1, (unsigned long long)c);
+    init(me, s, ctx);
+  });
+  return hand_out_ull(me, istart, iend, false);
+}
 
 }  // namespace weft::omp
 

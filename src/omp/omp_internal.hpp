@@ -130,6 +130,9 @@ struct thread_state {
   // number of the chunk it runs (-1: none).
   long static_trip = 0;
   long ordered_seq = -1;
+  // Doacross loops (doacross.cpp): the entry of the loop's owner table this
+  // thread last claimed (~0: none yet in this loop).
+  unsigned long long doacross_claimed = ~0ull;
   // Tasks: the task this thread runs now (its implicit one when none).
   task_node* task = nullptr;
   taskgroup* group = nullptr;
@@ -201,6 +204,42 @@ struct scheme_loop {
   std::atomic<int> last_taker{-1};
 };
 
+// A doacross loop's state (ordered(n) with depend(sink/source);
+// doacross.cpp has the design), in its work-sharing slot. Written by the
+// loop's first thread under the slot's mutex before the others join, then
+// only read but for the atomics of `progress` and `owners`.
+struct doacross_loop {
+  // One thread's progress: a line of its own (a waiter polls it while its
+  // owner posts; a neighbour's posts must not invalidate it).
+  struct alignas(base::cache_line) line {
+    std::atomic<unsigned long long> word[base::cache_line / sizeof(unsigned long long)];
+  };
+  // Posts and waits are tracked: a team of 2+ over a non-empty space.
+  bool active = false;
+  // Every iteration's vector packs into one word (see doacross.cpp).
+  bool flattened = true;
+  // How the thread that runs an outer iteration is found: by the static
+  // block formula, by the static chunk's round robin, or in `owners`.
+  enum finder : int { by_block, by_round_robin, by_table } find = by_block;
+  int threads = 1;
+  unsigned stride = 1;  // lines of `progress` per thread
+  // by_block: q iterations a thread, r threads with one more. by_round_robin:
+  // `unit` iterations a chunk. by_table: `unit` outer iterations an entry.
+  unsigned long long q = 0, r = 0, unit = 1;
+  absl::InlinedVector<unsigned long long, 4> counts;
+  absl::InlinedVector<unsigned, 4> shifts;  // flattened: each dimension's place
+  std::unique_ptr<line[]> progress;
+  std::unique_ptr<std::atomic<unsigned>[]> owners;  // thread + 1, 0: not claimed
+
+  // At the loop's end (its last thread leaving): a large owner table is
+  // not kept for the team's next loops.
+  void release() noexcept {
+    active = false;
+    progress.reset();
+    owners.reset();
+  }
+};
+
 // A work-sharing construct's shared state. A team keeps a ring of them; the
 // k-th construct a thread meets is slot k % ring, first come initialises.
 struct alignas(base::cache_line) ws_slot {
@@ -236,6 +275,8 @@ struct alignas(base::cache_line) ws_slot {
   std::atomic<bool> cancelled{false};
   // A loop run under the idle-counter or history scheme.
   scheme_loop scheme;
+  // A doacross loop: its posts' state.
+  alignas(base::cache_line) doacross_loop doacross;
 };
 
 inline constexpr unsigned ws_ring = 16;
@@ -697,6 +738,20 @@ bool scheme_next(thread_state& me, ws_slot& s, unsigned long long& lo, unsigned 
 // The layer's node start (reads --weft:omp-scheme) and --weft:stats lines.
 void schemes_node_start();
 void schemes_stats(std::FILE* out);
+
+// Doacross loops (doacross.cpp). A thread starts one as loop.cpp starts a
+// loop of `trips` iterations 0..trips-1 (`sched` as GCC passes it, 0:
+// runtime; never under a loop scheme: a thread's iterations must stay in
+// order), with task `reductions` and `mem` as GOMP_loop_start's; the first
+// thread to arrive runs init(me, slot, ctx) under the slot's lock once the
+// loop, its schedule resolved, is in the slot. Hands out the first chunk
+// as GOMP_loop_*_start does.
+using doacross_init = void (*)(thread_state& me, ws_slot& s, void* ctx);
+bool doacross_loop_start(int sched, long chunk, long trips, long* istart, long* iend,
+                         std::uintptr_t* reductions, void** mem, doacross_init init, void* ctx);
+bool doacross_loop_start_ull(int sched, unsigned long long chunk, unsigned long long trips,
+                             unsigned long long* istart, unsigned long long* iend,
+                             std::uintptr_t* reductions, void** mem, doacross_init init, void* ctx);
 
 // For tests (tests/omp/test_loop_schemes.cpp), which link the static
 // library. Events are counted while --weft:stats is on or after

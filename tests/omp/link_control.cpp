@@ -1,6 +1,6 @@
-// omp-test link_control: the twin of link_doacross.cpp without the doacross
-// loop, linked the same way: it must link, so that link_doacross's failure
-// is the missing entry points and nothing else.
+// omp-test link_control: the twin of link_error.cpp without the error
+// directive, linked the same way: it must link, so that link_error's failure
+// is the missing entry point and nothing else.
 #include <cstdio>
 
 int main() {

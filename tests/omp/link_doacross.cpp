@@ -1,7 +1,8 @@
 // omp-test link_doacross: a doacross loop (ordered(2) with depend(sink) /
-// depend(source)), whose GOMP_doacross_* entry points libweft-omp does not
-// provide. Never run: linking it against libweft-omp must fail, naming
-// them (docs/omp.md: an entry point not provided fails at link time).
+// depend(source)), linked against libweft-omp.so as docs/omp.md says (no
+// -fopenmp at link time): it must link, libweft-omp providing the
+// GOMP_doacross_* and GOMP_loop_doacross_* entry points (doacross.c runs
+// such loops). Never run.
 #include <cstdio>
 
 int main() {

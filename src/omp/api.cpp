@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include "omp/gomp_abi.hpp"
@@ -174,6 +175,32 @@ WEFT_GOMP int omp_is_initial_device() {
 }
 WEFT_GOMP int omp_get_initial_device() {
   return 0;
+}
+
+// ---- the error directive at execution (OpenMP 5.1) ----------------------------------
+
+namespace {
+// GCC passes the message with its length, or a C string with length -1,
+// or none.
+void error_directive(const char* kind, const char* msg, std::size_t len) {
+  if (msg == nullptr)
+    std::fprintf(stderr, "weft: %serror directive encountered\n", kind);
+  else if (len == std::size_t(-1))
+    std::fprintf(stderr, "weft: %serror directive encountered: %s\n", kind, msg);
+  else
+    std::fprintf(stderr, "weft: %serror directive encountered: %.*s\n", kind, int(len), msg);
+}
+}  // namespace
+
+// severity(warning): the program goes on.
+WEFT_GOMP void GOMP_warning(const char* msg, std::size_t len) {
+  error_directive("", msg, len);
+}
+// severity(fatal): the job ends, with libgomp's exit code.
+WEFT_GOMP void GOMP_error(const char* msg, std::size_t len) {
+  error_directive("fatal ", msg, len);
+  std::fflush(stderr);
+  std::exit(EXIT_FAILURE);
 }
 
 // ---- time ------------------------------------------------------------------------------

@@ -382,13 +382,19 @@ void prepare_loop(team& t, void* ctx) {
   t.proto.ordered_seq = -1;
 }
 
+// begin_only: GCC before 4.9's *_start form, whose caller runs thread 0's
+// body itself and ends the region with GOMP_parallel_end.
 void parallel_loop(void (*fn)(void*), void* data, unsigned num_threads, int sched, long start,
-                   long end, long incr, long chunk, unsigned flags) {
+                   long end, long incr, long chunk, unsigned flags, bool begin_only = false) {
   thread_state& me = current();
   combined_loop c{0, start, end, incr, chunk};
   c.sched = effective(sched, c.chunk, me);
   c.scheme = loop_scheme_of(sched, c.sched, c.chunk, false, me, c.part);
-  run_region(fn, data, team_size_for(me, num_threads), &prepare_loop, &c, flags);
+  const int n = team_size_for(me, num_threads);
+  if (begin_only)
+    begin_region(fn, data, n, &prepare_loop, &c, flags);
+  else
+    run_region(fn, data, n, &prepare_loop, &c, flags);
 }
 
 void prepare_sections(team& t, void* ctx) {
@@ -568,6 +574,25 @@ WEFT_GOMP void GOMP_parallel_loop_runtime(void (*fn)(void*), void* data, unsigne
                                           long start, long end, long incr, unsigned flags) {
   parallel_loop(fn, data, num_threads, sched_monotonic, start, end, incr, 0, flags);
 }
+
+// GCC before 4.9: the region begins here, the caller runs thread 0's body
+// and calls GOMP_parallel_end. Binaries built then still run.
+WEFT_GOMP void GOMP_parallel_loop_static_start(void (*fn)(void*), void* data, unsigned num_threads,
+                                               long start, long end, long incr, long chunk) {
+  parallel_loop(fn, data, num_threads, sched_static, start, end, incr, chunk, 0, true);
+}
+WEFT_GOMP void GOMP_parallel_loop_dynamic_start(void (*fn)(void*), void* data, unsigned num_threads,
+                                                long start, long end, long incr, long chunk) {
+  parallel_loop(fn, data, num_threads, sched_dynamic, start, end, incr, chunk, 0, true);
+}
+WEFT_GOMP void GOMP_parallel_loop_guided_start(void (*fn)(void*), void* data, unsigned num_threads,
+                                               long start, long end, long incr, long chunk) {
+  parallel_loop(fn, data, num_threads, sched_guided, start, end, incr, chunk, 0, true);
+}
+WEFT_GOMP void GOMP_parallel_loop_runtime_start(void (*fn)(void*), void* data, unsigned num_threads,
+                                                long start, long end, long incr) {
+  parallel_loop(fn, data, num_threads, sched_monotonic, start, end, incr, 0, 0, true);
+}
 WEFT_GOMP void GOMP_parallel_loop_nonmonotonic_runtime(void (*fn)(void*), void* data,
                                                        unsigned num_threads, long start, long end,
                                                        long incr, unsigned flags) {
@@ -696,6 +721,12 @@ WEFT_GOMP void GOMP_parallel_sections(void (*fn)(void*), void* data, unsigned nu
                                       unsigned count, unsigned flags) {
   thread_state& me = current();
   run_region(fn, data, team_size_for(me, num_threads), &prepare_sections, &count, flags);
+}
+// GCC before 4.9 (see GOMP_parallel_loop_static_start).
+WEFT_GOMP void GOMP_parallel_sections_start(void (*fn)(void*), void* data, unsigned num_threads,
+                                            unsigned count) {
+  thread_state& me = current();
+  begin_region(fn, data, team_size_for(me, num_threads), &prepare_sections, &count, 0);
 }
 
 // ---- single ----------------------------------------------------------------------------

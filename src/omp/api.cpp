@@ -134,7 +134,7 @@ WEFT_GOMP int omp_get_supported_active_levels() {
 }
 WEFT_GOMP int omp_in_final() {
   const thread_state& me = current();
-  return me.task != nullptr && me.task->final ? 1 : 0;
+  return me.in_final ? 1 : 0;
 }
 WEFT_GOMP int omp_get_cancellation() {
   return globals().cancellation ? 1 : 0;

@@ -136,6 +136,9 @@ struct thread_state {
   // Tasks: the task this thread runs now (its implicit one when none).
   task_node* task = nullptr;
   taskgroup* group = nullptr;
+  // Whether `task` is final (a final task or one inside one): kept here
+  // too, so that a task's creation reads no field of the running task.
+  bool in_final = false;
   // Where it runs: on a logical thread (its own, or, for thread 0 of a
   // nested region, that of the member that met it) of PE `pe` (node-local
   // rank), or -- ult null -- on its PE's own stack.

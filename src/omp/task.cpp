@@ -398,13 +398,16 @@ task_node* run_task(thread_state& me, task_node* node, bool chain) {
   if (!discarded(node)) {
     task_node* outer = me.task;
     taskgroup* outer_group = me.group;
+    const bool outer_final = me.in_final;
     const icvs outer_icv = me.icv;
     me.task = node;
     me.group = node->group;
+    me.in_final = node->final;
     me.icv = node->icv.v;
     node->fn(node->arg);
     me.task = outer;
     me.group = outer_group;
+    me.in_final = outer_final;
     me.icv = outer_icv;
   }
   task_node* next = nullptr;
@@ -514,10 +517,13 @@ void submit(thread_state& me, task_node* node, const dep_items* deps = nullptr) 
 // arguments already copied).
 void run_now(thread_state& me, task_node* node) {
   task_node* outer = me.task;
+  const bool outer_final = me.in_final;
   const icvs outer_icv = me.icv;
   me.task = node;
+  me.in_final = node->final;
   node->fn(node->arg);
   me.task = outer;
+  me.in_final = outer_final;
   me.icv = outer_icv;
   wait_tasks(me, [&] { return no_children(node); });
   delete node;
@@ -572,7 +578,7 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
   } else if (creation_cancelled(me)) {
     return;
   }
-  const bool final = (flags & flag_final) != 0 || (me.task != nullptr && me.task->final);
+  const bool final = (flags & flag_final) != 0 || me.in_final;
   const bool deferred = (flags & flag_if) != 0 && !final && me.t != nullptr && me.t->size > 1;
   const U q = trips / tasks, r = trips % tasks;
   U lo = 0;
@@ -631,7 +637,7 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
   const bool has_depend = (flags & flag_depend) != 0 && depend != nullptr;
   if ((flags & flag_detach) == 0) detach = nullptr;
   // A final task, and every task made inside one, is included: it runs now.
-  const bool final = (flags & flag_final) != 0 || (me.task != nullptr && me.task->final);
+  const bool final = (flags & flag_final) != 0 || me.in_final;
   // A team of one thread runs a task at once, unless the task may complete
   // later than its body returns (detach) or must wait for a sibling that
   // may (depend): then it is queued like any deferred task, and runs at
@@ -671,10 +677,13 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
       cpyfn(arg, data);
     }
     task_node* outer = me.task;
+    const bool outer_final = me.in_final;
     const icvs outer_icv = me.icv;
     me.task = &node;
+    me.in_final = final;
     fn(arg);
     me.task = outer;
+    me.in_final = outer_final;
     me.icv = outer_icv;
     wait_tasks(me, [&] { return no_children(&node); });
     if (detach != nullptr)

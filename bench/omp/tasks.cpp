@@ -7,7 +7,10 @@
 //  - chain: every task depend(inout) on one variable (the dependence graph
 //    at its narrowest: each task waits for the one before);
 //  - wavefront: a B x B grid, each cell depend(in) on its upper and left
-//    neighbours and depend(inout) on itself (the graph with parallelism).
+//    neighbours and depend(inout) on itself (the graph with parallelism);
+//  - recursive: Fibonacci as task benchmarks write it, two tasks and a
+//    taskwait per call, `if(n > cutoff)`: deferred near the root, included
+//    (run at once, as their own tasks) below the cutoff, where most are.
 // A plain OpenMP program built twice, as omp_empty_loop; bench/run_all.sh
 // runs the two builds interleaved per round.
 #include <omp.h>
@@ -93,6 +96,45 @@ double wavefront(int b) {
   return us;
 }
 
+long fib_tasks(int n, int cutoff) {
+  if (n < 2) return n;
+  long a = 0, b = 0;
+#pragma omp task shared(a) if (n > cutoff)
+  a = fib_tasks(n - 1, cutoff);
+#pragma omp task shared(b) if (n > cutoff)
+  b = fib_tasks(n - 2, cutoff);
+#pragma omp taskwait
+  return a + b;
+}
+
+// Task constructs met by fib_tasks(n), and fib(n).
+void fib_count(int n, long& tasks, long& value) {
+  long f0 = 0, f1 = 1, calls0 = 1, calls1 = 1;  // calls of fib(0), fib(1)
+  for (int k = 2; k <= n; ++k) {
+    const long calls = 1 + calls1 + calls0;
+    calls0 = calls1, calls1 = calls;
+    const long f = f0 + f1;
+    f0 = f1, f1 = f;
+  }
+  // Every call with n >= 2 makes two tasks: all calls but the leaves.
+  const long leaves = (calls1 + 1) / 2;
+  tasks = n < 2 ? 0 : 2 * (calls1 - leaves);
+  value = n < 1 ? 0 : f1;
+}
+
+double recursive(int n, int cutoff) {
+  long result = 0;
+  const auto t0 = clock_type::now();
+#pragma omp parallel
+#pragma omp single
+  result = fib_tasks(n, cutoff);
+  long tasks = 0, value = 0;
+  fib_count(n, tasks, value);
+  const double us = us_per(t0, tasks);
+  if (result != value) fail("recursive: fib(%d) is %ld, not %ld", n, result, value);
+  return us;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -102,22 +144,28 @@ int main(int argc, char** argv) {
       "tasks, a depend(inout) chain, and a B x B wavefront of depend(in/inout) tasks;\n"
       "OMP_NUM_THREADS threads (default: the cores).\n"
       "  --tasks=N   tasks of the independent and chain patterns (default 20000)\n"
-      "  --grid=B    side of the wavefront grid (default 100)");
-  weft::bench::reject_unknown(c, {"tasks", "grid"});
+      "  --grid=B    side of the wavefront grid (default 100)\n"
+      "  --fib=N     the recursive pattern's Fibonacci number (default 27)\n"
+      "  --cutoff=C  ... and its cutoff: tasks of fib(n <= C) are included (default 15)");
+  weft::bench::reject_unknown(c, {"tasks", "grid", "fib", "cutoff"});
   const long n = weft::bench::positive_arg(c, "tasks", 20000, 10'000'000);
   const int b = int(weft::bench::positive_arg(c, "grid", 100, 3000));
+  const int fib_n = int(weft::bench::positive_arg(c, "fib", 27, 40));
+  const int cutoff = int(weft::bench::positive_arg(c, "cutoff", 15, 40));
   // Warm-up: starts the runtime's threads or node.
   independent(1000);
   chain(1000);
   wavefront(20);
+  recursive(15, 10);
   struct pattern {
     const char* name;
     std::vector<double> us;
-  } patterns[] = {{"independent", {}}, {"chain", {}}, {"wavefront", {}}};
+  } patterns[] = {{"independent", {}}, {"chain", {}}, {"wavefront", {}}, {"recursive", {}}};
   for (int r = 0; r < c.repeat; ++r) {
     patterns[0].us.push_back(independent(n));
     patterns[1].us.push_back(chain(n));
     patterns[2].us.push_back(wavefront(b));
+    patterns[3].us.push_back(recursive(fib_n, cutoff));
   }
   weft::bench::reporter rep("omp_tasks", c.json);
   for (const pattern& p : patterns) {

@@ -398,7 +398,7 @@ WEFT_GOMP void omp_destroy_allocator(std::uintptr_t a) {
 
 // def-allocator-var of the calling thread (the implicit task it runs).
 WEFT_GOMP void omp_set_default_allocator(std::uintptr_t a) {
-  current().icv.def_allocator = a == null_allocator ? default_mem_alloc : a;
+  icv_for_write(current()).def_allocator = a == null_allocator ? default_mem_alloc : a;
 }
 WEFT_GOMP std::uintptr_t omp_get_default_allocator() {
   return default_allocator();

@@ -76,7 +76,7 @@ WEFT_GOMP int omp_get_max_threads() {
   return std::max(1, std::min(n, me.icv.thread_limit));
 }
 WEFT_GOMP void omp_set_num_threads(int n) {
-  if (n > 0) current().icv.nthreads = n;
+  if (n > 0) icv_for_write(current()).nthreads = n;
 }
 WEFT_GOMP int omp_in_parallel() {
   return current().active_level > 0 ? 1 : 0;
@@ -104,7 +104,7 @@ WEFT_GOMP int omp_get_thread_limit() {
   return current().icv.thread_limit;
 }
 WEFT_GOMP void omp_set_dynamic(int v) {
-  current().icv.dynamic = v != 0;
+  icv_for_write(current()).dynamic = v != 0;
 }
 WEFT_GOMP int omp_get_dynamic() {
   return current().icv.dynamic ? 1 : 0;
@@ -112,7 +112,7 @@ WEFT_GOMP int omp_get_dynamic() {
 // Nested parallelism is the max-active-levels ICV; these set and read it
 // through the old interface.
 WEFT_GOMP void omp_set_nested(int v) {
-  icvs& icv = current().icv;
+  icvs& icv = icv_for_write(current());
   if (v != 0)
     icv.max_active_levels = 1 << 20;
   else if (icv.max_active_levels > 1)
@@ -124,7 +124,7 @@ WEFT_GOMP int omp_get_nested() {
   return me.icv.max_active_levels > 1 && me.icv.max_active_levels > me.active_level ? 1 : 0;
 }
 WEFT_GOMP void omp_set_max_active_levels(int n) {
-  if (n >= 0) current().icv.max_active_levels = std::min(n, 1 << 20);
+  if (n >= 0) icv_for_write(current()).max_active_levels = std::min(n, 1 << 20);
 }
 WEFT_GOMP int omp_get_max_active_levels() {
   return current().icv.max_active_levels;
@@ -145,7 +145,7 @@ WEFT_GOMP int omp_get_max_task_priority() {
 
 // omp_sched_t: static 1, dynamic 2, guided 3, auto 4, monotonic flag 0x80000000.
 WEFT_GOMP void omp_set_schedule(int kind, int chunk) {
-  icvs& icv = current().icv;
+  icvs& icv = icv_for_write(current());
   const int k = kind & 0x7fffffff;
   if (k < sched_static || k > sched_auto) return;
   icv.run_sched = k;

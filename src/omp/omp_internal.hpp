@@ -346,6 +346,11 @@ struct task_node {
   std::atomic<long> refs{1};
   bool heap = false;
   bool final = false;  // final clause, or a descendant of a final task
+  // An included task (undeferred, run at once on its creator's stack): the
+  // ICVs it runs with are its creator's, in place; the first change inside
+  // saves them in `icv` (icv_saved), and its end puts them back.
+  bool included = false;
+  bool icv_saved = false;
   // The data-environment ICVs it starts with: its creator's (OpenMP 5.0,
   // 2.4.1), restored on the thread that runs it once it returns, so that
   // omp_set_num_threads in a task changes neither a sibling nor the thread.
@@ -401,6 +406,17 @@ struct task_node {
   }
   void drop_deps();
 };
+
+// The ICVs to change (omp_set_num_threads & co.): the thread's, after
+// saving them for the included task that runs, if any (task_node::included).
+inline icvs& icv_for_write(thread_state& me) {
+  task_node* t = me.task;
+  if (t != nullptr && t->included && !t->icv_saved) [[unlikely]] {
+    t->icv.v = me.icv;
+    t->icv_saved = true;
+  }
+  return me.icv;
+}
 
 // The sibling tasks that named one address, in creation order: `prev` are
 // the ones a new writer (no readers since) or a new member of the current

@@ -175,7 +175,7 @@ WEFT_GOMP bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsi
 WEFT_GOMP void GOMP_teams(unsigned num_teams, unsigned thread_limit) {
   (void)num_teams;
   if (thread_limit != 0)
-    current().icv.thread_limit = thread_limit > INT_MAX ? INT_MAX : int(thread_limit);
+    icv_for_write(current()).thread_limit = thread_limit > INT_MAX ? INT_MAX : int(thread_limit);
 }
 
 WEFT_GOMP int omp_get_num_teams() {

@@ -662,6 +662,7 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
     node.parent = nullptr;
     node.group = me.group;
     node.final = final;
+    node.included = true;
     if (detach != nullptr) {
       node.detached = true;
       *static_cast<void**>(detach) = &node;
@@ -678,13 +679,13 @@ WEFT_GOMP void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, voi
     }
     task_node* outer = me.task;
     const bool outer_final = me.in_final;
-    const icvs outer_icv = me.icv;
     me.task = &node;
     me.in_final = final;
     fn(arg);
     me.task = outer;
     me.in_final = outer_final;
-    me.icv = outer_icv;
+    if (node.icv_saved) [[unlikely]]
+      me.icv = node.icv.v;
     wait_tasks(me, [&] { return no_children(&node); });
     if (detach != nullptr)
       wait_tasks(me, [&] { return node.fulfilled.load(std::memory_order_acquire); });

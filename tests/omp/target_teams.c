@@ -199,6 +199,7 @@ static void target_regions(void) {
 static void task_icvs(void) {
   omp_set_num_threads(4);
   int in_task = -1, after_task = -1, deferred = -1;
+  int nested_inner = -1, nested_dynamic = -1, nested_outer = -1;
 #pragma omp parallel num_threads(2)
 #pragma omp single
   {
@@ -212,7 +213,23 @@ static void task_icvs(void) {
 #pragma omp task shared(deferred)
     deferred = omp_get_max_threads();
 #pragma omp taskwait
+    /* Included in included: each change ends with its own task. */
+#pragma omp task if (0)
+    {
+      omp_set_num_threads(7);
+#pragma omp task if (0)
+      {
+        omp_set_num_threads(8);
+        omp_set_dynamic(1);
+      }
+      nested_inner = omp_get_max_threads();
+      nested_dynamic = omp_get_dynamic();
+    }
+    nested_outer = omp_get_max_threads();
   }
+  CHECK_EQ(nested_inner, 7, "omp_get_max_threads() after an inner included task set it");
+  CHECK_EQ(nested_dynamic, 0, "omp_get_dynamic() after an inner included task set it");
+  CHECK_EQ(nested_outer, 6, "omp_get_max_threads() after nested included tasks set it");
   CHECK_EQ(in_task, 5, "omp_get_max_threads() in an included task after setting it");
   CHECK_EQ(after_task, 6, "omp_get_max_threads() after an included task set it");
   CHECK_EQ(deferred, 6, "a deferred task's nthreads-var: its creator's");

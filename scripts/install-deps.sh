@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build make pkg-config
+  gfortran                  # Fortran OpenMP programs against libweft-omp (tests/omp/fortran_api.f90)
   libhwloc-dev hwloc        # topology and binding
   libmimalloc-dev           # scalable allocator
   libabsl-dev               # flat hash maps (objects: element and location tables)

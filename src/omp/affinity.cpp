@@ -52,11 +52,21 @@ struct places_state {
   int display_env = 0;                   // 1: true, 2: verbose
   bool display_affinity = false;
 };
-places_state g_state;  // written once (read_affinity_environment), then read
+// Written once (read_affinity_environment), then read. Made at first use,
+// like every object the routines read: a library's constructor may call
+// them before this library's own have run (OpenBLAS asks for the places
+// while it loads, libweft-omp preloaded).
+places_state& state() {
+  static places_state s;
+  return s;
+}
 
 // affinity-format-var: any thread may set it at any time.
 std::mutex g_format_mutex;
-std::string g_format = "level %L thread %i affinity %A";  // guarded by g_format_mutex
+std::string& format_var() {
+  static std::string f = "level %L thread %i affinity %A";  // guarded by g_format_mutex
+  return f;
+}
 
 std::atomic<bool> g_placement_warned{false};
 
@@ -144,7 +154,7 @@ std::vector<slot> team_places(int bind, int off, int len, int first, int n) {
 }
 
 int place_of_cpu(int cpu) {
-  const auto& t = g_state.cpu_place;
+  const auto& t = state().cpu_place;
   return cpu >= 0 && std::size_t(cpu) < t.size() ? t[std::size_t(cpu)] : -1;
 }
 
@@ -163,16 +173,16 @@ std::vector<int> my_cpus() {
 // thread that is not on a PE (the program's before its first region): the
 // place holding every CPU it may run on, if one does.
 int place_of(const thread_state& thr) {
-  if (g_state.places.empty()) return -1;
+  if (state().places.empty()) return -1;
   const int pe = thr.pe >= 0 ? thr.pe : threads::current_pe();
   if (pe >= 0) return place_of_cpu(weft::detail::pe_cpu(pe));
   // The program's thread before its first region: that region makes it PE
   // 0, on place 0 (places_bind), where libgomp binds it at its start.
   if (!weft::detail::node_runs() && std::getenv("WEFT_BIND") == nullptr) return 0;
   const std::vector<int> cpus = my_cpus();
-  for (std::size_t p = 0; p < g_state.places.size(); ++p)
+  for (std::size_t p = 0; p < state().places.size(); ++p)
     if (std::all_of(cpus.begin(), cpus.end(), [&](int c) {
-          return std::binary_search(g_state.places[p].begin(), g_state.places[p].end(), c);
+          return std::binary_search(state().places[p].begin(), state().places[p].end(), c);
         }))
       return int(p);
   return -1;
@@ -180,7 +190,7 @@ int place_of(const thread_state& thr) {
 
 // A thread's own place partition (the initial thread's: every place).
 slot partition_of(const thread_state& thr) {
-  const int places = int(g_state.places.size());
+  const int places = int(state().places.size());
   if (thr.t == nullptr || places == 0) return slot{place_of(thr), 0, places};
   const team& t = *thr.t;
   const int first = place_of_cpu(weft::detail::pe_cpu(t.master_pe));
@@ -296,7 +306,7 @@ std::string format_affinity(const std::string& fmt, const thread_state& thr) {
 
 std::string current_format() {
   std::lock_guard<std::mutex> lock(g_format_mutex);
-  return g_format;
+  return format_var();
 }
 
 void display_line(const std::string& text) {
@@ -309,7 +319,7 @@ void display_line(const std::string& text) {
 // ---- the environment ------------------------------------------------------------
 
 void read_affinity_environment(global_icvs& g) {
-  places_state& st = g_state;
+  places_state& st = state();
   auto get = [](const char* var) -> const char* {
     const char* v = std::getenv(var);
     return v != nullptr && *v != '\0' ? v : nullptr;
@@ -366,7 +376,7 @@ void read_affinity_environment(global_icvs& g) {
     }
   st.places_text = places_text(st.places);
 
-  if (const char* v = get("OMP_AFFINITY_FORMAT")) g_format = v;
+  if (const char* v = get("OMP_AFFINITY_FORMAT")) format_var() = v;
   if (const char* v = get("OMP_DISPLAY_AFFINITY")) {
     const std::string s = env_word(v);
     if (s == "true" || s == "false")
@@ -390,20 +400,20 @@ int region_bind(const thread_state& me, unsigned flags, int& child_bind) {
   int bind = me.icv.bind;
   if (bind != bind_false && (flags & 7) != 0) bind = int(flags & 7);
   child_bind = bind;
-  const auto& list = g_state.bind_list;
+  const auto& list = state().bind_list;
   if (std::size_t(me.level) + 1 < list.size()) child_bind = list[std::size_t(me.level) + 1];
   return bind;
 }
 
 void affinity_begin(team& t, thread_state& me) {
-  if (g_state.places.empty()) return;
+  if (state().places.empty()) return;
   const slot mine = partition_of(me);
   t.proto.part_off = mine.off;
   t.proto.part_len = mine.len;
   if (t.size < 2 || t.bind == bind_false || g_placement_warned.load(std::memory_order_relaxed))
     return;
   // Compared once per team and shape (teams are recycled), not per region.
-  const int pes = threads::node_pes(), places = int(g_state.places.size());
+  const int pes = threads::node_pes(), places = int(state().places.size());
   const long key =
       ((long(t.bind) * (places + 1) + mine.off) * (places + 1) + mine.len) * (long(pes) + 1) +
       t.master_pe;
@@ -413,7 +423,7 @@ void affinity_begin(team& t, thread_state& me) {
   const std::vector<slot> want = team_places(t.bind, mine.off, mine.len, first, t.size);
   for (int i = 0; i < t.size; ++i) {
     const int pe = (t.master_pe + i) % pes, cpu = weft::detail::pe_cpu(pe);
-    const std::vector<int>& place = g_state.places[std::size_t(want[std::size_t(i)].place)];
+    const std::vector<int>& place = state().places[std::size_t(want[std::size_t(i)].place)];
     if (cpu >= 0 && std::binary_search(place.begin(), place.end(), cpu)) continue;
     if (g_placement_warned.exchange(true)) return;
     const std::string asked = asked_by(), wanted = places_text({place});
@@ -437,7 +447,7 @@ void affinity_begin(team& t, thread_state& me) {
 // Displayed as libgomp does: by an OS thread the first time it runs an
 // OpenMP thread, and again when its OpenMP thread number or place changed.
 void affinity_member(member& m) {
-  if (!g_state.display_affinity) return;
+  if (!state().display_affinity) return;
   static thread_local long shown = -1;
   const thread_state& thr = m.thr;
   const long key = long(thr.id) * 65536 + place_of(thr) + 1;
@@ -447,7 +457,7 @@ void affinity_member(member& m) {
 }
 
 std::string places_bind(int pes) {
-  const places_state& st = g_state;
+  const places_state& st = state();
   if (st.places.empty() || pes <= 0) return {};
   const int bind = st.bind_list.front();
   const std::vector<slot> want = team_places(bind, 0, int(st.places.size()), 0, pes);
@@ -472,7 +482,7 @@ void display_env(bool verbose, const icvs& icv) {
   if (icv.run_chunk != (icv.run_sched == sched_static ? 0 : 1))
     sched += "," + std::to_string(icv.run_chunk);
   std::string bind;
-  for (int b : g_state.bind_list) bind += std::string(bind.empty() ? "" : ",") + proc_bind_name(b);
+  for (int b : state().bind_list) bind += std::string(bind.empty() ? "" : ",") + proc_bind_name(b);
   if (bind.empty()) bind = "FALSE";
   const auto yes = [](bool b) { return b ? "TRUE" : "FALSE"; };
   std::string s = "\nOPENMP DISPLAY ENVIRONMENT BEGIN\n  _OPENMP = '201511'\n";
@@ -484,7 +494,7 @@ void display_env(bool verbose, const icvs& icv) {
   line("OMP_NUM_THREADS", std::to_string(omp_get_max_threads()));
   line("OMP_SCHEDULE", sched);
   line("OMP_PROC_BIND", bind);
-  line("OMP_PLACES", g_state.places_text);
+  line("OMP_PLACES", state().places_text);
   line("OMP_STACKSIZE", std::to_string(g.stack_bytes));
   line("OMP_WAIT_POLICY", "PASSIVE");
   line("OMP_THREAD_LIMIT", std::to_string(icv.thread_limit));
@@ -494,7 +504,7 @@ void display_env(bool verbose, const icvs& icv) {
   line("OMP_CANCELLATION", yes(g.cancellation));
   line("OMP_DEFAULT_DEVICE", "0");
   line("OMP_MAX_TASK_PRIORITY", "0");
-  line("OMP_DISPLAY_AFFINITY", yes(g_state.display_affinity));
+  line("OMP_DISPLAY_AFFINITY", yes(state().display_affinity));
   line("OMP_AFFINITY_FORMAT", current_format());
   line("OMP_ALLOCATOR", allocator_name(g.initial.def_allocator));
   line("OMP_TARGET_OFFLOAD", "DEFAULT");
@@ -513,7 +523,7 @@ const bool shown_env = [] {
   const char* v = std::getenv("OMP_DISPLAY_ENV");
   if (v == nullptr || *v == '\0') return false;
   globals();
-  if (g_state.display_env != 0) display_env(g_state.display_env == 2, globals().initial);
+  if (state().display_env != 0) display_env(state().display_env == 2, globals().initial);
   return true;
 }();
 
@@ -530,17 +540,17 @@ WEFT_GOMP int omp_get_proc_bind() {
 }
 WEFT_GOMP int omp_get_num_places() {
   globals();
-  return int(g_state.places.size());
+  return int(state().places.size());
 }
 WEFT_GOMP int omp_get_place_num_procs(int place) {
   globals();
-  if (place < 0 || place >= int(g_state.places.size())) return 0;
-  return int(g_state.places[std::size_t(place)].size());
+  if (place < 0 || place >= int(state().places.size())) return 0;
+  return int(state().places[std::size_t(place)].size());
 }
 WEFT_GOMP void omp_get_place_proc_ids(int place, int* ids) {
   globals();
-  if (place < 0 || place >= int(g_state.places.size()) || ids == nullptr) return;
-  for (int c : g_state.places[std::size_t(place)]) *ids++ = c;
+  if (place < 0 || place >= int(state().places.size()) || ids == nullptr) return;
+  for (int c : state().places[std::size_t(place)]) *ids++ = c;
 }
 WEFT_GOMP int omp_get_place_num() {
   globals();
@@ -548,12 +558,12 @@ WEFT_GOMP int omp_get_place_num() {
 }
 WEFT_GOMP int omp_get_partition_num_places() {
   globals();
-  if (g_state.places.empty()) return 0;
+  if (state().places.empty()) return 0;
   return partition_of(current()).len;
 }
 WEFT_GOMP void omp_get_partition_place_nums(int* nums) {
   globals();
-  if (g_state.places.empty() || nums == nullptr) return;
+  if (state().places.empty() || nums == nullptr) return;
   const slot s = partition_of(current());
   for (int i = 0; i < s.len; ++i) nums[i] = s.off + i;
 }
@@ -561,7 +571,7 @@ WEFT_GOMP void omp_get_partition_place_nums(int* nums) {
 WEFT_GOMP void omp_set_affinity_format(const char* format) {
   globals();
   std::lock_guard<std::mutex> lock(g_format_mutex);
-  g_format = format != nullptr ? format : "";
+  format_var() = format != nullptr ? format : "";
 }
 WEFT_GOMP std::size_t omp_get_affinity_format(char* buffer, std::size_t size) {
   const std::string f = (globals(), current_format());

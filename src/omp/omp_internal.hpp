@@ -88,6 +88,10 @@ struct global_icvs {
   // 0: not set), and OMP_TARGET_OFFLOAD=mandatory (target.cpp).
   std::atomic<int> num_teams{0};
   std::atomic<int> teams_thread_limit{0};
+  // Threads of the contention group alive beyond the initial one, counted
+  // only while a region starts under a thread limit (OMP_THREAD_LIMIT,
+  // thread_limit clauses): the limit is on all of them, nested teams too.
+  std::atomic<int> limited_threads{0};
   bool offload_mandatory = false;
   std::size_t stack_bytes = std::size_t(4) << 20;  // OMP_STACKSIZE, else the C library's default
   bool cancellation = false;                       // cancel-var (OMP_CANCELLATION)
@@ -351,6 +355,10 @@ struct task_node {
   // saves them in `icv` (icv_saved), and its end puts them back.
   bool included = false;
   bool icv_saved = false;
+  // Its arguments were copied by the compiler's copy function (C++
+  // firstprivate objects): only its body destroys them, so it runs even
+  // when its region or taskgroup is cancelled (as in libgomp).
+  bool copy_constructed = false;
   // The data-environment ICVs it starts with: its creator's (OpenMP 5.0,
   // 2.4.1), restored on the thread that runs it once it returns, so that
   // omp_set_num_threads in a task changes neither a sibling nor the thread.
@@ -550,6 +558,9 @@ class sleeper_list {
 
 struct team {
   int size = 1;
+  // Threads this region holds of thread-limit-var's budget (its members
+  // beyond thread 0), given back at its end; 0 while no limit is set.
+  int limited = 0;
   void (*fn)(void*) = nullptr;
   void* data = nullptr;
   std::uint64_t start_ns = 0;

@@ -85,7 +85,7 @@ inline bool creation_cancelled(const thread_state& me) {
 // A queued task of a cancelled region or taskgroup is discarded when its
 // turn comes: it completes without running its body.
 bool discarded(const task_node* node) {
-  if (!globals().cancellation) return false;
+  if (!globals().cancellation || node->copy_constructed) return false;
   if (node->owner != nullptr && node->owner->cancelled.load(std::memory_order_relaxed)) return true;
   return taskgroup_cancelled(node->group);
 }
@@ -476,9 +476,10 @@ task_node* make_task(thread_state& me, void (*fn)(void*), void* data, void (*cpy
     *static_cast<void**>(detach) = node;
     if (data != nullptr) *static_cast<void**>(data) = node;
   }
-  if (cpyfn != nullptr)
+  if (cpyfn != nullptr) {
     cpyfn(node->arg, data);
-  else if (arg_size > 0)
+    node->copy_constructed = true;
+  } else if (arg_size > 0)
     std::memcpy(node->arg, data, std::size_t(arg_size));
   node->parent = me.task;
   node->group = me.group;

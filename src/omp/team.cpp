@@ -474,6 +474,23 @@ int team_size_for(thread_state& me, unsigned num_threads) {
   return std::max(1, std::min(n, me.icv.thread_limit));
 }
 
+namespace {
+// Under a thread limit, a team of n takes n - 1 threads from the limit's
+// budget: those the group's live teams have not taken (libgomp the same);
+// fewer if fewer are left. No limit set: no shared count at all.
+int take_limited_threads(const thread_state& me, int n) {
+  const int limit = me.icv.thread_limit;
+  if (limit >= icvs{}.thread_limit || n <= 1) return 0;
+  std::atomic<int>& used = globals().limited_threads;
+  int now = used.load(std::memory_order_relaxed);
+  for (;;) {
+    const int take = std::max(0, std::min(n - 1, limit - 1 - now));
+    if (take == 0) return 0;
+    if (used.compare_exchange_weak(now, now + take, std::memory_order_relaxed)) return take;
+  }
+}
+}  // namespace
+
 // The name of a parallel region on the trace (interned on first use).
 const weft::trace::event_name& omp_region_name() {
   static const weft::trace::event_name name{"omp parallel"};
@@ -483,7 +500,13 @@ const weft::trace::event_name& omp_region_name() {
 team* begin_region(void (*fn)(void*), void* data, int n, void (*prepare)(team&, void*),
                    void* prepare_ctx, unsigned flags) {
   thread_state& me = current();
+  int limited = 0;
+  if (me.icv.thread_limit < icvs{}.thread_limit && n > 1) [[unlikely]] {
+    limited = take_limited_threads(me, n);
+    n = limited + 1;
+  }
   team* t = new_team(n);
+  t->limited = limited;
   t->fn = fn;
   t->data = data;
   t->start_ns = base::wall_ns();
@@ -576,6 +599,8 @@ void end_region(team* t) {
     clear_deps(&master.implicit);
   set_current(t->outer);
   threads::release_pe_stack(t->family);
+  if (t->limited != 0) [[unlikely]]
+    globals().limited_threads.fetch_sub(t->limited, std::memory_order_relaxed);
   if (trace::on() && master.thr.ult == nullptr) [[unlikely]]
     trace::detail::emit(trace::kind::region_end, omp_region_name().id(), 0, 0, 0);
   base::count(base::op::shared_rmw);

@@ -7,12 +7,14 @@ session that changes src/omp runs it by hand:
 
   apt-get install gcc-12-source
   tests/omp/gcc_suite.py --lib build/release/lib/libweft-omp.so [--threads N]
-      [--env VAR=value ...] [--only REGEX] [--work DIR] [--jobs 2]
+      [--env VAR=value ...] [--only REGEX] [--fortran] [--work DIR] [--jobs 2]
 
 The tests are extracted from /usr/src/gcc-<ver>/gcc-<ver>*.tar.xz into
 --work (default /tmp/gcc-libgomp-suite) and stay there; the project keeps no
 copy of them. Each one is compiled with `-fopenmp -O2` and its dg-options /
-dg-additional-options / dg-additional-sources; programs that are only
+dg-additional-options / dg-additional-sources (and run with its
+dg-set-target-env-var variables; --fortran adds libgomp.fortran, built with
+gfortran); programs that are only
 compiled (dg-do compile/link), that need an offload device, or that this
 machine's GCC does not compile are skipped and counted. Each run has a 60 s
 limit. Prints a summary line and one line per mismatch; exits 1 if any.
@@ -29,6 +31,7 @@ import tarfile
 import time
 
 DIRS = ["libgomp.c", "libgomp.c-c++-common", "libgomp.c++"]
+FORTRAN = (".f90", ".f", ".F90", ".F", ".f95", ".f03", ".f08")
 
 
 def extract(work):
@@ -40,7 +43,8 @@ def extract(work):
         sys.exit("gcc_suite: no GCC source tarball under /usr/src (apt-get install gcc-12-source)")
     os.makedirs(work, exist_ok=True)
     with tarfile.open(tars[-1]) as t:
-        members = [m for m in t.getmembers() if "/libgomp/testsuite/" in m.name]
+        members = [m for m in t.getmembers()
+                   if "/libgomp/testsuite/" in m.name or m.name.endswith("/include/gomp-constants.h")]
         t.extractall(work, members=members)
     found = glob.glob(os.path.join(work, "*", "libgomp", "testsuite"))
     os.symlink(found[0], top)
@@ -57,17 +61,22 @@ def options(src):
     opts = []
     for m in re.finditer(r"dg-(?:additional-)?options\s+\"([^\"]*)\"", text):
         opts += [o for o in m.group(1).split() if not o.startswith("-foffload")]
+    for m in re.finditer(r"dg-(?:additional-)?options\s+\{\s*([^{}\"]*?)\s*\}", text):
+        opts += [o for o in m.group(1).split() if not o.startswith("-foffload")]
     extra = []
     for m in re.finditer(r"dg-additional-sources\s+\"?([^\"}]*)\"?", text):
         extra += m.group(1).split()
-    return (opts, extra), None
+    env = {}
+    for m in re.finditer(r"dg-set-target-env-var\s+(\w+)\s+(\"[^\"]*\"|\S+)", text):
+        env[m.group(1)] = m.group(2).strip('"')
+    return (opts, extra, env), None
 
 
 def run(exe, env, timeout=60):
     t0 = time.time()
     try:
         p = subprocess.run(["timeout", "-s", "KILL", str(timeout), exe], capture_output=True,
-                           text=True, env=env, timeout=timeout + 10)
+                           text=True, env=env, timeout=timeout + 10, cwd=os.path.dirname(exe))
         return p.returncode, (p.stdout + p.stderr)[-300:], time.time() - t0
     except subprocess.TimeoutExpired:
         return -9, "timeout", time.time() - t0
@@ -78,16 +87,20 @@ def one(top, src, args, base_env):
     res, why = options(src)
     if res is None:
         return {"name": name, "skip": why}
-    opts, extra = res
-    cxx = src.endswith(".C")
-    exe = os.path.join(args.work, "bin", name.replace("/", "__") + ".exe")
+    opts, extra, test_env = res
+    compiler = "gfortran" if src.endswith(FORTRAN) else "g++" if src.endswith(".C") else "gcc"
+    # A folder per program: Fortran writes its modules beside it.
+    exe = os.path.join(args.work, "bin", name.replace("/", "__"), "a.exe")
     os.makedirs(os.path.dirname(exe), exist_ok=True)
     if not os.path.exists(exe):
-        cmd = ["g++" if cxx else "gcc", "-fopenmp", "-O2", "-w", "-I" + os.path.dirname(src),
-               "-I" + os.path.join(top, "libgomp.c-c++-common")] + opts + [src] + \
-              [os.path.join(os.path.dirname(src), e) for e in extra] + ["-lm", "-o", exe]
-        if subprocess.run(cmd, capture_output=True).returncode != 0:
+        cmd = [compiler, "-fopenmp", "-O2", "-w", "-I" + os.path.dirname(src),
+               "-I" + os.path.join(top, "libgomp.c-c++-common"),
+               "-I" + os.path.join(os.path.dirname(os.path.dirname(top)), "..", "include")] + \
+              opts + [src] + [os.path.join(os.path.dirname(src), e) for e in extra] + \
+              ["-lm", "-o", exe]
+        if subprocess.run(cmd, capture_output=True, cwd=os.path.dirname(exe)).returncode != 0:
             return {"name": name, "skip": "does not compile here"}
+    base_env = dict(base_env, **test_env)
     gomp = run(exe, base_env)
     weft_env = dict(base_env, LD_PRELOAD=os.path.abspath(args.lib))
     weft = run(exe, weft_env)
@@ -104,6 +117,8 @@ def main():
     ap.add_argument("--threads", help="OMP_NUM_THREADS for both runs")
     ap.add_argument("--env", action="append", default=[], help="VAR=value for both runs")
     ap.add_argument("--only", help="run the tests whose file name matches this regex")
+    ap.add_argument("--fortran", action="store_true",
+                    help="also libgomp.fortran (needs gfortran)")
     ap.add_argument("--work", default="/tmp/gcc-libgomp-suite")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", help="write every result as a JSON line here")
@@ -121,6 +136,10 @@ def main():
         env[k] = v
     srcs = [os.path.join(top, d, f) for d in DIRS for f in sorted(os.listdir(os.path.join(top, d)))
             if f.endswith((".c", ".C")) and (not args.only or re.search(args.only, f))]
+    if args.fortran:
+        srcs += sorted(os.path.join(dp, f)
+                       for dp, _, fs in os.walk(os.path.join(top, "libgomp.fortran")) for f in fs
+                       if f.endswith(FORTRAN) and (not args.only or re.search(args.only, f)))
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
         results = list(ex.map(lambda s: one(top, s, args, env), srcs))
     if args.json:

@@ -180,20 +180,6 @@ bool reached(const doacross_loop& d, int thread, const ull* v) {
   return true;
 }
 
-// Polls as loop.cpp's waits do: a few pauses, then each look gives the PE
-// back (runs a queued task, yields, or serves the PE's messages).
-template <class Done>
-void wait_until(thread_state& me, Done done) {
-  int spins = 0;
-  while (!done()) {
-    if (++spins < 64) {
-      base::cpu_relax();
-      continue;
-    }
-    wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
-  }
-}
-
 // The thread that runs outer iteration v0, found without waiting; -1 when
 // only the owner table knows.
 int runner_of(const doacross_loop& d, ull v0) {

@@ -28,18 +28,6 @@ int team_size(const thread_state& me) {
   return me.t != nullptr ? me.t->size : 1;
 }
 
-template <class Pred>
-void wait_for(thread_state& me, Pred done) {
-  int spins = 0;
-  while (!done()) {
-    if (++spins < 64) {
-      base::cpu_relax();
-      continue;
-    }
-    wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
-  }
-}
-
 // Takes slot `s` for construct `id`, which `joined` threads entered so far.
 void open_slot(ws_slot& s, unsigned id, int joined) {
   s.busy = true;
@@ -65,7 +53,7 @@ ws_slot& enter(thread_state& me, bool& first, Init init) {
   }
   const unsigned i = me.ws_next++;
   ws_slot& s = me.t->ring[i % ws_ring];
-  wait_for(me, [&] {
+  wait_until(me, [&] {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.busy && s.id == i) {
       ++s.joined;
@@ -152,7 +140,7 @@ void release_ordered(thread_state& me) {
   if (me.ordered_seq < 0 || me.ws == nullptr) return;
   ws_slot& s = *me.ws;
   const long seq = me.ordered_seq;
-  wait_for(me, [&] { return s.ordered_turn.load(std::memory_order_acquire) == seq; });
+  wait_until(me, [&] { return s.ordered_turn.load(std::memory_order_acquire) == seq; });
   s.ordered_turn.store(seq + 1, std::memory_order_release);
   me.ordered_seq = -1;
 }
@@ -657,7 +645,7 @@ WEFT_GOMP void GOMP_ordered_start() {
   if (me.ws == nullptr || me.ordered_seq < 0) return;  // not in an ordered loop's chunk
   ws_slot& s = *me.ws;
   const long seq = me.ordered_seq;
-  wait_for(me, [&] { return s.ordered_turn.load(std::memory_order_acquire) == seq; });
+  wait_until(me, [&] { return s.ordered_turn.load(std::memory_order_acquire) == seq; });
 }
 WEFT_GOMP void GOMP_ordered_end() {}
 
@@ -750,7 +738,7 @@ WEFT_GOMP void* GOMP_single_copy_start() {
     slot.copy_data.store(nullptr, std::memory_order_relaxed);
   });
   if (first) return nullptr;
-  wait_for(me, [&] { return s.copy_ready.load(std::memory_order_acquire); });
+  wait_until(me, [&] { return s.copy_ready.load(std::memory_order_acquire); });
   void* data = s.copy_data.load(std::memory_order_relaxed);
   leave(me);
   return data;

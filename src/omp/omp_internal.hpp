@@ -660,6 +660,21 @@ struct team {
 void wait_step(thread_state& me, bool may_sleep, std::mutex* m, sleeper_list* sleepers,
                bool (*recheck)(void*), void* ctx);
 
+// Waits until done(): a few pauses, then a wait_step per look (the PE is
+// given back: a queued task, a yield, the PE's messages). The waits of
+// loops, ordered regions, copyprivate and doacross loops.
+template <class Done>
+void wait_until(thread_state& me, Done done) {
+  int spins = 0;
+  while (!done()) {
+    if (++spins < 64) {
+      base::cpu_relax();
+      continue;
+    }
+    wait_step(me, false, nullptr, nullptr, nullptr, nullptr);
+  }
+}
+
 void barrier(thread_state& me);
 // Runs one queued task of the team; false if none was found (its own
 // deque, a few other members' and the shared queue were empty).

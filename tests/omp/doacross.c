@@ -221,10 +221,38 @@ static void check_sink3(int i, int j, int k) {
     check_true(sink_done(&done3[i][j][k]), "3-D: sink (%d, %d, %d) had not posted", i, j, k);
 }
 
-static void test_three_dimensions(void) {
+/* The body of the 3-D loops, between their sink waits and their post:
+ * every sink must have posted, and this cell's value follows from them. */
+static void cell3(int i, int j, int k, int with_work) {
+  count_hit(&runs3[(i * Y3 + j) * Z3 + k]);
+  check_sink3(i - 1, j, k);
+  check_sink3(i, j - 1, k);
+  check_sink3(i, j, k - 1);
+  check_sink3(i - 1, j + 1, k - 1);
+  a3[i][j][k] = next3(i, j, k);
+  if (with_work) work(k);
+  mark_done(&done3[i][j][k]);
+}
+
+static void begin3(void) {
   memset(a3, 0, sizeof a3);
   memset(done3, 0, sizeof done3);
   memset(runs3, 0, sizeof runs3);
+}
+
+/* Every cell ran once, and the last one's value is a serial run's. */
+static void end3(const char* what) {
+  check_counts(runs3, X3 * Y3 * Z3, 1, "%s", what);
+  long last = a3[X3 - 1][Y3 - 1][Z3 - 1];
+  memset(a3, 0, sizeof a3);
+  for (int i = 0; i < X3; ++i)
+    for (int j = 0; j < Y3; ++j)
+      for (int k = 0; k < Z3; ++k) a3[i][j][k] = next3(i, j, k);
+  CHECK_EQ(last, a3[X3 - 1][Y3 - 1][Z3 - 1], "%s: the recurrence's last value", what);
+}
+
+static void test_three_dimensions(void) {
+  begin3();
 #pragma omp parallel for ordered(3) schedule(static, 1)
   for (int i = 0; i < X3; ++i)
     for (int j = 0; j < Y3; ++j)
@@ -235,30 +263,16 @@ static void test_three_dimensions(void) {
                                                                        : i, j, k - 1) \
     depend(sink                                                                       \
            : i - 1, j + 1, k - 1)
-        count_hit(&runs3[(i * Y3 + j) * Z3 + k]);
-        check_sink3(i - 1, j, k);
-        check_sink3(i, j - 1, k);
-        check_sink3(i, j, k - 1);
-        check_sink3(i - 1, j + 1, k - 1);
-        a3[i][j][k] = next3(i, j, k);
-        mark_done(&done3[i][j][k]);
+        cell3(i, j, k, 0);
 #pragma omp ordered depend(source)
       }
-  check_counts(runs3, X3 * Y3 * Z3, 1, "3-D");
-  long last = a3[X3 - 1][Y3 - 1][Z3 - 1];
-  memset(a3, 0, sizeof a3);
-  for (int i = 0; i < X3; ++i)
-    for (int j = 0; j < Y3; ++j)
-      for (int k = 0; k < Z3; ++k) a3[i][j][k] = next3(i, j, k);
-  CHECK_EQ(last, a3[X3 - 1][Y3 - 1][Z3 - 1], "3-D: the recurrence's last value");
+  end3("3-D");
 }
 
 /* ---- collapse(2) ordered(3): the first two dimensions shared as one ---------- */
 
 static void test_collapse(void) {
-  memset(a3, 0, sizeof a3);
-  memset(done3, 0, sizeof done3);
-  memset(runs3, 0, sizeof runs3);
+  begin3();
 #pragma omp parallel for collapse(2) ordered(3) schedule(guided)
   for (int i = 0; i < X3; ++i)
     for (int j = 0; j < Y3; ++j)
@@ -269,23 +283,10 @@ static void test_collapse(void) {
                                                                        : i, j, k - 1) \
     depend(sink                                                                       \
            : i - 1, j + 1, k - 1)
-        count_hit(&runs3[(i * Y3 + j) * Z3 + k]);
-        check_sink3(i - 1, j, k);
-        check_sink3(i, j - 1, k);
-        check_sink3(i, j, k - 1);
-        check_sink3(i - 1, j + 1, k - 1);
-        a3[i][j][k] = next3(i, j, k);
-        work(k);
-        mark_done(&done3[i][j][k]);
+        cell3(i, j, k, 1);
 #pragma omp ordered depend(source)
       }
-  check_counts(runs3, X3 * Y3 * Z3, 1, "collapse(2) ordered(3)");
-  long last = a3[X3 - 1][Y3 - 1][Z3 - 1];
-  memset(a3, 0, sizeof a3);
-  for (int i = 0; i < X3; ++i)
-    for (int j = 0; j < Y3; ++j)
-      for (int k = 0; k < Z3; ++k) a3[i][j][k] = next3(i, j, k);
-  CHECK_EQ(last, a3[X3 - 1][Y3 - 1][Z3 - 1], "collapse(2) ordered(3): the last value");
+  end3("collapse(2) ordered(3)");
 }
 
 /* ---- unsigned long long: iterations beyond LONG_MAX ------------------------- */

@@ -52,7 +52,6 @@ namespace {
 // reference machine): then whether their PE stays inside one handler.
 constexpr std::uint64_t start_grace_ns = 50'000;
 
-thread_local thread_state* t_current = nullptr;
 thread_local thread_state* t_initial = nullptr;
 
 handler_id h_start = 0;
@@ -326,11 +325,11 @@ bool rescue_held_up_members(thread_state& me) {
 
 }  // namespace
 
-thread_state& current() {
-  // On a member's logical thread: the OpenMP thread it runs as now (the
-  // member, or thread 0 of a region it met), kept with the ULT.
-  if (threads::ult* u = threads::current()) return *static_cast<thread_state*>(u->local);
-  if (t_current != nullptr) return *t_current;
+namespace detail {
+constinit thread_local thread_state* t_current WEFT_TLS_FAST = nullptr;
+}  // namespace detail
+
+thread_state& initial_thread() {
   if (t_initial == nullptr) {
     // One per OS thread, for its whole life (regions may start there at any
     // time); freed at thread exit.
@@ -346,14 +345,14 @@ void set_current(thread_state* t) noexcept {
   if (threads::ult* u = threads::current())
     u->local = t;
   else
-    t_current = t;
+    detail::t_current = t;
 }
 
 namespace {
 // What current() would answer, null for a PE stack's initial thread.
 thread_state* current_or_null() noexcept {
   if (threads::ult* u = threads::current()) return static_cast<thread_state*>(u->local);
-  return t_current;
+  return detail::t_current;
 }
 }  // namespace
 
@@ -409,10 +408,10 @@ void wait_step(thread_state& me, bool may_sleep, std::mutex* m, sleeper_list* sl
     if (rescue_held_up_members(me)) return;
     // Handlers served here are not part of this region: they see the PE's
     // initial OpenMP thread.
-    thread_state* saved = t_current;
-    t_current = nullptr;
+    thread_state* saved = detail::t_current;
+    detail::t_current = nullptr;
     const int n = weft::detail::serve_messages(16);
-    t_current = saved;
+    detail::t_current = saved;
     if (n != 0) return;
     // Nothing to run: spin a little, unless the PEs share CPUs or a carrier
     // needs this PE's CPU, where the thread we wait for may need this one.

@@ -61,7 +61,6 @@ struct node_data {
 std::atomic<node_data*> g_data{nullptr};
 node_data* g_owned = nullptr;
 
-thread_local ult* t_ult WEFT_TLS_FAST = nullptr;
 // Logical threads on this PE's own OS thread, by family, and their total
 // (PE threads only): a few at once (a hosted ULT per family, thread 0s
 // nested on the stack).
@@ -105,6 +104,9 @@ bool family_here(const void* family) noexcept {
 }  // namespace
 
 namespace detail {
+// The logical thread running on this OS thread (null: none); read inline
+// by the omp layer (ult_tls.hpp).
+constinit thread_local ult* t_ult WEFT_TLS_FAST = nullptr;
 // A traced ULT's switch in or out on its host thread's track (ult_begin /
 // ult_end): named once, by its label and id ("MPI rank 3"), so that each
 // logical thread's running time is a name of the summary.
@@ -128,12 +130,12 @@ void hand_over(node_data& d, ult* u);
 // Runs (or goes on with) a ULT hosted by this PE's thread until it
 // suspends or ends.
 void run_on_pe(node_data& d, ult* u) {
-  ult* const saved = t_ult;
-  t_ult = u;
+  ult* const saved = detail::t_ult;
+  detail::t_ult = u;
   if (trace::on()) detail::trace_switch(trace::kind::ult_begin, u);
   const bool done = u->f->resume();
   if (trace::on()) detail::trace_switch(trace::kind::ult_end, u);
-  t_ult = saved;
+  detail::t_ult = saved;
   if (!done) {
     if (u->move_target >= 0) [[unlikely]]
       hand_over(d, u);
@@ -254,7 +256,7 @@ const bool registered = [] {
 namespace detail {
 
 void set_current(ult* u) noexcept {
-  t_ult = u;
+  detail::t_ult = u;
 }
 
 void ult_entry(void* arg) {
@@ -373,8 +375,8 @@ void resume(ult* u) {
 }
 
 void resume_here(ult* u) {
-  if (u->host == nullptr && t_ult == nullptr && u->f != nullptr && carrier::current() == nullptr &&
-      u->pe == weft::my_rank()) {
+  if (u->host == nullptr && detail::t_ult == nullptr && u->f != nullptr &&
+      carrier::current() == nullptr && u->pe == weft::my_rank()) {
     run_on_pe(data("resume_here"), u);
     return;
   }
@@ -382,12 +384,12 @@ void resume_here(ult* u) {
 }
 
 void suspend() {
-  if (t_ult == nullptr) base::fatal("weft::threads::suspend called off a logical thread");
+  if (detail::t_ult == nullptr) base::fatal("weft::threads::suspend called off a logical thread");
   fiber::suspend();
 }
 
 void yield() {
-  ult* u = t_ult;
+  ult* u = detail::t_ult;
   if (u == nullptr) base::fatal("weft::threads::yield called off a logical thread");
   if (u->host != nullptr) {
     // A carrier runs this ULT alone: its CPU is what there is to give.
@@ -406,7 +408,7 @@ void yield() {
 }
 
 void move_to(int pe) {
-  ult* u = t_ult;
+  ult* u = detail::t_ult;
   if (u == nullptr) base::fatal("weft::threads::move_to called off a logical thread");
   if (u->host != nullptr || pe == u->pe) return;
   node_data& d = data("move_to");
@@ -417,7 +419,7 @@ void move_to(int pe) {
 }
 
 ult* current() noexcept {
-  return t_ult;
+  return detail::t_ult;
 }
 
 int hosted_here() noexcept {
@@ -425,7 +427,7 @@ int hosted_here() noexcept {
 }
 
 void claim_pe_stack(const void* family) noexcept {
-  if (t_ult != nullptr || carrier::current() != nullptr) return;
+  if (detail::t_ult != nullptr || carrier::current() != nullptr) return;
   const int me = weft::my_rank();
   node_data* d = g_data.load(std::memory_order_acquire);
   if (me < 0 || d == nullptr) return;
@@ -433,7 +435,7 @@ void claim_pe_stack(const void* family) noexcept {
 }
 
 void release_pe_stack(const void* family) noexcept {
-  if (t_ult != nullptr || carrier::current() != nullptr) return;
+  if (detail::t_ult != nullptr || carrier::current() != nullptr) return;
   const int me = weft::my_rank();
   node_data* d = g_data.load(std::memory_order_acquire);
   if (me < 0 || d == nullptr) return;

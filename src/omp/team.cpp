@@ -125,7 +125,13 @@ bool ensure_on_pe() {
 // stale and dropped.
 constexpr std::size_t keep_teams = 8;
 std::mutex g_teams_mutex;
-std::unordered_set<team*> g_teams;  // guarded by g_teams_mutex
+// Never destroyed: at exit a node that thread 0 of the program did not
+// stop (its first region met on another thread) may still hold teams, and
+// they stay reachable from here.
+std::unordered_set<team*>& teams_registry() {  // guarded by g_teams_mutex
+  static auto* registry = new std::unordered_set<team*>;
+  return *registry;
+}
 std::atomic<unsigned> g_teams_generation{0};
 
 struct free_teams {
@@ -171,7 +177,7 @@ team* new_team(int n) {
   }
   auto* t = new team(n);
   std::lock_guard<std::mutex> lock(g_teams_mutex);
-  g_teams.insert(t);
+  teams_registry().insert(t);
   return t;
 }
 
@@ -189,7 +195,7 @@ void release_team(team* t) {
   }
   {
     std::lock_guard<std::mutex> lock(g_teams_mutex);
-    g_teams.erase(t);
+    teams_registry().erase(t);
   }
   delete t;
 }
@@ -201,8 +207,8 @@ void free_left_teams() {
   threads::stop_carriers();
   std::lock_guard<std::mutex> lock(g_teams_mutex);
   g_teams_generation.fetch_add(1, std::memory_order_acq_rel);
-  for (team* t : g_teams) delete t;
-  g_teams.clear();
+  for (team* t : teams_registry()) delete t;
+  teams_registry().clear();
 }
 
 // ---- members: logical threads -------------------------------------------------

@@ -335,14 +335,33 @@ namespace detail {
 constinit thread_local thread_state* t_current WEFT_TLS_FAST = nullptr;
 }  // namespace detail
 
+namespace {
+// Frees an OS thread's initial OpenMP thread with its thread-locals.
+// Destructors of the program's own globals run after those at exit and may
+// still ask (omp_get_thread_num in a global object's destructor): they get
+// a new one, never freed.
+thread_local bool t_initial_freed = false;
+struct initial_holder {
+  thread_state* state = nullptr;
+  ~initial_holder() {
+    delete state;
+    t_initial = nullptr;
+    t_initial_freed = true;
+  }
+};
+}  // namespace
+
 thread_state& initial_thread() {
   if (t_initial == nullptr) {
     // One per OS thread, for its whole life (regions may start there at any
-    // time); freed at thread exit.
-    static thread_local std::unique_ptr<thread_state> initial;
-    initial = std::make_unique<thread_state>();
-    initial->icv = globals().initial;
-    t_initial = initial.get();
+    // time).
+    auto* state = new thread_state;
+    state->icv = globals().initial;
+    if (!t_initial_freed) {
+      static thread_local initial_holder holder;
+      holder.state = state;
+    }
+    t_initial = state;
   }
   return *t_initial;
 }

@@ -102,7 +102,7 @@ def one(top, src, args, base_env):
             return {"name": name, "skip": "does not compile here"}
     base_env = dict(base_env, **test_env)
     gomp = run(exe, base_env)
-    weft_env = dict(base_env, LD_PRELOAD=os.path.abspath(args.lib))
+    weft_env = dict(base_env, LD_PRELOAD=" ".join(args.preload_first + [os.path.abspath(args.lib)]))
     weft = run(exe, weft_env)
     r = {"name": name, "gomp": gomp[0], "weft": weft[0], "t_gomp": round(gomp[2], 3),
          "t_weft": round(weft[2], 3)}
@@ -117,6 +117,8 @@ def main():
     ap.add_argument("--threads", help="OMP_NUM_THREADS for both runs")
     ap.add_argument("--env", action="append", default=[], help="VAR=value for both runs")
     ap.add_argument("--only", help="run the tests whose file name matches this regex")
+    ap.add_argument("--preload-first", action="append", default=[],
+                    help="a library preloaded before --lib (a sanitizer build's runtime)")
     ap.add_argument("--fortran", action="store_true",
                     help="also libgomp.fortran (needs gfortran)")
     ap.add_argument("--work", default="/tmp/gcc-libgomp-suite")

@@ -297,10 +297,16 @@ void shm_transport::check_liveness() {
 
 void shm_transport::lose(int node) {
   const peer& p = peers_[std::size_t(node)];
-  if (p.hdr->aborted.load(std::memory_order_acquire) != 0)
-    std::snprintf(lost_why_, sizeof lost_why_, "process %d (node %d) aborted with exit code %d",
-                  int(p.pid), node, int(p.hdr->abort_code.load()));
-  else
+  if (p.hdr->aborted.load(std::memory_order_acquire) != 0) {
+    // A peer that aborted (MPI_Abort, a fatal error) ended the job with its
+    // code: every process ends with that one, so that the job's status is
+    // the same whichever process its launcher sees end first.
+    const int code = int(p.hdr->abort_code.load());
+    std::snprintf(lost_why_, sizeof lost_why_,
+                  "process %d (node %d) aborted with exit code %d; ending the job", int(p.pid),
+                  node, code);
+    abort(code != 0 ? code : 3, lost_why_);
+  } else
     std::snprintf(lost_why_, sizeof lost_why_,
                   "process %d (node %d) exited or was killed (shm transport)", int(p.pid), node);
   if (hooks_.node_lost != nullptr) hooks_.node_lost(node, lost_why_);

@@ -86,13 +86,16 @@ double wavefront(int b) {
   for (int i = 0; i < b; ++i)
     for (int j = 0; j < b; ++j) {
       const int up = (i > 0 ? i - 1 : i) * b + j, left = i * b + (j > 0 ? j - 1 : j);
-#pragma omp task depend(in : g[up], g[left]) depend(inout : g[i * b + j]) firstprivate(i, j, up, left)
+#pragma omp task depend(in                             \
+                        : g[up], g[left]) depend(inout \
+                                                 : g[i * b + j]) firstprivate(i, j, up, left)
       g[i * b + j] = 1 + (i > 0 ? g[up] : 0) + (j > 0 ? g[left] : 0);
     }
   const double us = us_per(t0, long(b) * b);
   // Cell (i, 0) is i + 1 once the cells above it ran first.
   if (g[std::size_t(b - 1) * std::size_t(b)] != (unsigned long)b)
-    fail("wavefront: cell (%d, 0) is %lu, not %d", b - 1, g[std::size_t(b - 1) * std::size_t(b)], b);
+    fail("wavefront: cell (%d, 0) is %lu, not %d", b - 1, g[std::size_t(b - 1) * std::size_t(b)],
+         b);
   return us;
 }
 

@@ -33,8 +33,7 @@ static void* program_thread(void* arg) {
     check_range(size, 1, want, "team size of program thread %d's region", want);
     CHECK_EQ(sum, size * (size + 1) / 2, "sum over program thread %d's team", want);
     CHECK_EQ(max_wrong, 0, "omp_get_max_threads() inside program thread %d's region", want);
-    CHECK_EQ(omp_get_max_threads(), want, "program thread %d's nthreads-var after a region",
-             want);
+    CHECK_EQ(omp_get_max_threads(), want, "program thread %d's nthreads-var after a region", want);
   }
   return NULL;
 }

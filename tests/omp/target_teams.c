@@ -100,7 +100,7 @@ static void target_regions(void) {
     max = omp_get_max_threads();
     dynamic = omp_get_dynamic();
     x += fp;
-    fp = 100; /* the copy's, not the host's */
+    fp = 100;               /* the copy's, not the host's */
     omp_set_num_threads(2); /* the target region's own ICV */
   }
   CHECK_EQ(x, 12, "map(tofrom) result of a target region");
